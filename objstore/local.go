@@ -1,0 +1,451 @@
+package objstore
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// Local is a Store in a directory tree on a local (POSIX) filesystem. Keys map
+// to paths below the root with '/' as the separator. See the package
+// documentation for its durability and atomicity guarantees.
+type Local struct {
+	root string
+}
+
+var _ Store = (*Local)(nil)
+
+// NewLocal returns a store rooted at dir, creating dir (durably) if missing.
+func NewLocal(dir string) (*Local, error) {
+	if dir == "" {
+		return nil, errors.New("objstore: local: empty root directory")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("objstore: local root %q: %w", dir, err)
+	}
+	if err := ensureDir(abs); err != nil {
+		return nil, fmt.Errorf("objstore: local root %q: %w", dir, err)
+	}
+	return &Local{root: abs}, nil
+}
+
+// Root returns the directory the store is rooted at.
+func (l *Local) Root() string { return l.root }
+
+func (l *Local) path(key string) (string, error) {
+	if err := ValidateKey(key); err != nil {
+		return "", err
+	}
+	return filepath.Join(l.root, filepath.FromSlash(key)), nil
+}
+
+// notFound reports whether err means "no object here": the path is missing,
+// a path component is a file, or the path is a directory.
+func notFound(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EISDIR)
+}
+
+func (l *Local) open(ctx context.Context, key string) (*os.File, fs.FileInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	p, err := l.path(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		if notFound(err) {
+			return nil, nil, fmt.Errorf("%w: %s", ErrNotFound, key)
+		}
+		return nil, nil, fmt.Errorf("objstore: local get %s: %w", key, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("objstore: local stat %s: %w", key, err)
+	}
+	if fi.IsDir() {
+		f.Close()
+		return nil, nil, fmt.Errorf("%w: %s", ErrNotFound, key)
+	}
+	return f, fi, nil
+}
+
+// Get implements Store.
+func (l *Local) Get(ctx context.Context, key string) ([]byte, error) {
+	return l.GetRange(ctx, key, 0, 1<<62)
+}
+
+// GetRange implements Store. It reads with pread (ReadAt).
+func (l *Local) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
+	f, fi, err := l.open(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	end, err := checkRange(key, fi.Size(), offset, length)
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, end-offset)
+	n, err := f.ReadAt(buf, offset)
+	if err != nil && !(errors.Is(err, io.EOF) && n == len(buf)) {
+		return nil, fmt.Errorf("objstore: local read %s: %w", key, err)
+	}
+	return buf, nil
+}
+
+// Head implements Store.
+func (l *Local) Head(ctx context.Context, key string) (ObjectInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return ObjectInfo{}, err
+	}
+	p, err := l.path(key)
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		if notFound(err) {
+			return ObjectInfo{}, fmt.Errorf("%w: %s", ErrNotFound, key)
+		}
+		return ObjectInfo{}, fmt.Errorf("objstore: local head %s: %w", key, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return ObjectInfo{}, fmt.Errorf("%w: %s", ErrNotFound, key)
+	}
+	return ObjectInfo{Key: key, Size: fi.Size(), ModTime: fi.ModTime()}, nil
+}
+
+// Put implements Store: temporary file, fsync, rename over the name, fsync
+// the directory.
+func (l *Local) Put(ctx context.Context, key string, data []byte) error {
+	w, err := l.create(ctx, key)
+	if err != nil {
+		return err
+	}
+	if _, err := w.f.Write(data); err != nil {
+		w.Abort()
+		return fmt.Errorf("objstore: local put %s: %w", key, err)
+	}
+	return w.Close()
+}
+
+// PutIfAbsent implements Store: temporary file, fsync, link(2) to the name
+// (fails with EEXIST if it exists, across processes), remove the temporary
+// name, fsync the directory.
+func (l *Local) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p, err := l.path(key)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(p)
+	if err := ensureDir(dir); err != nil {
+		return fmt.Errorf("objstore: local put %s: %w", key, err)
+	}
+	f, tmp, err := createTemp(dir)
+	if err != nil {
+		return fmt.Errorf("objstore: local put %s: %w", key, err)
+	}
+	defer os.Remove(tmp) // no-op once removed below
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("objstore: local put %s: %w", key, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := os.Link(tmp, p); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("%w: %s", ErrExists, key)
+		}
+		return fmt.Errorf("objstore: local put %s: %w", key, err)
+	}
+	if err := os.Remove(tmp); err != nil {
+		return fmt.Errorf("objstore: local put %s: remove temporary file: %w", key, err)
+	}
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("objstore: local put %s: %w", key, err)
+	}
+	return nil
+}
+
+// Delete implements Store. Directories left empty are kept: removing them
+// could race with a concurrent write below them.
+func (l *Local) Delete(ctx context.Context, key string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p, err := l.path(key)
+	if err != nil {
+		return err
+	}
+	fi, err := os.Lstat(p)
+	if err != nil {
+		if notFound(err) {
+			return nil
+		}
+		return fmt.Errorf("objstore: local delete %s: %w", key, err)
+	}
+	if fi.IsDir() {
+		return nil // no object of that name
+	}
+	if err := os.Remove(p); err != nil && !notFound(err) {
+		return fmt.Errorf("objstore: local delete %s: %w", key, err)
+	}
+	if err := syncDir(filepath.Dir(p)); err != nil {
+		return fmt.Errorf("objstore: local delete %s: %w", key, err)
+	}
+	return nil
+}
+
+// List implements Store. It walks only the directories that can hold keys
+// with the prefix, skips temporary files, and sorts the keys in byte order.
+func (l *Local) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := validatePrefix(prefix); err != nil {
+		return nil, err
+	}
+	start := l.root
+	if i := strings.LastIndexByte(prefix, '/'); i >= 0 {
+		start = filepath.Join(l.root, filepath.FromSlash(prefix[:i]))
+	}
+	var out []ObjectInfo
+	err := filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == start && notFound(err) {
+				return filepath.SkipAll
+			}
+			if notFound(err) { // removed while walking
+				return nil
+			}
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(l.root, p)
+		if err != nil {
+			return err
+		}
+		key := filepath.ToSlash(rel)
+		if d.IsDir() {
+			if p == start || p == l.root {
+				return nil
+			}
+			// Descend only if keys below can match the prefix.
+			dk := key + "/"
+			if strings.HasPrefix(dk, prefix) || strings.HasPrefix(prefix, dk) {
+				return nil
+			}
+			return filepath.SkipDir
+		}
+		if strings.HasPrefix(d.Name(), tmpPrefix) || !d.Type().IsRegular() || !strings.HasPrefix(key, prefix) {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			if notFound(err) {
+				return nil
+			}
+			return err
+		}
+		out = append(out, ObjectInfo{Key: key, Size: fi.Size(), ModTime: fi.ModTime()})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("objstore: local list %q: %w", prefix, err)
+	}
+	slices.SortFunc(out, func(a, b ObjectInfo) int { return strings.Compare(a.Key, b.Key) })
+	return out, nil
+}
+
+// Create implements Store. Data streams into a temporary file in the target
+// directory (through a small buffer); Close fsyncs it and renames it over
+// the name.
+func (l *Local) Create(ctx context.Context, key string) (ObjectWriter, error) {
+	w, err := l.create(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	w.bw = bufio.NewWriterSize(w.f, 256<<10)
+	return w, nil
+}
+
+func (l *Local) create(ctx context.Context, key string) (*localWriter, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	p, err := l.path(key)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Dir(p)
+	if err := ensureDir(dir); err != nil {
+		return nil, fmt.Errorf("objstore: local create %s: %w", key, err)
+	}
+	f, tmp, err := createTemp(dir)
+	if err != nil {
+		return nil, fmt.Errorf("objstore: local create %s: %w", key, err)
+	}
+	return &localWriter{ctx: ctx, key: key, path: p, tmp: tmp, f: f}, nil
+}
+
+type localWriter struct {
+	ctx       context.Context
+	key       string
+	path, tmp string
+	f         *os.File
+	bw        *bufio.Writer // nil: write to f directly
+	done      bool
+	committed bool
+}
+
+func (w *localWriter) Write(p []byte) (int, error) {
+	if w.done {
+		return 0, errWriterDone
+	}
+	if err := w.ctx.Err(); err != nil {
+		return 0, err
+	}
+	var n int
+	var err error
+	if w.bw != nil {
+		n, err = w.bw.Write(p)
+	} else {
+		n, err = w.f.Write(p)
+	}
+	if err != nil {
+		return n, fmt.Errorf("objstore: local write %s: %w", w.key, err)
+	}
+	return n, nil
+}
+
+func (w *localWriter) Close() error {
+	if w.done {
+		return errWriterDone
+	}
+	w.done = true
+	err := w.ctx.Err()
+	if err == nil && w.bw != nil {
+		err = w.bw.Flush()
+	}
+	if err == nil {
+		err = w.f.Sync()
+	}
+	if cerr := w.f.Close(); err == nil {
+		err = cerr
+	}
+	w.f = nil
+	if err == nil {
+		err = os.Rename(w.tmp, w.path)
+	}
+	if err == nil {
+		err = syncDir(filepath.Dir(w.path))
+		w.committed = true
+	}
+	if err != nil {
+		if !w.committed {
+			os.Remove(w.tmp)
+		}
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		return fmt.Errorf("objstore: local commit %s: %w", w.key, err)
+	}
+	return nil
+}
+
+func (w *localWriter) Abort() error {
+	w.done = true
+	if w.committed {
+		return nil
+	}
+	if w.f != nil {
+		w.f.Close()
+		w.f = nil
+	}
+	if err := os.Remove(w.tmp); err != nil && !notFound(err) {
+		return fmt.Errorf("objstore: local abort %s: %w", w.key, err)
+	}
+	return nil
+}
+
+// createTemp creates a new temporary file (mode 0644) in dir.
+func createTemp(dir string) (*os.File, string, error) {
+	for range 100 {
+		name := filepath.Join(dir, tmpPrefix+strconv.FormatUint(rand.Uint64(), 36))
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		return f, name, err
+	}
+	return nil, "", fmt.Errorf("cannot create a temporary file in %s", dir)
+}
+
+// ensureDir creates dir and its missing parents, fsyncing each parent whose
+// entries changed, so that a file later created in dir survives a crash.
+func ensureDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if err == nil {
+		if !fi.IsDir() {
+			return fmt.Errorf("%s is not a directory", dir)
+		}
+		return nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if err := ensureDir(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	// Sync the parent even if another process created dir: it may not have
+	// synced it yet.
+	return syncDir(parent)
+}
+
+// syncDir fsyncs a directory, making entries created or removed in it durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("fsync directory %s: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,595 @@
+// Package objstoretest is the conformance suite every objstore.Store backend
+// must pass. Backends run it from their tests:
+//
+//	objstoretest.Run(t, func(t *testing.T) objstore.Store { return newStore(t) })
+package objstoretest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lance-context/lance-context/objstore"
+)
+
+// Options adjust the suite for one backend.
+type Options struct {
+	// SkipRace skips the concurrent PutIfAbsent race, for a backend that
+	// does not enforce create-only writes (say why at the call site).
+	SkipRace bool
+	// LargeSize is the object size of the large streaming-write subtests,
+	// which should exceed one multipart part on S3. 0: 9 MiB.
+	LargeSize int
+}
+
+// Run runs the suite. newStore must return an empty store, isolated from
+// those of other calls, for each subtest.
+func Run(t *testing.T, newStore func(t *testing.T) objstore.Store) {
+	RunWith(t, newStore, Options{})
+}
+
+// RunWith runs the suite with options.
+func RunWith(t *testing.T, newStore func(t *testing.T) objstore.Store, opts Options) {
+	if opts.LargeSize == 0 {
+		opts.LargeSize = 9 << 20
+	}
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s objstore.Store)
+	}{
+		{"RoundTrip", testRoundTrip},
+		{"Overwrite", testOverwrite},
+		{"PutIfAbsent", testPutIfAbsent},
+		{"GetRange", testGetRange},
+		{"Head", testHead},
+		{"NotFound", testNotFound},
+		{"DeleteIdempotent", testDelete},
+		{"ListOrder", testListOrder},
+		{"ListPrefix", testListPrefix},
+		{"InvalidKeys", testInvalidKeys},
+		{"CreateVisibility", testCreateVisibility},
+		{"CreateAbort", testCreateAbort},
+		{"CreateLarge", func(t *testing.T, s objstore.Store) { testCreateLarge(t, s, opts.LargeSize) }},
+		{"CreateLargeAbort", func(t *testing.T, s objstore.Store) { testCreateLargeAbort(t, s, opts.LargeSize) }},
+		{"Sub", testSub},
+		{"ContextCanceled", testContextCanceled},
+		{"PutIfAbsentRace", func(t *testing.T, s objstore.Store) {
+			if opts.SkipRace {
+				t.Skip("backend does not enforce create-only writes")
+			}
+			testRace(t, s)
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
+	}
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func mustPut(t *testing.T, s objstore.Store, key string, data []byte) {
+	t.Helper()
+	if err := s.Put(ctxT(t), key, data); err != nil {
+		t.Fatalf("Put(%q): %v", key, err)
+	}
+}
+
+func mustGet(t *testing.T, s objstore.Store, key string, want []byte) {
+	t.Helper()
+	got, err := s.Get(ctxT(t), key)
+	if err != nil {
+		t.Fatalf("Get(%q): %v", key, err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("Get(%q) = %q, want %q", key, trunc(got), trunc(want))
+	}
+}
+
+func mustAbsent(t *testing.T, s objstore.Store, key string) {
+	t.Helper()
+	if _, err := s.Head(ctxT(t), key); !errors.Is(err, objstore.ErrNotFound) {
+		t.Fatalf("Head(%q) err = %v, want ErrNotFound", key, err)
+	}
+}
+
+func keys(t *testing.T, s objstore.Store, prefix string) []string {
+	t.Helper()
+	infos, err := s.List(ctxT(t), prefix)
+	if err != nil {
+		t.Fatalf("List(%q): %v", prefix, err)
+	}
+	out := []string{}
+	for _, i := range infos {
+		out = append(out, i.Key)
+	}
+	return out
+}
+
+func trunc(b []byte) []byte {
+	if len(b) > 64 {
+		return append(b[:64:64], "..."...)
+	}
+	return b
+}
+
+// pattern returns n deterministic bytes distinct for each seed.
+func pattern(n, seed int) []byte {
+	b := make([]byte, n)
+	x := uint32(seed)*2654435761 + 1
+	for i := range b {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		b[i] = byte(x)
+	}
+	return b
+}
+
+func testRoundTrip(t *testing.T, s objstore.Store) {
+	for _, c := range []struct {
+		key  string
+		data []byte
+	}{
+		{"a", []byte("hello")},
+		{"dir/sub/obj.bin", pattern(100_000, 1)},
+		{"empty", []byte{}},
+		{"_versions/1.manifest", []byte("m")},
+		{"with space/and-üñí", []byte("x")},
+	} {
+		mustPut(t, s, c.key, c.data)
+		mustGet(t, s, c.key, c.data)
+	}
+	// The store must not alias the caller's buffer.
+	buf := []byte("original")
+	mustPut(t, s, "alias", buf)
+	copy(buf, "XXXXXXXX")
+	mustGet(t, s, "alias", []byte("original"))
+}
+
+func testOverwrite(t *testing.T, s objstore.Store) {
+	mustPut(t, s, "k", []byte("first version, longer"))
+	mustPut(t, s, "k", []byte("second"))
+	mustGet(t, s, "k", []byte("second"))
+	if got := keys(t, s, ""); !slices.Equal(got, []string{"k"}) {
+		t.Fatalf("List after overwrite = %q, want [k]", got)
+	}
+}
+
+func testPutIfAbsent(t *testing.T, s objstore.Store) {
+	ctx := ctxT(t)
+	if err := s.PutIfAbsent(ctx, "x/once", []byte("first")); err != nil {
+		t.Fatalf("first PutIfAbsent: %v", err)
+	}
+	err := s.PutIfAbsent(ctx, "x/once", []byte("second"))
+	if !errors.Is(err, objstore.ErrExists) {
+		t.Fatalf("second PutIfAbsent err = %v, want ErrExists", err)
+	}
+	mustGet(t, s, "x/once", []byte("first"))
+	// Put-created objects count too.
+	mustPut(t, s, "x/put", []byte("p"))
+	if err := s.PutIfAbsent(ctx, "x/put", []byte("q")); !errors.Is(err, objstore.ErrExists) {
+		t.Fatalf("PutIfAbsent over Put err = %v, want ErrExists", err)
+	}
+	mustGet(t, s, "x/put", []byte("p"))
+	// After a delete the key is free again.
+	if err := s.Delete(ctx, "x/once"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutIfAbsent(ctx, "x/once", []byte("third")); err != nil {
+		t.Fatalf("PutIfAbsent after Delete: %v", err)
+	}
+	mustGet(t, s, "x/once", []byte("third"))
+}
+
+func testGetRange(t *testing.T, s objstore.Store) {
+	ctx := ctxT(t)
+	data := pattern(1000, 2)
+	mustPut(t, s, "r", data)
+	for _, c := range []struct {
+		off, n int64
+		want   []byte
+	}{
+		{0, 10, data[:10]},
+		{100, 200, data[100:300]},
+		{990, 10, data[990:]},
+		{990, 100, data[990:]}, // truncated at the end
+		{0, 1 << 40, data},
+		{999, 1, data[999:]},
+		{1000, 10, []byte{}}, // at the end: empty
+		{500, 0, []byte{}},
+	} {
+		got, err := s.GetRange(ctx, "r", c.off, c.n)
+		if err != nil {
+			t.Fatalf("GetRange(%d, %d): %v", c.off, c.n, err)
+		}
+		if !bytes.Equal(got, c.want) {
+			t.Fatalf("GetRange(%d, %d) = %d bytes, want %d", c.off, c.n, len(got), len(c.want))
+		}
+	}
+	for _, c := range [][2]int64{{1001, 1}, {5000, 10}, {-1, 5}, {0, -1}} {
+		if _, err := s.GetRange(ctx, "r", c[0], c[1]); !errors.Is(err, objstore.ErrInvalidRange) {
+			t.Fatalf("GetRange(%d, %d) err = %v, want ErrInvalidRange", c[0], c[1], err)
+		}
+	}
+	if _, err := s.GetRange(ctx, "missing", 0, 1); !errors.Is(err, objstore.ErrNotFound) {
+		t.Fatalf("GetRange(missing) err = %v, want ErrNotFound", err)
+	}
+	mustPut(t, s, "empty", nil)
+	if got, err := s.GetRange(ctx, "empty", 0, 10); err != nil || len(got) != 0 {
+		t.Fatalf("GetRange(empty, 0, 10) = %q, %v; want empty, nil", got, err)
+	}
+}
+
+func testHead(t *testing.T, s objstore.Store) {
+	before := time.Now().Add(-time.Hour)
+	mustPut(t, s, "h/obj", pattern(12345, 3))
+	info, err := s.Head(ctxT(t), "h/obj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Key != "h/obj" || info.Size != 12345 {
+		t.Fatalf("Head = %+v, want key h/obj size 12345", info)
+	}
+	if info.ModTime.Before(before) {
+		t.Fatalf("Head ModTime %v is implausible", info.ModTime)
+	}
+	mustAbsent(t, s, "h") // a "directory" is not an object
+}
+
+func testNotFound(t *testing.T, s objstore.Store) {
+	ctx := ctxT(t)
+	mustPut(t, s, "present/x", []byte("x"))
+	for _, k := range []string{"missing", "present/missing", "present", "present/x/below"} {
+		if _, err := s.Get(ctx, k); !errors.Is(err, objstore.ErrNotFound) {
+			t.Fatalf("Get(%q) err = %v, want ErrNotFound", k, err)
+		}
+		if _, err := s.Head(ctx, k); !errors.Is(err, objstore.ErrNotFound) {
+			t.Fatalf("Head(%q) err = %v, want ErrNotFound", k, err)
+		}
+	}
+}
+
+func testDelete(t *testing.T, s objstore.Store) {
+	ctx := ctxT(t)
+	mustPut(t, s, "d/k", []byte("v"))
+	for range 2 {
+		if err := s.Delete(ctx, "d/k"); err != nil {
+			t.Fatalf("Delete: %v", err)
+		}
+		mustAbsent(t, s, "d/k")
+	}
+	if err := s.Delete(ctx, "never/existed"); err != nil {
+		t.Fatalf("Delete(missing): %v", err)
+	}
+	if got := keys(t, s, ""); len(got) != 0 {
+		t.Fatalf("List after deletes = %q, want none", got)
+	}
+}
+
+var listKeys = []string{"b", "a/c/e", "a0", "a-b", "ab", "a/b", "a/c/d", "a/c0", "c/x/y/z"}
+
+func testListOrder(t *testing.T, s objstore.Store) {
+	for i, k := range listKeys {
+		mustPut(t, s, k, pattern(i, i))
+	}
+	want := slices.Clone(listKeys)
+	slices.Sort(want) // byte order: "a-b" < "a/b" < "a0" ('-' < '/' < '0')
+	if got := keys(t, s, ""); !slices.Equal(got, want) {
+		t.Fatalf("List(\"\") = %q, want %q", got, want)
+	}
+	infos, err := s.List(ctxT(t), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range infos {
+		if n := int64(slices.Index(listKeys, in.Key)); in.Size != n {
+			t.Fatalf("List size of %q = %d, want %d", in.Key, in.Size, n)
+		}
+	}
+}
+
+func testListPrefix(t *testing.T, s objstore.Store) {
+	for _, k := range listKeys {
+		mustPut(t, s, k, []byte(k))
+	}
+	for _, c := range []struct {
+		prefix string
+		want   []string
+	}{
+		{"a/", []string{"a/b", "a/c/d", "a/c/e", "a/c0"}},
+		{"a/c", []string{"a/c/d", "a/c/e", "a/c0"}},
+		{"a/c/", []string{"a/c/d", "a/c/e"}},
+		{"a/c/d", []string{"a/c/d"}},
+		{"a", []string{"a-b", "a/b", "a/c/d", "a/c/e", "a/c0", "a0", "ab"}},
+		{"a-", []string{"a-b"}},
+		{"b", []string{"b"}},
+		{"c/x/", []string{"c/x/y/z"}},
+		{"c/x/y/z", []string{"c/x/y/z"}},
+		{"zz", []string{}},
+		{"a/zz/", []string{}},
+		{"c/x/y/z/", []string{}},
+	} {
+		if got := keys(t, s, c.prefix); !slices.Equal(got, c.want) {
+			t.Errorf("List(%q) = %q, want %q", c.prefix, got, c.want)
+		}
+	}
+}
+
+func testInvalidKeys(t *testing.T, s objstore.Store) {
+	ctx := ctxT(t)
+	for _, k := range []string{"", "/abs", "a/../b", "..", "a/./b", "a//b", "trailing/", ".tmp_x", "d/.tmp_y"} {
+		if err := s.Put(ctx, k, []byte("x")); !errors.Is(err, objstore.ErrInvalidKey) {
+			t.Errorf("Put(%q) err = %v, want ErrInvalidKey", k, err)
+		}
+		if err := s.PutIfAbsent(ctx, k, []byte("x")); !errors.Is(err, objstore.ErrInvalidKey) {
+			t.Errorf("PutIfAbsent(%q) err = %v, want ErrInvalidKey", k, err)
+		}
+		if _, err := s.Get(ctx, k); !errors.Is(err, objstore.ErrInvalidKey) {
+			t.Errorf("Get(%q) err = %v, want ErrInvalidKey", k, err)
+		}
+	}
+	if _, err := s.List(ctx, "../"); !errors.Is(err, objstore.ErrInvalidKey) {
+		t.Errorf("List(\"../\") err = %v, want ErrInvalidKey", err)
+	}
+}
+
+func testCreateVisibility(t *testing.T, s objstore.Store) {
+	ctx := ctxT(t)
+	w, err := s.Create(ctx, "data/file.lance")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	want := pattern(300_000, 4)
+	for chunk := range slices.Chunk(want, 7777) {
+		if _, err := w.Write(chunk); err != nil {
+			t.Fatalf("Write: %v", err)
+		}
+	}
+	mustAbsent(t, s, "data/file.lance")
+	if got := keys(t, s, ""); len(got) != 0 {
+		t.Fatalf("List before Close = %q, want none", got)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	mustGet(t, s, "data/file.lance", want)
+	if got := keys(t, s, ""); !slices.Equal(got, []string{"data/file.lance"}) {
+		t.Fatalf("List after Close = %q", got)
+	}
+	if _, err := w.Write([]byte("x")); err == nil {
+		t.Fatal("Write after Close succeeded")
+	}
+	if err := w.Abort(); err != nil {
+		t.Fatalf("Abort after Close: %v", err)
+	}
+	mustGet(t, s, "data/file.lance", want) // Abort after Close keeps the object
+
+	// Create replaces an existing object, atomically at Close.
+	w2, err := s.Create(ctx, "data/file.lance")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(w2, "new")
+	mustGet(t, s, "data/file.lance", want)
+	if err := w2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mustGet(t, s, "data/file.lance", []byte("new"))
+
+	// An empty object.
+	w3, err := s.Create(ctx, "data/empty")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w3.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mustGet(t, s, "data/empty", []byte{})
+}
+
+func testCreateAbort(t *testing.T, s objstore.Store) {
+	ctx := ctxT(t)
+	w, err := s.Create(ctx, "ab/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(pattern(1000, 5))
+	if err := w.Abort(); err != nil {
+		t.Fatalf("Abort: %v", err)
+	}
+	if err := w.Close(); err == nil {
+		t.Fatal("Close after Abort succeeded")
+	}
+	mustAbsent(t, s, "ab/x")
+	if got := keys(t, s, ""); len(got) != 0 {
+		t.Fatalf("List after Abort = %q, want none", got)
+	}
+	// Abort leaves an existing object alone.
+	mustPut(t, s, "ab/y", []byte("keep"))
+	w, err = s.Create(ctx, "ab/y")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write([]byte("discard"))
+	w.Abort()
+	mustGet(t, s, "ab/y", []byte("keep"))
+}
+
+func testCreateLarge(t *testing.T, s objstore.Store, size int) {
+	ctx := ctxT(t)
+	want := pattern(size, 6)
+	w, err := s.Create(ctx, "big/obj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	// Odd-sized writes, one larger than a part.
+	rest := want
+	for i := 0; len(rest) > 0; i++ {
+		n := min(len(rest), []int{1 << 20, 3, 6<<20 + 17, 12345}[i%4])
+		if _, err := w.Write(rest[:n]); err != nil {
+			t.Fatalf("Write: %v", err)
+		}
+		rest = rest[n:]
+	}
+	mustAbsent(t, s, "big/obj")
+	if err := w.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	mustGet(t, s, "big/obj", want)
+	got, err := s.GetRange(ctx, "big/obj", int64(size)-100, 1000)
+	if err != nil || !bytes.Equal(got, want[size-100:]) {
+		t.Fatalf("GetRange tail: %d bytes, %v", len(got), err)
+	}
+}
+
+func testCreateLargeAbort(t *testing.T, s objstore.Store, size int) {
+	ctx := ctxT(t)
+	w, err := s.Create(ctx, "big/aborted")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(pattern(size, 7)); err != nil {
+		t.Fatalf("Write: %v", err)
+	}
+	if err := w.Abort(); err != nil {
+		t.Fatalf("Abort: %v", err)
+	}
+	mustAbsent(t, s, "big/aborted")
+}
+
+func testSub(t *testing.T, s objstore.Store) {
+	ctx := ctxT(t)
+	sub := objstore.Sub(s, "tables/t1.rollout.lance")
+	mustPut(t, sub, "data/x", []byte("x"))
+	mustGet(t, s, "tables/t1.rollout.lance/data/x", []byte("x"))
+	mustPut(t, s, "tables/t1.rollout.lancex", []byte("sibling"))
+	mustPut(t, s, "tables/t1.rollout.lance/_versions/1.manifest", []byte("m"))
+	if got, want := keys(t, sub, ""), []string{"_versions/1.manifest", "data/x"}; !slices.Equal(got, want) {
+		t.Fatalf("sub List = %q, want %q", got, want)
+	}
+	if got := keys(t, sub, "data/"); !slices.Equal(got, []string{"data/x"}) {
+		t.Fatalf("sub List(data/) = %q", got)
+	}
+	if err := sub.PutIfAbsent(ctx, "data/x", []byte("y")); !errors.Is(err, objstore.ErrExists) {
+		t.Fatalf("sub PutIfAbsent err = %v", err)
+	}
+	info, err := sub.Head(ctx, "data/x")
+	if err != nil || info.Key != "data/x" || info.Size != 1 {
+		t.Fatalf("sub Head = %+v, %v", info, err)
+	}
+	if got, err := sub.GetRange(ctx, "_versions/1.manifest", 0, 1); err != nil || string(got) != "m" {
+		t.Fatalf("sub GetRange = %q, %v", got, err)
+	}
+	w, err := sub.Create(ctx, "data/w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(w, "streamed")
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mustGet(t, s, "tables/t1.rollout.lance/data/w", []byte("streamed"))
+
+	nested := objstore.Sub(objstore.Sub(s, "tables/"), "/t1.rollout.lance/data")
+	if got := keys(t, nested, ""); !slices.Equal(got, []string{"w", "x"}) {
+		t.Fatalf("nested sub List = %q", got)
+	}
+	if err := nested.Delete(ctx, "x"); err != nil {
+		t.Fatal(err)
+	}
+	mustAbsent(t, s, "tables/t1.rollout.lance/data/x")
+	if _, err := sub.Get(ctx, "../escape"); !errors.Is(err, objstore.ErrInvalidKey) {
+		t.Fatalf("sub Get(../escape) err = %v, want ErrInvalidKey", err)
+	}
+	if objstore.Sub(s, "") != s {
+		t.Fatal("Sub(s, \"\") is not s")
+	}
+}
+
+func testContextCanceled(t *testing.T, s objstore.Store) {
+	mustPut(t, s, "cc/existing", []byte("x"))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	ops := map[string]func() error{
+		"Get":         func() error { _, err := s.Get(ctx, "cc/existing"); return err },
+		"GetRange":    func() error { _, err := s.GetRange(ctx, "cc/existing", 0, 1); return err },
+		"Head":        func() error { _, err := s.Head(ctx, "cc/existing"); return err },
+		"List":        func() error { _, err := s.List(ctx, "cc/"); return err },
+		"Put":         func() error { return s.Put(ctx, "cc/put", []byte("x")) },
+		"PutIfAbsent": func() error { return s.PutIfAbsent(ctx, "cc/pia", []byte("x")) },
+		"Delete":      func() error { return s.Delete(ctx, "cc/existing") },
+		"Create": func() error {
+			w, err := s.Create(ctx, "cc/create")
+			if err != nil {
+				return err
+			}
+			w.Write([]byte("x"))
+			err = w.Close()
+			w.Abort()
+			return err
+		},
+	}
+	for name, op := range ops {
+		start := time.Now()
+		err := op()
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("%s with a canceled context: err = %v, want context.Canceled", name, err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%s with a canceled context took %v", name, d)
+		}
+	}
+	for _, k := range []string{"cc/put", "cc/pia", "cc/create"} {
+		mustAbsent(t, s, k)
+	}
+	mustGet(t, s, "cc/existing", []byte("x"))
+}
+
+func testRace(t *testing.T, s objstore.Store) {
+	const n = 32
+	ctx := ctxT(t)
+	var (
+		wg    sync.WaitGroup
+		start = make(chan struct{})
+		errs  = make([]error, n)
+	)
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			errs[i] = s.PutIfAbsent(ctx, "race/key", []byte(fmt.Sprintf("writer %d", i)))
+		})
+	}
+	close(start)
+	wg.Wait()
+	winner := -1
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			if winner >= 0 {
+				t.Fatalf("writers %d and %d both won", winner, i)
+			}
+			winner = i
+		case !errors.Is(err, objstore.ErrExists):
+			t.Fatalf("writer %d: err = %v, want nil or ErrExists", i, err)
+		}
+	}
+	if winner < 0 {
+		t.Fatal("no writer won")
+	}
+	mustGet(t, s, "race/key", []byte(fmt.Sprintf("writer %d", winner)))
+	if got := keys(t, s, ""); !slices.Equal(got, []string{"race/key"}) {
+		t.Fatalf("List after race = %q", got)
+	}
+}

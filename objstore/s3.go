@@ -1,0 +1,510 @@
+package objstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+)
+
+// DefaultPartSize is the multipart-upload part size of S3 writers.
+const DefaultPartSize = 8 << 20
+
+// minPartSize is S3's minimum size of every part but the last.
+const minPartSize = 5 << 20
+
+// putIfAbsentAttempts bounds the attempts of one S3 PutIfAbsent.
+const putIfAbsentAttempts = 5
+
+// S3Config configures an S3 store. Empty fields fall back to the AWS SDK's
+// defaults (credential chain, shared config files).
+type S3Config struct {
+	Bucket string
+	Prefix string // root of the store inside the bucket; may be empty
+
+	Endpoint  string // e.g. http://127.0.0.1:7070; empty: AWS
+	Region    string // empty: us-east-1
+	PathStyle bool   // path-style addressing (forced when Endpoint is set)
+
+	// Static credentials; when AccessKeyID is empty the SDK's default
+	// credential chain is used.
+	AccessKeyID, SecretAccessKey, SessionToken string
+
+	PartSize int64 // multipart part size; 0: DefaultPartSize
+}
+
+// S3ConfigFromEnv reads the endpoint (AWS_ENDPOINT_URL_S3, else
+// AWS_ENDPOINT_URL), region (AWS_REGION, else AWS_DEFAULT_REGION, else
+// us-east-1) and path style (AWS_S3_FORCE_PATH_STYLE=true, or any endpoint
+// set) from the environment. Credentials come from the SDK's default chain
+// (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, profiles...).
+func S3ConfigFromEnv() S3Config {
+	cfg := S3Config{
+		Endpoint: os.Getenv("AWS_ENDPOINT_URL_S3"),
+		Region:   os.Getenv("AWS_REGION"),
+	}
+	if cfg.Endpoint == "" {
+		cfg.Endpoint = os.Getenv("AWS_ENDPOINT_URL")
+	}
+	if cfg.Region == "" {
+		cfg.Region = os.Getenv("AWS_DEFAULT_REGION")
+	}
+	cfg.PathStyle, _ = strconv.ParseBool(os.Getenv("AWS_S3_FORCE_PATH_STYLE"))
+	return cfg
+}
+
+// S3 is a Store in an S3 bucket (or an S3-compatible server) under a prefix.
+type S3 struct {
+	client   *s3.Client
+	bucket   string
+	root     string // "" or prefix ending with '/'
+	partSize int64
+}
+
+var _ Store = (*S3)(nil)
+
+// NewS3 returns an S3 store. It does not contact the server.
+func NewS3(ctx context.Context, cfg S3Config) (*S3, error) {
+	if cfg.Bucket == "" {
+		return nil, errors.New("objstore: s3: empty bucket")
+	}
+	root := strings.Trim(cfg.Prefix, "/")
+	if root != "" {
+		if err := ValidateKey(root); err != nil {
+			return nil, fmt.Errorf("objstore: s3 prefix: %w", err)
+		}
+		root += "/"
+	}
+	if cfg.Region == "" {
+		cfg.Region = "us-east-1"
+	}
+	if cfg.PartSize == 0 {
+		cfg.PartSize = DefaultPartSize
+	}
+	if cfg.PartSize < minPartSize {
+		return nil, fmt.Errorf("objstore: s3: part size %d below the S3 minimum %d", cfg.PartSize, minPartSize)
+	}
+	opts := []func(*config.LoadOptions) error{config.WithRegion(cfg.Region)}
+	if cfg.AccessKeyID != "" {
+		opts = append(opts, config.WithCredentialsProvider(
+			credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken)))
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("objstore: s3: load AWS config: %w", err)
+	}
+	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+		if cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.Endpoint)
+			o.UsePathStyle = true
+		}
+		if cfg.PathStyle {
+			o.UsePathStyle = true
+		}
+		// Validate response checksums only where asked for (whole-object
+		// Get): ranged reads cannot be checked against a full-object
+		// checksum, which some S3-compatible servers send anyway.
+		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
+		o.DisableLogOutputChecksumValidationSkipped = true
+	})
+	return &S3{client: client, bucket: cfg.Bucket, root: root, partSize: cfg.PartSize}, nil
+}
+
+func (s *S3) objKey(key string) (string, error) {
+	if err := ValidateKey(key); err != nil {
+		return "", err
+	}
+	return s.root + key, nil
+}
+
+func httpStatus(err error) int {
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) {
+		return re.HTTPStatusCode()
+	}
+	return 0
+}
+
+func errorCode(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return ""
+}
+
+func isNotFound(err error) bool {
+	var nsk *types.NoSuchKey
+	var nf *types.NotFound
+	if errors.As(err, &nsk) || errors.As(err, &nf) {
+		return true
+	}
+	c := errorCode(err)
+	return c == "NoSuchKey" || c == "NotFound"
+}
+
+func isPreconditionFailed(err error) bool {
+	return httpStatus(err) == http.StatusPreconditionFailed || errorCode(err) == "PreconditionFailed"
+}
+
+func isConditionalConflict(err error) bool {
+	return httpStatus(err) == http.StatusConflict || errorCode(err) == "ConditionalRequestConflict"
+}
+
+// wrap turns an SDK error into one naming the operation and key; context
+// errors stay recognisable with errors.Is.
+func (s *S3) wrap(op, key string, err error) error {
+	if isNotFound(err) {
+		return fmt.Errorf("%w: %s (s3 %s: %w)", ErrNotFound, key, op, err)
+	}
+	return fmt.Errorf("objstore: s3 %s %s: %w", op, key, err)
+}
+
+// Get implements Store.
+func (s *S3) Get(ctx context.Context, key string) ([]byte, error) {
+	k, err := s.objKey(key)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &k, ChecksumMode: types.ChecksumModeEnabled})
+	if err != nil {
+		return nil, s.wrap("get", key, err)
+	}
+	defer out.Body.Close()
+	data, err := io.ReadAll(out.Body)
+	if err != nil {
+		return nil, s.wrap("get", key, err)
+	}
+	return data, nil
+}
+
+// GetRange implements Store with a Range request.
+func (s *S3) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
+	k, err := s.objKey(key)
+	if err != nil {
+		return nil, err
+	}
+	if offset < 0 || length < 0 {
+		return nil, fmt.Errorf("%w: %s: offset %d length %d", ErrInvalidRange, key, offset, length)
+	}
+	if length == 0 {
+		return s.emptyRange(ctx, key, offset)
+	}
+	rng := fmt.Sprintf("bytes=%d-", offset)
+	if length <= math.MaxInt64-offset {
+		rng = fmt.Sprintf("bytes=%d-%d", offset, offset+length-1)
+	}
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &k, Range: &rng})
+	if err != nil {
+		if httpStatus(err) == http.StatusRequestedRangeNotSatisfiable || errorCode(err) == "InvalidRange" {
+			// offset >= size: empty when offset == size, an error past it.
+			return s.emptyRange(ctx, key, offset)
+		}
+		return nil, s.wrap("get range", key, err)
+	}
+	defer out.Body.Close()
+	// A server that ignores Range answers 200 with the whole object.
+	if out.ContentRange == nil && offset > 0 {
+		return nil, fmt.Errorf("objstore: s3 get range %s: server ignored the Range header", key)
+	}
+	data, err := io.ReadAll(io.LimitReader(out.Body, length))
+	if err != nil {
+		return nil, s.wrap("get range", key, err)
+	}
+	return data, nil
+}
+
+func (s *S3) emptyRange(ctx context.Context, key string, offset int64) ([]byte, error) {
+	info, err := s.Head(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := checkRange(key, info.Size, offset, 0); err != nil {
+		return nil, err
+	}
+	return []byte{}, nil
+}
+
+// Head implements Store.
+func (s *S3) Head(ctx context.Context, key string) (ObjectInfo, error) {
+	k, err := s.objKey(key)
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: &k})
+	if err != nil {
+		return ObjectInfo{}, s.wrap("head", key, err)
+	}
+	return ObjectInfo{Key: key, Size: aws.ToInt64(out.ContentLength), ModTime: aws.ToTime(out.LastModified)}, nil
+}
+
+// Put implements Store.
+func (s *S3) Put(ctx context.Context, key string, data []byte) error {
+	k, err := s.objKey(key)
+	if err != nil {
+		return err
+	}
+	_, err = s.client.PutObject(ctx, &s3.PutObjectInput{
+		Bucket: &s.bucket, Key: &k,
+		Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data))),
+	})
+	if err != nil {
+		return s.wrap("put", key, err)
+	}
+	return nil
+}
+
+// PutIfAbsent implements Store with PutObject and "If-None-Match: *": the
+// server answers 412 Precondition Failed if the key exists.
+//
+// It retries transient errors itself rather than through the SDK, so that it
+// knows when an earlier attempt may have been written with its
+// acknowledgement lost: if a later attempt then finds the key taken, the
+// object is read back, and identical content counts as this call's success.
+// A 409 ConditionalRequestConflict (another conditional write to the key in
+// flight) is retried too; if it persists it is reported as ErrExists.
+func (s *S3) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	k, err := s.objKey(key)
+	if err != nil {
+		return err
+	}
+	retryer := retry.NewStandard()
+	ambiguous := false
+	for attempt := 1; ; attempt++ {
+		_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
+			Bucket: &s.bucket, Key: &k,
+			Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data))),
+			IfNoneMatch: aws.String("*"),
+		}, func(o *s3.Options) { o.RetryMaxAttempts = 1 })
+		if err == nil {
+			return nil
+		}
+		conflict := isConditionalConflict(err)
+		switch {
+		case isPreconditionFailed(err) || (conflict && attempt >= putIfAbsentAttempts):
+			if ambiguous {
+				if cur, gerr := s.Get(ctx, key); gerr == nil && bytes.Equal(cur, data) {
+					return nil
+				}
+			}
+			return fmt.Errorf("%w: %s (s3: %w)", ErrExists, key, err)
+		case conflict:
+		case ctx.Err() != nil || attempt >= putIfAbsentAttempts || !retryer.IsErrorRetryable(err):
+			return s.wrap("put if absent", key, err)
+		default:
+			ambiguous = true
+		}
+		delay, derr := retryer.RetryDelay(attempt, err)
+		if derr != nil {
+			delay = 100 * time.Millisecond
+		}
+		if err := sleepCtx(ctx, delay); err != nil {
+			return s.wrap("put if absent", key, err)
+		}
+	}
+}
+
+// Delete implements Store.
+func (s *S3) Delete(ctx context.Context, key string) error {
+	k, err := s.objKey(key)
+	if err != nil {
+		return err
+	}
+	_, err = s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &k})
+	if err != nil && !isNotFound(err) {
+		return s.wrap("delete", key, err)
+	}
+	return nil
+}
+
+// List implements Store with ListObjectsV2, following every page. Keys
+// ending in '/' (directory markers some tools create) are skipped.
+func (s *S3) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
+	if err := validatePrefix(prefix); err != nil {
+		return nil, err
+	}
+	full := s.root + prefix
+	var out []ObjectInfo
+	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &full})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("objstore: s3 list %q: %w", prefix, err)
+		}
+		for _, o := range page.Contents {
+			k := aws.ToString(o.Key)
+			if !strings.HasPrefix(k, full) || strings.HasSuffix(k, "/") {
+				continue
+			}
+			out = append(out, ObjectInfo{Key: k[len(s.root):], Size: aws.ToInt64(o.Size), ModTime: aws.ToTime(o.LastModified)})
+		}
+	}
+	// S3 lists in byte order already; sorting guards S3-compatible servers.
+	slices.SortFunc(out, func(a, b ObjectInfo) int { return strings.Compare(a.Key, b.Key) })
+	return out, nil
+}
+
+// Create implements Store. The writer buffers one part: an object smaller
+// than a part is sent with one PutObject on Close, a larger one with a
+// multipart upload completed on Close (aborted on Abort or failure).
+func (s *S3) Create(ctx context.Context, key string) (ObjectWriter, error) {
+	k, err := s.objKey(key)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return &s3Writer{s: s, ctx: ctx, key: key, k: k}, nil
+}
+
+type s3Writer struct {
+	s         *S3
+	ctx       context.Context
+	key, k    string
+	buf       []byte
+	uploadID  *string
+	parts     []types.CompletedPart
+	done      bool
+	committed bool
+	err       error // sticky write error
+}
+
+func (w *s3Writer) Write(p []byte) (int, error) {
+	if w.done {
+		return 0, errWriterDone
+	}
+	if w.err != nil {
+		return 0, w.err
+	}
+	n := 0
+	for len(p) > 0 {
+		if w.buf == nil {
+			w.buf = make([]byte, 0, min(int64(len(p)), w.s.partSize))
+		}
+		room := int(w.s.partSize) - len(w.buf)
+		c := min(room, len(p))
+		w.buf = append(w.buf, p[:c]...)
+		p, n = p[c:], n+c
+		if int64(len(w.buf)) == w.s.partSize {
+			if err := w.uploadPart(); err != nil {
+				w.err = err
+				return n, err
+			}
+		}
+	}
+	return n, nil
+}
+
+func (w *s3Writer) uploadPart() error {
+	if w.uploadID == nil {
+		out, err := w.s.client.CreateMultipartUpload(w.ctx, &s3.CreateMultipartUploadInput{Bucket: &w.s.bucket, Key: &w.k})
+		if err != nil {
+			return w.s.wrap("create multipart upload", w.key, err)
+		}
+		w.uploadID = out.UploadId
+	}
+	num := int32(len(w.parts) + 1)
+	out, err := w.s.client.UploadPart(w.ctx, &s3.UploadPartInput{
+		Bucket: &w.s.bucket, Key: &w.k, UploadId: w.uploadID, PartNumber: &num,
+		Body: bytes.NewReader(w.buf), ContentLength: aws.Int64(int64(len(w.buf))),
+	})
+	if err != nil {
+		return w.s.wrap("upload part", w.key, err)
+	}
+	w.parts = append(w.parts, types.CompletedPart{
+		ETag: out.ETag, PartNumber: &num,
+	})
+	w.buf = w.buf[:0]
+	return nil
+}
+
+func (w *s3Writer) Close() error {
+	if w.done {
+		return errWriterDone
+	}
+	w.done = true
+	err := w.err
+	if err == nil {
+		err = w.commit()
+	}
+	if err != nil {
+		w.abortUpload()
+		return err
+	}
+	w.committed = true
+	w.buf = nil
+	return nil
+}
+
+func (w *s3Writer) commit() error {
+	if w.uploadID == nil {
+		return w.s.Put(w.ctx, w.key, w.buf)
+	}
+	if len(w.buf) > 0 {
+		if err := w.uploadPart(); err != nil {
+			return err
+		}
+	}
+	_, err := w.s.client.CompleteMultipartUpload(w.ctx, &s3.CompleteMultipartUploadInput{
+		Bucket: &w.s.bucket, Key: &w.k, UploadId: w.uploadID,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: w.parts},
+	})
+	if err != nil {
+		return w.s.wrap("complete multipart upload", w.key, err)
+	}
+	return nil
+}
+
+// abortUpload releases the parts of a multipart upload, even when the
+// writer's context is already canceled.
+func (w *s3Writer) abortUpload() error {
+	if w.uploadID == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), 30*time.Second)
+	defer cancel()
+	_, err := w.s.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &w.s.bucket, Key: &w.k, UploadId: w.uploadID})
+	w.uploadID = nil
+	if err != nil && !isNotFound(err) && errorCode(err) != "NoSuchUpload" {
+		return w.s.wrap("abort multipart upload", w.key, err)
+	}
+	return nil
+}
+
+func (w *s3Writer) Abort() error {
+	w.done = true
+	w.buf = nil
+	if w.committed {
+		return nil
+	}
+	return w.abortUpload()
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
