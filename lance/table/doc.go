@@ -1,0 +1,41 @@
+// Package table reads and commits Lance tables (datasets): manifests,
+// fragments, deletion files and transactions, on top of objstore.Store.
+//
+// # Layout (relative to the table root)
+//
+//	data/{uuid}.lance                         Lance 2.0 data files (see lance/file)
+//	_versions/{name}.manifest                 one manifest file per version
+//	_versions/latest_version_hint.json        {"version":N}, best effort
+//	_transactions/{read_version}-{uuid}.txn   raw lance.table.Transaction
+//	_deletions/{frag}-{read_version}-{id}.bin Roaring bitmap of deleted offsets
+//	_deletions/{frag}-{read_version}-{id}.arrow  Arrow IPC file, one int32 column (read only)
+//	_indices/                                 written by LanceDB; we only carry its metadata
+//
+// Manifest names: V2 (what we create) is the zero-padded 20-digit decimal
+// of (2^64-1 - version), so a lexical listing yields the newest first; V1 is
+// "{version}.manifest". A table uses one scheme; we detect it from the
+// existing files before committing and never mix them.
+//
+// # Manifest file bytes
+//
+//	[u32 len][IndexSection]   optional, copied byte for byte from the previous version
+//	[u32 len][Transaction]    the transaction of this version (also in _transactions/)
+//	[u32 len][Manifest]       Manifest.index_section / transaction_section hold the
+//	                          absolute offsets of the two prefixes above
+//	[i64 manifest position][u16 0][u16 2]["LANC"]
+//
+// # Commit protocol
+//
+// A commit reads the latest version V, builds version V+1 from it and writes
+// the manifest with PutIfAbsent. Losing that race (ErrExists) means another
+// writer (ours or LanceDB) committed V+1: we reload the latest version and
+// rebuild the operation against it ("rebase"), without rewriting data files.
+// An operation that cannot be rebased (compaction of a fragment that changed
+// meanwhile) fails with ErrConflict. Before writing we check the feature
+// flags of the latest version and refuse to write past flags we do not
+// implement (we implement 1 = deletion files and 8 = table config).
+//
+// Table config (Manifest.config) carries our own keys, such as per-shard merge
+// watermarks; they are committed in the same manifest as the data they
+// describe, so a reader never sees one without the other.
+package table

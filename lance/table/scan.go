@@ -1,0 +1,364 @@
+package table
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lance-context/lance-context/lance/file"
+	"github.com/lance-context/lance-context/lance/pb"
+	"github.com/lance-context/lance-context/lance/schema"
+)
+
+// RowAddrColumn is the name of the optional uint64 column holding each row's
+// address: fragment id << 32 | offset, as Lance's _rowaddr.
+const RowAddrColumn = "_rowaddr"
+
+// Eq is an equality predicate on a string or bool column. Value is a string
+// for utf8/large_utf8 columns and a bool for bool columns. Null never matches.
+type Eq struct {
+	Column string
+	Value  any
+}
+
+// ScanOptions selects what a scan returns.
+type ScanOptions struct {
+	Columns     []string // nil means every column
+	Where       []Eq     // AND-ed
+	Offset      int64    // matching rows to skip
+	Limit       int64    // matching rows to return; <= 0 means all
+	BatchRows   int      // rows read per step; default 65536
+	WithRowAddr bool     // append a RowAddrColumn column
+}
+
+const defaultBatchRows = 64 << 10
+
+// Scan streams the matching live rows, fragment by fragment in manifest
+// order, to fn, one batch at a time. Memory is bounded by one batch.
+func (d *Dataset) Scan(ctx context.Context, opts ScanOptions, fn func(arrow.RecordBatch) error) error {
+	proj := d.schema
+	if opts.Columns != nil {
+		var err error
+		if proj, err = d.schema.Project(opts.Columns); err != nil {
+			return err
+		}
+	}
+	preds, err := d.compilePredicates(opts.Where)
+	if err != nil {
+		return err
+	}
+	batch := opts.BatchRows
+	if batch <= 0 {
+		batch = defaultBatchRows
+	}
+	offset, remaining := opts.Offset, opts.Limit
+	if remaining <= 0 {
+		remaining = -1
+	}
+	outSchema := proj.Arrow()
+	if opts.WithRowAddr {
+		outSchema = arrow.NewSchema(append(outSchema.Fields(), arrow.Field{Name: RowAddrColumn, Type: arrow.PrimitiveTypes.Uint64}), nil)
+	}
+	for _, frag := range d.Fragments() {
+		if remaining == 0 {
+			return nil
+		}
+		if len(preds) == 0 && offset >= liveRows(frag) {
+			offset -= liveRows(frag) // skip whole fragments without reading them
+			continue
+		}
+		del, err := d.deletedRows(ctx, frag)
+		if err != nil {
+			return err
+		}
+		start := int64(0)
+		if len(preds) == 0 && del == nil {
+			start, offset = offset, 0
+		}
+		n := int64(frag.GetPhysicalRows())
+		for s := start; s < n && remaining != 0; s += int64(batch) {
+			e := min(s+int64(batch), n)
+			rec, err := d.scanChunk(ctx, frag, proj, preds, del, s, e, &offset, &remaining, opts.WithRowAddr, outSchema)
+			if err != nil {
+				return err
+			}
+			if rec == nil {
+				continue
+			}
+			err = fn(rec)
+			rec.Release()
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// scanChunk reads rows [s, e) of a fragment and returns the selected ones,
+// or nil when none are.
+func (d *Dataset) scanChunk(ctx context.Context, frag *pb.DataFragment, proj *schema.Schema, preds []predicate,
+	del *roaring.Bitmap, s, e int64, offset, remaining *int64, withAddr bool, out *arrow.Schema) (arrow.RecordBatch, error) {
+	n := int(e - s)
+	keep := make([]bool, n)
+	for i := range keep {
+		keep[i] = del == nil || !del.Contains(uint32(s)+uint32(i))
+	}
+	if len(preds) > 0 {
+		cols := make([]*schema.Field, len(preds))
+		for i, p := range preds {
+			cols[i] = p.field
+		}
+		arrs, err := d.readFragment(ctx, frag, cols, s, e)
+		if err != nil {
+			return nil, err
+		}
+		for i, p := range preds {
+			p.apply(arrs[i], keep)
+			arrs[i].Release()
+		}
+	}
+	// Offset and limit count matching rows only.
+	matched := 0
+	for i := range keep {
+		if !keep[i] {
+			continue
+		}
+		switch {
+		case *offset > 0:
+			*offset--
+			keep[i] = false
+		case *remaining == 0:
+			keep[i] = false
+		default:
+			matched++
+			if *remaining > 0 {
+				*remaining--
+			}
+		}
+	}
+	if matched == 0 {
+		return nil, nil
+	}
+	arrs, err := d.readFragment(ctx, frag, proj.Fields, s, e)
+	if err != nil {
+		return nil, err
+	}
+	if withAddr {
+		b := array.NewUint64Builder(memory.DefaultAllocator)
+		b.Reserve(n)
+		for i := 0; i < n; i++ {
+			b.UnsafeAppend(frag.GetId()<<32 | uint64(s) + uint64(i))
+		}
+		arrs = append(arrs, b.NewArray())
+	}
+	rec := array.NewRecordBatch(out, arrs, int64(n))
+	for _, a := range arrs {
+		a.Release()
+	}
+	if matched == n {
+		return rec, nil
+	}
+	defer rec.Release()
+	mb := array.NewBooleanBuilder(memory.DefaultAllocator)
+	mb.AppendValues(keep, nil)
+	mask := mb.NewArray()
+	defer mask.Release()
+	filtered, err := compute.FilterRecordBatch(ctx, rec, mask, compute.DefaultFilterOptions())
+	if err != nil {
+		return nil, fmt.Errorf("lance/table: filter: %w", err)
+	}
+	return filtered, nil
+}
+
+// readFragment reads rows [s, e) of the given top-level fields of a
+// fragment. A field no data file of the fragment holds reads as null (the
+// column was added after the fragment was written).
+func (d *Dataset) readFragment(ctx context.Context, frag *pb.DataFragment, fields []*schema.Field, s, e int64) ([]arrow.Array, error) {
+	out := make([]arrow.Array, len(fields))
+	type want struct {
+		ids []int32
+		pos []int
+	}
+	perFile := make([]want, len(frag.GetFiles()))
+	for i, f := range fields {
+		fi := slices.IndexFunc(frag.GetFiles(), func(df *pb.DataFile) bool { return slices.Contains(df.GetFields(), f.ID) })
+		if fi < 0 {
+			out[i] = array.MakeArrayOfNull(memory.DefaultAllocator, f.Type, int(e-s))
+			continue
+		}
+		perFile[fi].ids = append(perFile[fi].ids, f.ID)
+		perFile[fi].pos = append(perFile[fi].pos, i)
+	}
+	for fi, w := range perFile {
+		if len(w.ids) == 0 {
+			continue
+		}
+		r, err := d.openFile(ctx, frag.GetFiles()[fi])
+		if err != nil {
+			releaseAll(out)
+			return nil, err
+		}
+		rec, err := r.Read(ctx, w.ids, s, e)
+		if err != nil {
+			releaseAll(out)
+			return nil, fmt.Errorf("lance/table: fragment %d file %s: %w", frag.GetId(), frag.GetFiles()[fi].GetPath(), err)
+		}
+		for j, p := range w.pos {
+			col := rec.Column(j)
+			col.Retain()
+			out[p] = col
+		}
+		rec.Release()
+	}
+	return out, nil
+}
+
+func releaseAll(arrs []arrow.Array) {
+	for _, a := range arrs {
+		if a != nil {
+			a.Release()
+		}
+	}
+}
+
+func (d *Dataset) openFile(ctx context.Context, df *pb.DataFile) (*file.Reader, error) {
+	key := dataDir + df.GetPath()
+	if r, ok := d.files.reader(d.store, key); ok {
+		return r, nil
+	}
+	size := int64(df.GetFileSizeBytes())
+	if size == 0 {
+		info, err := d.store.Head(ctx, key)
+		if err != nil {
+			return nil, fmt.Errorf("lance/table: data file %s: %w", key, err)
+		}
+		size = info.Size
+	}
+	r, err := file.Open(ctx, objectSource{d.store, key}, size)
+	if err != nil {
+		return nil, fmt.Errorf("lance/table: open data file %s: %w", key, err)
+	}
+	d.files.putReader(d.store, key, r)
+	return r, nil
+}
+
+// Take returns the given rows, in the order given, with the named columns
+// (nil means all). Addresses must name live rows of this version.
+func (d *Dataset) Take(ctx context.Context, addrs []RowAddr, columns []string) (arrow.RecordBatch, error) {
+	proj := d.schema
+	if columns != nil {
+		var err error
+		if proj, err = d.schema.Project(columns); err != nil {
+			return nil, err
+		}
+	}
+	frags := make(map[uint64]*pb.DataFragment, len(d.Fragments()))
+	for _, f := range d.Fragments() {
+		frags[f.GetId()] = f
+	}
+	parts := make([][]arrow.Array, len(proj.Fields))
+	defer func() {
+		for _, p := range parts {
+			releaseAll(p)
+		}
+	}()
+	for _, a := range addrs {
+		f, ok := frags[a.Fragment]
+		if !ok || uint64(a.Offset) >= f.GetPhysicalRows() {
+			return nil, fmt.Errorf("lance/table: take: no row at fragment %d offset %d in version %d", a.Fragment, a.Offset, d.Version())
+		}
+		arrs, err := d.readFragment(ctx, f, proj.Fields, int64(a.Offset), int64(a.Offset)+1)
+		if err != nil {
+			return nil, err
+		}
+		for i, arr := range arrs {
+			parts[i] = append(parts[i], arr)
+		}
+	}
+	cols := make([]arrow.Array, len(proj.Fields))
+	for i, f := range proj.Fields {
+		if len(parts[i]) == 0 {
+			cols[i] = array.MakeArrayOfNull(memory.DefaultAllocator, f.Type, 0)
+			continue
+		}
+		c, err := array.Concatenate(parts[i], memory.DefaultAllocator)
+		if err != nil {
+			releaseAll(cols)
+			return nil, fmt.Errorf("lance/table: take: %w", err)
+		}
+		cols[i] = c
+	}
+	rec := array.NewRecordBatch(proj.Arrow(), cols, int64(len(addrs)))
+	releaseAll(cols)
+	return rec, nil
+}
+
+type predicate struct {
+	field *schema.Field
+	str   string
+	b     bool
+}
+
+func (d *Dataset) compilePredicates(where []Eq) ([]predicate, error) {
+	out := make([]predicate, 0, len(where))
+	for _, w := range where {
+		f := d.schema.Field(w.Column)
+		if f == nil {
+			return nil, fmt.Errorf("lance/table: filter on unknown column %q", w.Column)
+		}
+		p := predicate{field: f}
+		switch f.Type.ID() {
+		case arrow.STRING, arrow.LARGE_STRING:
+			s, ok := w.Value.(string)
+			if !ok {
+				return nil, fmt.Errorf("lance/table: filter on %q needs a string value, got %T", w.Column, w.Value)
+			}
+			p.str = s
+		case arrow.BOOL:
+			b, ok := w.Value.(bool)
+			if !ok {
+				return nil, fmt.Errorf("lance/table: filter on %q needs a bool value, got %T", w.Column, w.Value)
+			}
+			p.b = b
+		default:
+			return nil, fmt.Errorf("lance/table: filter on %q: only string and bool columns can be filtered, it is %s", w.Column, f.Type)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// apply clears keep[i] for rows where the predicate does not hold.
+func (p predicate) apply(arr arrow.Array, keep []bool) {
+	switch a := arr.(type) {
+	case *array.String:
+		for i := range keep {
+			if keep[i] && (a.IsNull(i) || a.Value(i) != p.str) {
+				keep[i] = false
+			}
+		}
+	case *array.LargeString:
+		for i := range keep {
+			if keep[i] && (a.IsNull(i) || a.Value(i) != p.str) {
+				keep[i] = false
+			}
+		}
+	case *array.Boolean:
+		for i := range keep {
+			if keep[i] && (a.IsNull(i) || a.Value(i) != p.b) {
+				keep[i] = false
+			}
+		}
+	default:
+		for i := range keep {
+			keep[i] = false
+		}
+	}
+}

@@ -1,0 +1,161 @@
+package table
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+
+	"github.com/lance-context/lance-context/lance/pb"
+	"github.com/lance-context/lance-context/lance/schema"
+	"github.com/lance-context/lance-context/objstore"
+)
+
+// Dataset is one immutable version of a table. Reads through it see exactly
+// that version; commits return a new Dataset.
+type Dataset struct {
+	store        objstore.Store
+	manifest     *pb.Manifest
+	schema       *schema.Schema
+	indexSection []byte
+	naming       naming
+	files        *fileCache
+}
+
+// Open returns the latest version of the table rooted at store.
+func Open(ctx context.Context, store objstore.Store) (*Dataset, error) {
+	v, n, err := latestVersion(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	return load(ctx, store, v, n)
+}
+
+// Checkout returns the given version of the table.
+func Checkout(ctx context.Context, store objstore.Store, version uint64) (*Dataset, error) {
+	_, n, err := latestVersion(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	return load(ctx, store, version, n)
+}
+
+func load(ctx context.Context, store objstore.Store, version uint64, n naming) (*Dataset, error) {
+	key := n.key(version)
+	b, err := store.Get(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("lance/table: read version %d: %w", version, err)
+	}
+	mf, err := decodeManifestFile(b)
+	if err != nil {
+		return nil, fmt.Errorf("lance/table: %s: %w", key, err)
+	}
+	if extra := mf.manifest.GetReaderFeatureFlags() &^ readableFlags; extra != 0 {
+		return nil, fmt.Errorf("%w: reader flags %#x", ErrUnsupportedFeature, extra)
+	}
+	if mf.manifest.GetVersion() != version {
+		return nil, fmt.Errorf("%w: %s holds version %d", ErrCorrupt, key, mf.manifest.GetVersion())
+	}
+	if df := mf.manifest.GetDataFormat(); df != nil && df.GetVersion() != "" && df.GetVersion() != "2.0" {
+		return nil, fmt.Errorf("lance/table: data storage version %s is not supported (only 2.0)", df.GetVersion())
+	}
+	s, err := schema.FromProto(mf.manifest.GetFields(), mf.manifest.GetSchemaMetadata())
+	if err != nil {
+		return nil, fmt.Errorf("lance/table: version %d schema: %w", version, err)
+	}
+	return &Dataset{store: store, manifest: mf.manifest, schema: s, indexSection: mf.indexSection, naming: n, files: sharedFileCache}, nil
+}
+
+// latestVersion finds the newest version. It trusts nothing but the
+// manifests themselves: the hint only says where to start probing upward.
+func latestVersion(ctx context.Context, store objstore.Store) (uint64, naming, error) {
+	if b, err := store.Get(ctx, hintKey); err == nil {
+		var h struct {
+			Version uint64 `json:"version"`
+		}
+		if json.Unmarshal(b, &h) == nil && h.Version > 0 {
+			for _, n := range []naming{namingV2, namingV1} {
+				if _, err := store.Head(ctx, n.key(h.Version)); err == nil {
+					v, err := probeUp(ctx, store, h.Version, n)
+					return v, n, err
+				}
+			}
+		}
+	}
+	infos, err := store.List(ctx, versionsDir)
+	if err != nil {
+		return 0, 0, fmt.Errorf("lance/table: list versions: %w", err)
+	}
+	var best uint64
+	var bestNaming naming
+	found := false
+	for _, o := range infos {
+		v, n, ok := parseManifestName(path.Base(o.Key))
+		if !ok || path.Dir(o.Key)+"/" != versionsDir {
+			continue
+		}
+		if !found || v > best {
+			best, bestNaming, found = v, n, true
+		}
+		if n == namingV2 {
+			break // lexical order: the first V2 name is the newest
+		}
+	}
+	if !found {
+		return 0, 0, ErrNoTable
+	}
+	return best, bestNaming, nil
+}
+
+func probeUp(ctx context.Context, store objstore.Store, v uint64, n naming) (uint64, error) {
+	for {
+		_, err := store.Head(ctx, n.key(v+1))
+		if errors.Is(err, objstore.ErrNotFound) {
+			return v, nil
+		}
+		if err != nil {
+			return 0, fmt.Errorf("lance/table: probe version %d: %w", v+1, err)
+		}
+		v++
+	}
+}
+
+// Version returns the dataset version.
+func (d *Dataset) Version() uint64 { return d.manifest.GetVersion() }
+
+// Schema returns the table schema.
+func (d *Dataset) Schema() *schema.Schema { return d.schema }
+
+// Fragments returns the fragments of this version. Callers must not modify them.
+func (d *Dataset) Fragments() []*pb.DataFragment { return d.manifest.GetFragments() }
+
+// Config returns the table config (Manifest.config). Callers must not modify it.
+func (d *Dataset) Config() map[string]string { return d.manifest.GetConfig() }
+
+// Manifest returns the decoded manifest. Callers must not modify it.
+func (d *Dataset) Manifest() *pb.Manifest { return d.manifest }
+
+// HasIndexSection reports whether the version carries index metadata.
+func (d *Dataset) HasIndexSection() bool { return d.indexSection != nil }
+
+// Store returns the object store rooted at the table.
+func (d *Dataset) Store() objstore.Store { return d.store }
+
+// CountRows returns the number of live rows, from the manifest alone.
+func (d *Dataset) CountRows() int64 {
+	var n int64
+	for _, f := range d.manifest.GetFragments() {
+		n += liveRows(f)
+	}
+	return n
+}
+
+func liveRows(f *pb.DataFragment) int64 {
+	return int64(f.GetPhysicalRows()) - int64(f.GetDeletionFile().GetNumDeletedRows())
+}
+
+func writeHint(ctx context.Context, store objstore.Store, v uint64) error {
+	return store.Put(ctx, hintKey, []byte(`{"version":`+strconv.FormatUint(v, 10)+`}`))
+}
