@@ -724,6 +724,7 @@ type Transaction struct {
 	//	*Transaction_Overwrite_
 	//	*Transaction_Rewrite_
 	//	*Transaction_Merge_
+	//	*Transaction_Update_
 	//	*Transaction_UpdateConfig_
 	Operation     isTransaction_Operation `protobuf_oneof:"operation"`
 	unknownFields protoimpl.UnknownFields
@@ -840,6 +841,15 @@ func (x *Transaction) GetMerge() *Transaction_Merge {
 	return nil
 }
 
+func (x *Transaction) GetUpdate() *Transaction_Update {
+	if x != nil {
+		if x, ok := x.Operation.(*Transaction_Update_); ok {
+			return x.Update
+		}
+	}
+	return nil
+}
+
 func (x *Transaction) GetUpdateConfig() *Transaction_UpdateConfig {
 	if x != nil {
 		if x, ok := x.Operation.(*Transaction_UpdateConfig_); ok {
@@ -873,6 +883,10 @@ type Transaction_Merge_ struct {
 	Merge *Transaction_Merge `protobuf:"bytes,105,opt,name=merge,proto3,oneof"`
 }
 
+type Transaction_Update_ struct {
+	Update *Transaction_Update `protobuf:"bytes,108,opt,name=update,proto3,oneof"`
+}
+
 type Transaction_UpdateConfig_ struct {
 	UpdateConfig *Transaction_UpdateConfig `protobuf:"bytes,110,opt,name=update_config,json=updateConfig,proto3,oneof"`
 }
@@ -886,6 +900,8 @@ func (*Transaction_Overwrite_) isTransaction_Operation() {}
 func (*Transaction_Rewrite_) isTransaction_Operation() {}
 
 func (*Transaction_Merge_) isTransaction_Operation() {}
+
+func (*Transaction_Update_) isTransaction_Operation() {}
 
 func (*Transaction_UpdateConfig_) isTransaction_Operation() {}
 
@@ -1489,6 +1505,74 @@ func (x *Transaction_UpdateConfig) GetSchemaMetadataUpdates() *Transaction_Updat
 	return nil
 }
 
+type Transaction_Update struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	RemovedFragmentIds []uint64               `protobuf:"varint,1,rep,packed,name=removed_fragment_ids,json=removedFragmentIds,proto3" json:"removed_fragment_ids,omitempty"`
+	UpdatedFragments   []*DataFragment        `protobuf:"bytes,2,rep,name=updated_fragments,json=updatedFragments,proto3" json:"updated_fragments,omitempty"`
+	NewFragments       []*DataFragment        `protobuf:"bytes,3,rep,name=new_fragments,json=newFragments,proto3" json:"new_fragments,omitempty"`
+	FieldsModified     []uint32               `protobuf:"varint,4,rep,packed,name=fields_modified,json=fieldsModified,proto3" json:"fields_modified,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *Transaction_Update) Reset() {
+	*x = Transaction_Update{}
+	mi := &file_table_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Transaction_Update) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Transaction_Update) ProtoMessage() {}
+
+func (x *Transaction_Update) ProtoReflect() protoreflect.Message {
+	mi := &file_table_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Transaction_Update.ProtoReflect.Descriptor instead.
+func (*Transaction_Update) Descriptor() ([]byte, []int) {
+	return file_table_proto_rawDescGZIP(), []int{8, 9}
+}
+
+func (x *Transaction_Update) GetRemovedFragmentIds() []uint64 {
+	if x != nil {
+		return x.RemovedFragmentIds
+	}
+	return nil
+}
+
+func (x *Transaction_Update) GetUpdatedFragments() []*DataFragment {
+	if x != nil {
+		return x.UpdatedFragments
+	}
+	return nil
+}
+
+func (x *Transaction_Update) GetNewFragments() []*DataFragment {
+	if x != nil {
+		return x.NewFragments
+	}
+	return nil
+}
+
+func (x *Transaction_Update) GetFieldsModified() []uint32 {
+	if x != nil {
+		return x.FieldsModified
+	}
+	return nil
+}
+
 type Transaction_Rewrite_RewriteGroup struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	OldFragments  []*DataFragment        `protobuf:"bytes,1,rep,name=old_fragments,json=oldFragments,proto3" json:"old_fragments,omitempty"`
@@ -1499,7 +1583,7 @@ type Transaction_Rewrite_RewriteGroup struct {
 
 func (x *Transaction_Rewrite_RewriteGroup) Reset() {
 	*x = Transaction_Rewrite_RewriteGroup{}
-	mi := &file_table_proto_msgTypes[25]
+	mi := &file_table_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1511,7 +1595,7 @@ func (x *Transaction_Rewrite_RewriteGroup) String() string {
 func (*Transaction_Rewrite_RewriteGroup) ProtoMessage() {}
 
 func (x *Transaction_Rewrite_RewriteGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_table_proto_msgTypes[25]
+	mi := &file_table_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1634,7 +1718,7 @@ const file_table_proto_rawDesc = "" +
 	"\n" +
 	"\x06BITMAP\x10\x01B\n" +
 	"\n" +
-	"\b_base_id\"\xf3\x15\n" +
+	"\b_base_id\"\x9c\x18\n" +
 	"\vTransaction\x12!\n" +
 	"\fread_version\x18\x01 \x01(\x04R\vreadVersion\x12\x12\n" +
 	"\x04uuid\x18\x02 \x01(\tR\x04uuid\x12\x10\n" +
@@ -1644,7 +1728,8 @@ const file_table_proto_rawDesc = "" +
 	"\x06delete\x18e \x01(\v2\x1f.lance.table.Transaction.DeleteH\x00R\x06delete\x12B\n" +
 	"\toverwrite\x18f \x01(\v2\".lance.table.Transaction.OverwriteH\x00R\toverwrite\x12<\n" +
 	"\arewrite\x18h \x01(\v2 .lance.table.Transaction.RewriteH\x00R\arewrite\x126\n" +
-	"\x05merge\x18i \x01(\v2\x1e.lance.table.Transaction.MergeH\x00R\x05merge\x12L\n" +
+	"\x05merge\x18i \x01(\v2\x1e.lance.table.Transaction.MergeH\x00R\x05merge\x129\n" +
+	"\x06update\x18l \x01(\v2\x1f.lance.table.Transaction.UpdateH\x00R\x06update\x12L\n" +
 	"\rupdate_config\x18n \x01(\v2%.lance.table.Transaction.UpdateConfigH\x00R\fupdateConfig\x1aH\n" +
 	"\x1aTransactionPropertiesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -1700,7 +1785,12 @@ const file_table_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1aA\n" +
 	"\x13SchemaMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\v\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a\xeb\x01\n" +
+	"\x06Update\x120\n" +
+	"\x14removed_fragment_ids\x18\x01 \x03(\x04R\x12removedFragmentIds\x12F\n" +
+	"\x11updated_fragments\x18\x02 \x03(\v2\x19.lance.table.DataFragmentR\x10updatedFragments\x12>\n" +
+	"\rnew_fragments\x18\x03 \x03(\v2\x19.lance.table.DataFragmentR\fnewFragments\x12'\n" +
+	"\x0ffields_modified\x18\x04 \x03(\rR\x0efieldsModifiedB\v\n" +
 	"\toperationB1Z/github.com/lance-context/lance-context/lance/pbb\x06proto3"
 
 var (
@@ -1716,7 +1806,7 @@ func file_table_proto_rawDescGZIP() []byte {
 }
 
 var file_table_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_table_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_table_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_table_proto_goTypes = []any{
 	(DeletionFile_DeletionFileType)(0),       // 0: lance.table.DeletionFile.DeletionFileType
 	(*Timestamp)(nil),                        // 1: lance.table.Timestamp
@@ -1742,16 +1832,17 @@ var file_table_proto_goTypes = []any{
 	(*Transaction_UpdateMapEntry)(nil),       // 21: lance.table.Transaction.UpdateMapEntry
 	(*Transaction_UpdateMap)(nil),            // 22: lance.table.Transaction.UpdateMap
 	(*Transaction_UpdateConfig)(nil),         // 23: lance.table.Transaction.UpdateConfig
-	nil,                                      // 24: lance.table.Transaction.Overwrite.SchemaMetadataEntry
-	nil,                                      // 25: lance.table.Transaction.Overwrite.ConfigUpsertValuesEntry
-	(*Transaction_Rewrite_RewriteGroup)(nil), // 26: lance.table.Transaction.Rewrite.RewriteGroup
-	nil,                                      // 27: lance.table.Transaction.Merge.SchemaMetadataEntry
-	nil,                                      // 28: lance.table.Transaction.UpdateConfig.UpsertValuesEntry
-	nil,                                      // 29: lance.table.Transaction.UpdateConfig.SchemaMetadataEntry
-	(*Field)(nil),                            // 30: lance.file.Field
+	(*Transaction_Update)(nil),               // 24: lance.table.Transaction.Update
+	nil,                                      // 25: lance.table.Transaction.Overwrite.SchemaMetadataEntry
+	nil,                                      // 26: lance.table.Transaction.Overwrite.ConfigUpsertValuesEntry
+	(*Transaction_Rewrite_RewriteGroup)(nil), // 27: lance.table.Transaction.Rewrite.RewriteGroup
+	nil,                                      // 28: lance.table.Transaction.Merge.SchemaMetadataEntry
+	nil,                                      // 29: lance.table.Transaction.UpdateConfig.UpsertValuesEntry
+	nil,                                      // 30: lance.table.Transaction.UpdateConfig.SchemaMetadataEntry
+	(*Field)(nil),                            // 31: lance.file.Field
 }
 var file_table_proto_depIdxs = []int32{
-	30, // 0: lance.table.Manifest.fields:type_name -> lance.file.Field
+	31, // 0: lance.table.Manifest.fields:type_name -> lance.file.Field
 	6,  // 1: lance.table.Manifest.fragments:type_name -> lance.table.DataFragment
 	10, // 2: lance.table.Manifest.schema_metadata:type_name -> lance.table.Manifest.SchemaMetadataEntry
 	1,  // 3: lance.table.Manifest.timestamp:type_name -> lance.table.Timestamp
@@ -1770,32 +1861,35 @@ var file_table_proto_depIdxs = []int32{
 	18, // 16: lance.table.Transaction.overwrite:type_name -> lance.table.Transaction.Overwrite
 	19, // 17: lance.table.Transaction.rewrite:type_name -> lance.table.Transaction.Rewrite
 	20, // 18: lance.table.Transaction.merge:type_name -> lance.table.Transaction.Merge
-	23, // 19: lance.table.Transaction.update_config:type_name -> lance.table.Transaction.UpdateConfig
-	6,  // 20: lance.table.Transaction.Append.fragments:type_name -> lance.table.DataFragment
-	6,  // 21: lance.table.Transaction.Delete.updated_fragments:type_name -> lance.table.DataFragment
-	6,  // 22: lance.table.Transaction.Overwrite.fragments:type_name -> lance.table.DataFragment
-	30, // 23: lance.table.Transaction.Overwrite.schema:type_name -> lance.file.Field
-	24, // 24: lance.table.Transaction.Overwrite.schema_metadata:type_name -> lance.table.Transaction.Overwrite.SchemaMetadataEntry
-	25, // 25: lance.table.Transaction.Overwrite.config_upsert_values:type_name -> lance.table.Transaction.Overwrite.ConfigUpsertValuesEntry
-	6,  // 26: lance.table.Transaction.Rewrite.old_fragments:type_name -> lance.table.DataFragment
-	6,  // 27: lance.table.Transaction.Rewrite.new_fragments:type_name -> lance.table.DataFragment
-	26, // 28: lance.table.Transaction.Rewrite.groups:type_name -> lance.table.Transaction.Rewrite.RewriteGroup
-	6,  // 29: lance.table.Transaction.Merge.fragments:type_name -> lance.table.DataFragment
-	30, // 30: lance.table.Transaction.Merge.schema:type_name -> lance.file.Field
-	27, // 31: lance.table.Transaction.Merge.schema_metadata:type_name -> lance.table.Transaction.Merge.SchemaMetadataEntry
-	21, // 32: lance.table.Transaction.UpdateMap.update_entries:type_name -> lance.table.Transaction.UpdateMapEntry
-	28, // 33: lance.table.Transaction.UpdateConfig.upsert_values:type_name -> lance.table.Transaction.UpdateConfig.UpsertValuesEntry
-	29, // 34: lance.table.Transaction.UpdateConfig.schema_metadata:type_name -> lance.table.Transaction.UpdateConfig.SchemaMetadataEntry
-	22, // 35: lance.table.Transaction.UpdateConfig.config_updates:type_name -> lance.table.Transaction.UpdateMap
-	22, // 36: lance.table.Transaction.UpdateConfig.table_metadata_updates:type_name -> lance.table.Transaction.UpdateMap
-	22, // 37: lance.table.Transaction.UpdateConfig.schema_metadata_updates:type_name -> lance.table.Transaction.UpdateMap
-	6,  // 38: lance.table.Transaction.Rewrite.RewriteGroup.old_fragments:type_name -> lance.table.DataFragment
-	6,  // 39: lance.table.Transaction.Rewrite.RewriteGroup.new_fragments:type_name -> lance.table.DataFragment
-	40, // [40:40] is the sub-list for method output_type
-	40, // [40:40] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	24, // 19: lance.table.Transaction.update:type_name -> lance.table.Transaction.Update
+	23, // 20: lance.table.Transaction.update_config:type_name -> lance.table.Transaction.UpdateConfig
+	6,  // 21: lance.table.Transaction.Append.fragments:type_name -> lance.table.DataFragment
+	6,  // 22: lance.table.Transaction.Delete.updated_fragments:type_name -> lance.table.DataFragment
+	6,  // 23: lance.table.Transaction.Overwrite.fragments:type_name -> lance.table.DataFragment
+	31, // 24: lance.table.Transaction.Overwrite.schema:type_name -> lance.file.Field
+	25, // 25: lance.table.Transaction.Overwrite.schema_metadata:type_name -> lance.table.Transaction.Overwrite.SchemaMetadataEntry
+	26, // 26: lance.table.Transaction.Overwrite.config_upsert_values:type_name -> lance.table.Transaction.Overwrite.ConfigUpsertValuesEntry
+	6,  // 27: lance.table.Transaction.Rewrite.old_fragments:type_name -> lance.table.DataFragment
+	6,  // 28: lance.table.Transaction.Rewrite.new_fragments:type_name -> lance.table.DataFragment
+	27, // 29: lance.table.Transaction.Rewrite.groups:type_name -> lance.table.Transaction.Rewrite.RewriteGroup
+	6,  // 30: lance.table.Transaction.Merge.fragments:type_name -> lance.table.DataFragment
+	31, // 31: lance.table.Transaction.Merge.schema:type_name -> lance.file.Field
+	28, // 32: lance.table.Transaction.Merge.schema_metadata:type_name -> lance.table.Transaction.Merge.SchemaMetadataEntry
+	21, // 33: lance.table.Transaction.UpdateMap.update_entries:type_name -> lance.table.Transaction.UpdateMapEntry
+	29, // 34: lance.table.Transaction.UpdateConfig.upsert_values:type_name -> lance.table.Transaction.UpdateConfig.UpsertValuesEntry
+	30, // 35: lance.table.Transaction.UpdateConfig.schema_metadata:type_name -> lance.table.Transaction.UpdateConfig.SchemaMetadataEntry
+	22, // 36: lance.table.Transaction.UpdateConfig.config_updates:type_name -> lance.table.Transaction.UpdateMap
+	22, // 37: lance.table.Transaction.UpdateConfig.table_metadata_updates:type_name -> lance.table.Transaction.UpdateMap
+	22, // 38: lance.table.Transaction.UpdateConfig.schema_metadata_updates:type_name -> lance.table.Transaction.UpdateMap
+	6,  // 39: lance.table.Transaction.Update.updated_fragments:type_name -> lance.table.DataFragment
+	6,  // 40: lance.table.Transaction.Update.new_fragments:type_name -> lance.table.DataFragment
+	6,  // 41: lance.table.Transaction.Rewrite.RewriteGroup.old_fragments:type_name -> lance.table.DataFragment
+	6,  // 42: lance.table.Transaction.Rewrite.RewriteGroup.new_fragments:type_name -> lance.table.DataFragment
+	43, // [43:43] is the sub-list for method output_type
+	43, // [43:43] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_table_proto_init() }
@@ -1813,6 +1907,7 @@ func file_table_proto_init() {
 		(*Transaction_Overwrite_)(nil),
 		(*Transaction_Rewrite_)(nil),
 		(*Transaction_Merge_)(nil),
+		(*Transaction_Update_)(nil),
 		(*Transaction_UpdateConfig_)(nil),
 	}
 	file_table_proto_msgTypes[10].OneofWrappers = []any{}
@@ -1823,7 +1918,7 @@ func file_table_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_table_proto_rawDesc), len(file_table_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   29,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -36,6 +36,9 @@ const (
 	KindRewrite
 	KindMerge // schema change (additive evolution) over the same fragments
 	KindUpdateConfig
+	// KindUpdate adds, replaces and removes fragments at once (merge-insert:
+	// new rows plus deletions of the rows they supersede).
+	KindUpdate
 )
 
 // Change is what one commit does to the latest version. A ChangeFunc builds
@@ -271,6 +274,10 @@ func buildTransaction(readVersion uint64, ch *Change, newFrags []*pb.DataFragmen
 		}
 		txn.Operation = &pb.Transaction_Merge_{Merge: &pb.Transaction_Merge{
 			Fragments: latest.manifest.GetFragments(), Schema: s.Proto(), SchemaMetadata: ch.SchemaMetadata,
+		}}
+	case KindUpdate:
+		txn.Operation = &pb.Transaction_Update_{Update: &pb.Transaction_Update{
+			RemovedFragmentIds: ch.Removed, UpdatedFragments: ch.Updated, NewFragments: newFrags,
 		}}
 	case KindUpdateConfig:
 		txn.Operation = &pb.Transaction_UpdateConfig_{UpdateConfig: &pb.Transaction_UpdateConfig{

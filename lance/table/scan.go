@@ -27,10 +27,19 @@ type Eq struct {
 	Value  any
 }
 
+// In is a set-membership predicate on a string column: the row's value is
+// (or, with Negate, is not) in Values. Null is never in a set.
+type In struct {
+	Column string
+	Values map[string]struct{}
+	Negate bool
+}
+
 // ScanOptions selects what a scan returns.
 type ScanOptions struct {
 	Columns     []string // nil means every column
 	Where       []Eq     // AND-ed
+	In          []In     // AND-ed with Where
 	Offset      int64    // matching rows to skip
 	Limit       int64    // matching rows to return; <= 0 means all
 	BatchRows   int      // rows read per step; default 65536
@@ -49,7 +58,7 @@ func (d *Dataset) Scan(ctx context.Context, opts ScanOptions, fn func(arrow.Reco
 			return err
 		}
 	}
-	preds, err := d.compilePredicates(opts.Where)
+	preds, err := d.compilePredicates(opts.Where, opts.In)
 	if err != nil {
 		return err
 	}
@@ -301,13 +310,25 @@ func (d *Dataset) Take(ctx context.Context, addrs []RowAddr, columns []string) (
 }
 
 type predicate struct {
-	field *schema.Field
-	str   string
-	b     bool
+	field  *schema.Field
+	str    string
+	b      bool
+	set    map[string]struct{}
+	negate bool
 }
 
-func (d *Dataset) compilePredicates(where []Eq) ([]predicate, error) {
-	out := make([]predicate, 0, len(where))
+func (d *Dataset) compilePredicates(where []Eq, in []In) ([]predicate, error) {
+	out := make([]predicate, 0, len(where)+len(in))
+	for _, w := range in {
+		f := d.schema.Field(w.Column)
+		if f == nil {
+			return nil, fmt.Errorf("lance/table: filter on unknown column %q", w.Column)
+		}
+		if id := f.Type.ID(); id != arrow.STRING && id != arrow.LARGE_STRING {
+			return nil, fmt.Errorf("lance/table: set filter on %q: only string columns, it is %s", w.Column, f.Type)
+		}
+		out = append(out, predicate{field: f, set: w.Values, negate: w.Negate})
+	}
 	for _, w := range where {
 		f := d.schema.Field(w.Column)
 		if f == nil {
@@ -337,6 +358,23 @@ func (d *Dataset) compilePredicates(where []Eq) ([]predicate, error) {
 
 // apply clears keep[i] for rows where the predicate does not hold.
 func (p predicate) apply(arr arrow.Array, keep []bool) {
+	if p.set != nil || p.negate {
+		str, ok := arr.(interface {
+			IsNull(int) bool
+			Value(int) string
+		})
+		for i := range keep {
+			if !keep[i] {
+				continue
+			}
+			in := false
+			if ok && !str.IsNull(i) {
+				_, in = p.set[str.Value(i)]
+			}
+			keep[i] = in != p.negate
+		}
+		return
+	}
 	switch a := arr.(type) {
 	case *array.String:
 		for i := range keep {

@@ -1,0 +1,84 @@
+// Package wal is the write-ahead tier of one store: per-shard logs of
+// appended rows, made durable in object storage before they are
+// acknowledged, sealed into immutable generation files, and fenced so that a
+// shard has exactly one writer.
+//
+// # Layout (relative to the dataset root)
+//
+//	_lc_wal/{shard}/manifest/{hex16(reverse64(version))}.json   shard manifest versions
+//	_lc_wal/{shard}/manifest/hint.json                          {"version":N}, best effort
+//	_lc_wal/{shard}/wal/{position:020d}.arrow                   WAL entries
+//	_lc_wal/{shard}/gen/{generation:010d}-{uuid}.lance          sealed generations
+//
+// Manifest version names are bit-reversed so that consecutive versions land
+// on unrelated key prefixes (object stores partition by prefix); the latest
+// version is found from the hint by probing upward (HEAD of version+1 until
+// it is absent), or by listing when the hint is missing or names a version
+// that was garbage-collected.
+//
+// # Shard manifest (JSON)
+//
+//	{"version": 7,            dense, written put-if-absent: version v+1 exists
+//	                          only if exactly one writer created it
+//	 "epoch": 3,              the writer epoch; claiming a shard writes a new
+//	                          version with epoch+1
+//	 "next_generation": 12,   number of the next sealed generation
+//	 "replay_after": 41,      WAL positions <= this are sealed into generations
+//	 "generations": [{"generation": 11, "path": "gen/...", "rows": 100,
+//	                  "bytes": 52311, "min_id": "a", "max_id": "z",
+//	                  "sealed_at": "2026-11-29T17:00:00Z"}],
+//	 "updated_at": "..."}
+//
+// # WAL entries
+//
+// An entry is an Arrow IPC stream (one or more record batches with the
+// store's row schema) whose schema metadata carries lc.epoch, lc.shard and
+// lc.position. Entries sit at dense positions starting at 1 and are written
+// put-if-absent. Group commit: the shard's single writer goroutine takes every
+// append waiting for it, writes them as one entry, and acknowledges each only
+// after that entry is durable and the fence check below has passed.
+//
+// A writer resolves every position before using the next one. When a put
+// fails ambiguously (an error, which may hide a lost acknowledgement), the
+// next attempt first reads that position back: if an entry is there it is
+// taken as written. So the log never has a gap, and replay (read positions
+// replay_after+1, +2, ... until the first absent one) sees every entry.
+//
+// Every entry in the log is valid, whatever its epoch: a deposed writer may
+// have acknowledged it. The owner that finds another writer's entry at its
+// next position (put-if-absent says "exists") adopts it into its memtable and
+// moves on. Only the epoch decides who may acknowledge.
+//
+// # Fencing
+//
+// Claim writes manifest version v+1 with epoch e+1, then replays and seals.
+// Every manifest write by a writer is a put-if-absent of (its last known
+// version)+1; if that name exists, another writer claimed the shard and this
+// one is fenced: it stops and fails everything queued with ErrFenced.
+//
+// Before acknowledging an entry at position p, the writer checks that
+// manifest version v+1 (v = its last known version) does not exist. Versions
+// are dense, so a claim after the writer's last manifest write must have
+// created v+1. Either the claim happened before the check, and the writer
+// sees it and does not acknowledge; or it happened after, and then the
+// entry at p was durable before the claim, so the new owner's replay, which
+// starts after the claim, reads it.
+//
+// # Garbage collection, and why a stalled writer cannot lose an acknowledged write
+//
+// After a seal commits replay_after = R, entries at positions <= R are
+// deleted. The known hazard: a writer stalled since before the claim wakes up
+// and puts an entry at a position p <= R that GC already deleted; the
+// put-if-absent succeeds (the name is free again), but no replay will ever
+// read p, since replay starts after R. If that writer acknowledged, the write
+// would be lost. It cannot: R was recorded by a manifest version newer than
+// anything that writer has seen (it never sealed p itself, or it would not
+// write p again), so its pre-acknowledgement check of version v+1 finds that
+// version and the writer is fenced instead. The entry it leaves behind is
+// never acknowledged and never read. TestStalledWriterAfterGC covers it.
+//
+// Generation files are deleted only after a merge has committed them into the
+// base table together with the shard's merge watermark and the shard manifest
+// has dropped them (DropGenerations); readers skip generations at or below
+// the watermark, so a crash between those steps leaves reads correct.
+package wal

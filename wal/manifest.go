@@ -1,0 +1,221 @@
+package wal
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/bits"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lance-context/lance-context/objstore"
+)
+
+// Root is the directory of the WAL tier inside a dataset.
+const Root = "_lc_wal/"
+
+var (
+	// ErrFenced means another writer claimed the shard; this writer can
+	// neither append nor acknowledge.
+	ErrFenced = errors.New("wal: shard writer fenced by a newer epoch")
+	// ErrClosed is returned after Close.
+	ErrClosed = errors.New("wal: shard writer closed")
+	// ErrNoShard is returned when a shard has no manifest.
+	ErrNoShard = errors.New("wal: no such shard")
+)
+
+// Generation is one sealed, immutable generation file of a shard.
+type Generation struct {
+	Generation uint64    `json:"generation"`
+	Path       string    `json:"path"` // relative to the shard directory
+	Rows       int64     `json:"rows"`
+	Bytes      int64     `json:"bytes"`
+	MinID      string    `json:"min_id"`
+	MaxID      string    `json:"max_id"`
+	SealedAt   time.Time `json:"sealed_at"`
+}
+
+// Manifest is one version of a shard manifest.
+type Manifest struct {
+	Version        uint64       `json:"version"`
+	Epoch          uint64       `json:"epoch"`
+	NextGeneration uint64       `json:"next_generation"`
+	ReplayAfter    uint64       `json:"replay_after"`
+	Generations    []Generation `json:"generations"`
+	UpdatedAt      time.Time    `json:"updated_at"`
+}
+
+func (m *Manifest) clone() *Manifest {
+	c := *m
+	c.Generations = append([]Generation(nil), m.Generations...)
+	return &c
+}
+
+// Pending returns the generations above watermark, oldest first.
+func (m *Manifest) Pending(watermark uint64) []Generation {
+	var out []Generation
+	for _, g := range m.Generations {
+		if g.Generation > watermark {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+func shardDir(shard string) string { return Root + shard + "/" }
+
+func manifestKey(shard string, v uint64) string {
+	return fmt.Sprintf("%smanifest/%016x.json", shardDir(shard), bits.Reverse64(v))
+}
+
+func hintKey(shard string) string { return shardDir(shard) + "manifest/hint.json" }
+
+func parseManifestKey(key string) (uint64, bool) {
+	base, ok := strings.CutSuffix(path.Base(key), ".json")
+	if !ok || len(base) != 16 {
+		return 0, false
+	}
+	u, err := strconv.ParseUint(base, 16, 64)
+	if err != nil {
+		return 0, false
+	}
+	return bits.Reverse64(u), true
+}
+
+// shardsDir holds one empty marker object per shard, written at claim, so
+// shards are listed without listing their logs.
+const shardsDir = Root + "_shards/"
+
+// ListShards returns the ids of every shard ever claimed, in order.
+func ListShards(ctx context.Context, store objstore.Reader) ([]string, error) {
+	objs, err := store.List(ctx, shardsDir)
+	if err != nil {
+		return nil, fmt.Errorf("wal: list shards: %w", err)
+	}
+	out := make([]string, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, strings.TrimPrefix(o.Key, shardsDir))
+	}
+	return out, nil
+}
+
+// LoadManifest returns the latest manifest of a shard, or ErrNoShard.
+func LoadManifest(ctx context.Context, store objstore.Reader, shard string) (*Manifest, error) {
+	v, err := latestVersion(ctx, store, shard)
+	if err != nil {
+		return nil, err
+	}
+	return readManifest(ctx, store, shard, v)
+}
+
+func readManifest(ctx context.Context, store objstore.Reader, shard string, v uint64) (*Manifest, error) {
+	b, err := store.Get(ctx, manifestKey(shard, v))
+	if err != nil {
+		return nil, fmt.Errorf("wal: read shard %s manifest %d: %w", shard, v, err)
+	}
+	m := &Manifest{}
+	if err := json.Unmarshal(b, m); err != nil {
+		return nil, fmt.Errorf("wal: decode shard %s manifest %d: %w", shard, v, err)
+	}
+	if m.Version != v {
+		return nil, fmt.Errorf("wal: shard %s manifest %d claims version %d", shard, v, m.Version)
+	}
+	return m, nil
+}
+
+// latestVersion finds the newest manifest version: from the hint, probing
+// upward, else by listing. Returns ErrNoShard when there is none.
+func latestVersion(ctx context.Context, store objstore.Reader, shard string) (uint64, error) {
+	if b, err := store.Get(ctx, hintKey(shard)); err == nil {
+		var h struct{ Version uint64 }
+		if json.Unmarshal(b, &h) == nil && h.Version > 0 {
+			if _, err := store.Head(ctx, manifestKey(shard, h.Version)); err == nil {
+				return probeUp(ctx, store, shard, h.Version)
+			}
+		}
+	}
+	objs, err := store.List(ctx, shardDir(shard)+"manifest/")
+	if err != nil {
+		return 0, fmt.Errorf("wal: list shard %s manifests: %w", shard, err)
+	}
+	var best uint64
+	for _, o := range objs {
+		if v, ok := parseManifestKey(o.Key); ok && v > best {
+			best = v
+		}
+	}
+	if best == 0 {
+		return 0, ErrNoShard
+	}
+	// A listing can race with a commit; probing makes the answer current.
+	return probeUp(ctx, store, shard, best)
+}
+
+func probeUp(ctx context.Context, store objstore.Reader, shard string, v uint64) (uint64, error) {
+	for {
+		_, err := store.Head(ctx, manifestKey(shard, v+1))
+		if errors.Is(err, objstore.ErrNotFound) {
+			return v, nil
+		}
+		if err != nil {
+			return 0, fmt.Errorf("wal: probe shard %s manifest %d: %w", shard, v+1, err)
+		}
+		v++
+	}
+}
+
+// commitManifest writes m (whose Version is the next one) put-if-absent,
+// retrying transient errors. It returns ErrFenced when another writer holds
+// that version. A retry that finds the name taken compares bytes, so our own
+// earlier write whose acknowledgement was lost counts as success.
+func commitManifest(ctx context.Context, store objstore.Store, shard string, m *Manifest) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("wal: encode manifest: %w", err)
+	}
+	key := manifestKey(shard, m.Version)
+	err = retry(ctx, func() error { return store.PutIfAbsent(ctx, key, b) })
+	if errors.Is(err, objstore.ErrExists) {
+		got, gerr := store.Get(ctx, key)
+		if gerr != nil {
+			return fmt.Errorf("wal: read back shard %s manifest %d: %w", shard, m.Version, gerr)
+		}
+		if !bytes.Equal(got, b) {
+			return fmt.Errorf("%w: shard %s manifest version %d was written by another writer", ErrFenced, shard, m.Version)
+		}
+		err = nil
+	}
+	if err != nil {
+		return fmt.Errorf("wal: commit shard %s manifest %d: %w", shard, m.Version, err)
+	}
+	_ = store.Put(ctx, hintKey(shard), []byte(fmt.Sprintf(`{"version":%d}`, m.Version)))
+	return nil
+}
+
+// retry runs op until it succeeds, fails with ErrExists or ErrNotFound, or
+// has failed retryAttempts times; it waits between attempts.
+func retry(ctx context.Context, op func() error) error {
+	var err error
+	for attempt := 0; attempt < retryAttempts; attempt++ {
+		if err = op(); err == nil || errors.Is(err, objstore.ErrExists) || errors.Is(err, objstore.ErrNotFound) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		t := time.NewTimer(time.Duration(attempt+1) * 20 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+	return err
+}
+
+const retryAttempts = 4

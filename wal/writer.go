@@ -1,0 +1,628 @@
+package wal
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/lance-context/lance-context/objstore"
+)
+
+// Options configures a shard writer.
+type Options struct {
+	Store objstore.Store // rooted at the dataset directory
+	Shard string
+	// Schema is the row schema. Appended batches must have exactly these
+	// fields; entries written under an older schema are passed to Conform on
+	// replay.
+	Schema *arrow.Schema
+	// KeyColumn names the utf8 key column; a seal keeps the newest row per key.
+	KeyColumn string
+	// Conform converts a replayed batch of another schema to Schema. The
+	// default accepts only batches whose fields equal Schema's.
+	Conform func(arrow.RecordBatch) (arrow.RecordBatch, error)
+
+	MaxEntryBytes    int64 // bytes per WAL entry before a group is split; default 16 MiB
+	MaxMemtableRows  int64 // seal when reached; default 200,000
+	MaxMemtableBytes int64 // seal when reached; default 128 MiB
+	Logger           *slog.Logger
+}
+
+func (o *Options) setDefaults() {
+	if o.MaxEntryBytes <= 0 {
+		o.MaxEntryBytes = 16 << 20
+	}
+	if o.MaxMemtableRows <= 0 {
+		o.MaxMemtableRows = 200_000
+	}
+	if o.MaxMemtableBytes <= 0 {
+		o.MaxMemtableBytes = 128 << 20
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Conform == nil {
+		o.Conform = func(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+			if !sameFields(rec.Schema(), o.Schema) {
+				return nil, fmt.Errorf("wal: entry schema %s does not match %s", rec.Schema(), o.Schema)
+			}
+			rec.Retain()
+			return rec, nil
+		}
+	}
+}
+
+func sameFields(a, b *arrow.Schema) bool {
+	if a.NumFields() != b.NumFields() {
+		return false
+	}
+	for i := range a.Fields() {
+		fa, fb := a.Field(i), b.Field(i)
+		if fa.Name != fb.Name || fa.Nullable != fb.Nullable || !arrow.TypeEqual(fa.Type, fb.Type) {
+			return false
+		}
+	}
+	return true
+}
+
+// Writer is the single writer of one shard. Its methods are safe for
+// concurrent use; all work happens on one goroutine, which is what makes
+// group commit and the position discipline simple.
+type Writer struct {
+	opts  Options
+	epoch uint64
+	ops   chan *op
+	stop  chan struct{}
+	done  chan struct{}
+	gcMu  sync.Mutex     // one collection at a time
+	gcWG  sync.WaitGroup // collections in flight
+
+	// state owned by the loop goroutine
+	man     *Manifest
+	nextPos uint64
+	pending bool // the put at nextPos failed ambiguously; resolve before reuse
+	mem     memtable
+	err     error // sticky: ErrFenced or ErrClosed
+
+	// published for concurrent readers
+	manifest atomic.Pointer[Manifest]
+	unsealed atomic.Int64
+	stats    Stats
+}
+
+// Stats are counters of a writer's activity.
+type Stats struct {
+	Entries      atomic.Int64 // WAL entries written
+	EntryRows    atomic.Int64 // rows in them
+	Seals        atomic.Int64
+	AdoptedRows  atomic.Int64 // rows found in the log written by another writer
+	LastGroupLen atomic.Int64 // appends in the last group commit
+}
+
+type opKind int
+
+const (
+	opAppend opKind = iota
+	opSeal
+	opDrop
+	opClose
+)
+
+type op struct {
+	kind opKind
+	rec  arrow.RecordBatch
+	upTo uint64
+	done chan error
+}
+
+// Claim takes ownership of a shard: it writes a manifest version with a new
+// epoch (fencing any previous writer), replays the WAL after the replay
+// position, seals what it replayed, and starts the writer.
+func Claim(ctx context.Context, opts Options) (*Writer, error) {
+	opts.setDefaults()
+	if err := opts.Store.Put(ctx, shardsDir+opts.Shard, nil); err != nil {
+		return nil, fmt.Errorf("wal: register shard %s: %w", opts.Shard, err)
+	}
+	var nm *Manifest
+	for attempt := 0; ; attempt++ {
+		m, err := LoadManifest(ctx, opts.Store, opts.Shard)
+		if errors.Is(err, ErrNoShard) {
+			m, err = &Manifest{NextGeneration: 1}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		nm = m.clone()
+		nm.Version++
+		nm.Epoch++
+		nm.UpdatedAt = time.Now().UTC()
+		err = commitManifest(ctx, opts.Store, opts.Shard, nm)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrFenced) || attempt >= 20 {
+			return nil, fmt.Errorf("wal: claim shard %s: %w", opts.Shard, err)
+		}
+	}
+	w := &Writer{
+		opts: opts, epoch: nm.Epoch, man: nm, nextPos: nm.ReplayAfter + 1,
+		ops: make(chan *op, 1024), stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	w.publish()
+	if err := w.replay(ctx); err != nil {
+		w.mem.release()
+		return nil, err
+	}
+	if _, err := w.seal(ctx); err != nil {
+		w.mem.release()
+		return nil, err
+	}
+	opts.Logger.Info("wal: shard claimed", "shard", opts.Shard, "epoch", w.epoch, "manifest_version", w.man.Version, "next_position", w.nextPos)
+	go w.loop()
+	return w, nil
+}
+
+// replay reads entries after the replay position into the memtable,
+// sealing whenever it fills.
+func (w *Writer) replay(ctx context.Context) error {
+	for {
+		b, err := w.opts.Store.Get(ctx, entryKey(w.opts.Shard, w.nextPos))
+		if errors.Is(err, objstore.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("wal: replay shard %s position %d: %w", w.opts.Shard, w.nextPos, err)
+		}
+		if err := w.adopt(b); err != nil {
+			return err
+		}
+		if w.mem.full(&w.opts) {
+			if _, err := w.seal(ctx); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// adopt adds the entry at nextPos (already durable) to the memtable.
+func (w *Writer) adopt(b []byte) error {
+	e, err := decodeEntry(b)
+	if err != nil {
+		return fmt.Errorf("wal: shard %s position %d: %w", w.opts.Shard, w.nextPos, err)
+	}
+	defer e.release()
+	for _, rec := range e.batches {
+		c, err := w.opts.Conform(rec)
+		if err != nil {
+			return fmt.Errorf("wal: shard %s position %d: %w", w.opts.Shard, w.nextPos, err)
+		}
+		w.mem.add(c)
+		c.Release()
+		w.stats.AdoptedRows.Add(c.NumRows())
+	}
+	w.nextPos++
+	w.unsealed.Store(w.mem.rows)
+	return nil
+}
+
+func (w *Writer) publish() {
+	w.manifest.Store(w.man.clone())
+}
+
+// Manifest returns the latest manifest this writer committed.
+func (w *Writer) Manifest() *Manifest { return w.manifest.Load() }
+
+// Epoch returns the writer's epoch.
+func (w *Writer) Epoch() uint64 { return w.epoch }
+
+// UnsealedRows returns the rows acknowledged but not yet sealed.
+func (w *Writer) UnsealedRows() int64 { return w.unsealed.Load() }
+
+// Stats returns the writer's counters.
+func (w *Writer) Stats() *Stats { return &w.stats }
+
+// Append makes rec durable in the WAL. It returns nil only once the rows are
+// in a durable entry and the writer has checked it still owns the shard.
+// The rows become readable at the next seal.
+func (w *Writer) Append(ctx context.Context, rec arrow.RecordBatch) error {
+	if !sameFields(rec.Schema(), w.opts.Schema) {
+		return fmt.Errorf("wal: append: batch schema %s does not match the shard schema", rec.Schema())
+	}
+	rec.Retain()
+	return w.do(ctx, &op{kind: opAppend, rec: rec})
+}
+
+// Seal writes the memtable as a new generation. It reports whether anything
+// was sealed (false: the memtable was empty).
+func (w *Writer) Seal(ctx context.Context) error {
+	return w.do(ctx, &op{kind: opSeal})
+}
+
+// DropGenerations removes generations <= upTo from the manifest (after a
+// merge committed them into the base table) and deletes their files.
+func (w *Writer) DropGenerations(ctx context.Context, upTo uint64) error {
+	return w.do(ctx, &op{kind: opDrop, upTo: upTo})
+}
+
+// Close seals the memtable and stops the writer.
+func (w *Writer) Close(ctx context.Context) error {
+	err := w.do(ctx, &op{kind: opClose})
+	<-w.done
+	if errors.Is(err, ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+// Abandon stops the writer without sealing, as a crash would (tests).
+func (w *Writer) Abandon() {
+	select {
+	case <-w.stop:
+	default:
+		close(w.stop)
+	}
+	<-w.done
+}
+
+func (w *Writer) do(ctx context.Context, o *op) error {
+	o.done = make(chan error, 1)
+	select {
+	case w.ops <- o:
+	case <-w.done:
+		if o.rec != nil {
+			o.rec.Release()
+		}
+		return ErrClosed
+	case <-ctx.Done():
+		if o.rec != nil {
+			o.rec.Release()
+		}
+		return ctx.Err()
+	}
+	select {
+	case err := <-o.done:
+		return err
+	case <-ctx.Done():
+		// The operation may still complete; it is simply not acknowledged.
+		return ctx.Err()
+	}
+}
+
+func (w *Writer) loop() {
+	defer close(w.done)
+	defer w.mem.release()
+	ctx := context.Background()
+	var queue []*op
+	for {
+		if len(queue) == 0 {
+			select {
+			case o := <-w.ops:
+				queue = append(queue, o)
+			case <-w.stop:
+				w.failAll(ErrClosed)
+				return
+			}
+		}
+		// Take everything already waiting: this is the group commit.
+	drain:
+		for {
+			select {
+			case o := <-w.ops:
+				queue = append(queue, o)
+			default:
+				break drain
+			}
+		}
+		// Consecutive appends form one entry, up to MaxEntryBytes.
+		n, size := 0, int64(0)
+		for n < len(queue) && queue[n].kind == opAppend {
+			size += recordBytes(queue[n].rec)
+			n++
+			if size >= w.opts.MaxEntryBytes {
+				break
+			}
+		}
+		if n > 0 {
+			w.appendGroup(ctx, queue[:n])
+			queue = queue[n:]
+			continue
+		}
+		o := queue[0]
+		queue = queue[1:]
+		if w.err != nil {
+			o.done <- w.err
+			if o.kind == opClose {
+				w.failQueued(queue, ErrClosed)
+				return
+			}
+			continue
+		}
+		switch o.kind {
+		case opSeal:
+			_, err := w.seal(ctx)
+			o.done <- err
+		case opDrop:
+			o.done <- w.drop(ctx, o.upTo)
+		case opClose:
+			_, err := w.seal(ctx)
+			if err == nil {
+				err = ErrClosed
+			}
+			w.err = ErrClosed
+			o.done <- err
+			w.failQueued(queue, ErrClosed)
+			w.failAll(ErrClosed)
+			return
+		}
+	}
+}
+
+func (w *Writer) failQueued(queue []*op, err error) {
+	for _, o := range queue {
+		if o.rec != nil {
+			o.rec.Release()
+		}
+		o.done <- err
+	}
+}
+
+// failAll answers every operation still in the channel.
+func (w *Writer) failAll(err error) {
+	for {
+		select {
+		case o := <-w.ops:
+			w.failQueued([]*op{o}, err)
+		default:
+			return
+		}
+	}
+}
+
+func (w *Writer) appendGroup(ctx context.Context, group []*op) {
+	recs := make([]arrow.RecordBatch, len(group))
+	for i, o := range group {
+		recs[i] = o.rec
+	}
+	err := w.writeEntry(ctx, recs)
+	for _, o := range group {
+		o.rec.Release()
+		o.done <- err
+	}
+	w.stats.LastGroupLen.Store(int64(len(group)))
+	if err == nil && w.mem.full(&w.opts) {
+		if _, err := w.seal(ctx); err != nil {
+			w.opts.Logger.Warn("wal: automatic seal failed", "shard", w.opts.Shard, "err", err)
+		}
+	}
+}
+
+// writeEntry makes recs durable at the next free position and adds them to
+// the memtable. A nil return is the acknowledgement.
+func (w *Writer) writeEntry(ctx context.Context, recs []arrow.RecordBatch) error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.pending {
+		if err := w.resolvePending(ctx); err != nil {
+			return err
+		}
+	}
+	for {
+		pos := w.nextPos
+		data, err := encodeEntry(w.opts.Schema, recs, w.opts.Shard, w.epoch, pos)
+		if err != nil {
+			return err
+		}
+		key := entryKey(w.opts.Shard, pos)
+		err = retry(ctx, func() error { return w.opts.Store.PutIfAbsent(ctx, key, data) })
+		if errors.Is(err, objstore.ErrExists) {
+			got, gerr := w.opts.Store.Get(ctx, key)
+			if gerr != nil {
+				w.pending = true
+				return fmt.Errorf("wal: read back position %d: %w", pos, gerr)
+			}
+			if !bytes.Equal(got, data) {
+				// Another writer's entry: adopt it (it may have been
+				// acknowledged), unless that writer is newer than us.
+				if e, derr := decodeEntry(got); derr == nil {
+					newer := e.epoch > w.epoch
+					e.release()
+					if newer {
+						return w.fence(fmt.Errorf("%w: position %d holds an entry of epoch %d", ErrFenced, pos, e.epoch))
+					}
+				}
+				if err := w.adopt(got); err != nil {
+					return err
+				}
+				continue
+			}
+			err = nil // ours, with a lost acknowledgement
+		}
+		if err != nil {
+			w.pending = true
+			return fmt.Errorf("wal: write position %d (not acknowledged): %w", pos, err)
+		}
+		break
+	}
+	// The entry is durable. Count it in the memtable whatever happens next:
+	// it is in the log and will be sealed by us or replayed by a successor.
+	var rows int64
+	for _, r := range recs {
+		w.mem.add(r)
+		rows += r.NumRows()
+	}
+	w.nextPos++
+	w.unsealed.Store(w.mem.rows)
+	w.stats.Entries.Add(1)
+	w.stats.EntryRows.Add(rows)
+	return w.checkFence(ctx)
+}
+
+// resolvePending settles an earlier ambiguous write at nextPos.
+func (w *Writer) resolvePending(ctx context.Context) error {
+	b, err := w.opts.Store.Get(ctx, entryKey(w.opts.Shard, w.nextPos))
+	switch {
+	case errors.Is(err, objstore.ErrNotFound):
+		w.pending = false
+		return nil
+	case err != nil:
+		return fmt.Errorf("wal: resolve position %d: %w", w.nextPos, err)
+	}
+	w.pending = false
+	return w.adopt(b)
+}
+
+// checkFence verifies no manifest version newer than ours exists, which is
+// what entitles this writer to acknowledge (see doc.go).
+func (w *Writer) checkFence(ctx context.Context) error {
+	next := w.man.Version + 1
+	_, err := w.opts.Store.Head(ctx, manifestKey(w.opts.Shard, next))
+	if errors.Is(err, objstore.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("wal: fence check (not acknowledged): %w", err)
+	}
+	return w.fence(fmt.Errorf("%w: shard %s manifest version %d exists", ErrFenced, w.opts.Shard, next))
+}
+
+func (w *Writer) fence(err error) error {
+	if w.err == nil {
+		w.opts.Logger.Warn("wal: writer fenced", "shard", w.opts.Shard, "epoch", w.epoch, "err", err)
+		w.err = err
+	}
+	return w.err
+}
+
+// seal writes the memtable as a generation and commits it to the manifest.
+func (w *Writer) seal(ctx context.Context) (bool, error) {
+	if w.err != nil {
+		return false, w.err
+	}
+	if w.mem.rows == 0 {
+		return false, nil
+	}
+	gen, err := writeGeneration(ctx, w.opts.Store, w.opts.Shard, w.man.NextGeneration, w.opts.KeyColumn, w.mem.batches)
+	if err != nil {
+		return false, err
+	}
+	nm := w.man.clone()
+	nm.Version++
+	nm.NextGeneration++
+	prevReplay := nm.ReplayAfter
+	nm.ReplayAfter = w.nextPos - 1
+	nm.Generations = append(nm.Generations, gen)
+	nm.UpdatedAt = time.Now().UTC()
+	if err := commitManifest(ctx, w.opts.Store, w.opts.Shard, nm); err != nil {
+		if errors.Is(err, ErrFenced) {
+			return false, w.fence(err)
+		}
+		// The generation file stays: the manifest may have landed.
+		return false, err
+	}
+	w.man = nm
+	w.publish()
+	w.mem.release()
+	w.mem = memtable{}
+	w.unsealed.Store(0)
+	w.stats.Seals.Add(1)
+	w.collect(prevReplay+1, nm.ReplayAfter, nm.Version, nil)
+	if n := len(nm.Generations); n >= pendingWarn && n%pendingWarn == 0 {
+		w.opts.Logger.Warn("wal: many pending generations; merge this shard", "shard", w.opts.Shard, "pending", n)
+	}
+	return true, nil
+}
+
+const pendingWarn = 256
+
+// keepManifests is how many manifest versions stay behind the latest.
+const keepManifests = 16
+
+// collect deletes, in the background, WAL entries [from, to], manifest
+// versions older than keepManifests behind version, and the given
+// generation files. Failures only leave garbage.
+func (w *Writer) collect(from, to, version uint64, gens []string) {
+	store, shard := w.opts.Store, w.opts.Shard
+	w.gcWG.Add(1)
+	go func() {
+		defer w.gcWG.Done()
+		w.gcMu.Lock()
+		defer w.gcMu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for p := from; p <= to && p > 0; p++ {
+			_ = store.Delete(ctx, entryKey(shard, p))
+		}
+		if version > keepManifests {
+			_ = store.Delete(ctx, manifestKey(shard, version-keepManifests))
+		}
+		for _, g := range gens {
+			_ = store.Delete(ctx, shardDir(shard)+g)
+		}
+	}()
+}
+
+// WaitCollect waits for background garbage collection (tests).
+func (w *Writer) WaitCollect() { w.gcWG.Wait() }
+
+// drop removes generations <= upTo from the manifest, then their files.
+func (w *Writer) drop(ctx context.Context, upTo uint64) error {
+	nm := w.man.clone()
+	var keep []Generation
+	var gone []string
+	for _, g := range nm.Generations {
+		if g.Generation <= upTo {
+			gone = append(gone, g.Path)
+		} else {
+			keep = append(keep, g)
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	nm.Generations = keep
+	nm.Version++
+	nm.UpdatedAt = time.Now().UTC()
+	if err := commitManifest(ctx, w.opts.Store, w.opts.Shard, nm); err != nil {
+		if errors.Is(err, ErrFenced) {
+			return w.fence(err)
+		}
+		return err
+	}
+	w.man = nm
+	w.publish()
+	w.collect(1, 0, nm.Version, gone)
+	return nil
+}
+
+// memtable holds acknowledged rows not yet sealed.
+type memtable struct {
+	batches []arrow.RecordBatch
+	rows    int64
+	bytes   int64
+}
+
+func (m *memtable) add(rec arrow.RecordBatch) {
+	rec.Retain()
+	m.batches = append(m.batches, rec)
+	m.rows += rec.NumRows()
+	m.bytes += recordBytes(rec)
+}
+
+func (m *memtable) full(o *Options) bool {
+	return m.rows >= o.MaxMemtableRows || m.bytes >= o.MaxMemtableBytes
+}
+
+func (m *memtable) release() {
+	for _, b := range m.batches {
+		b.Release()
+	}
+	m.batches, m.rows, m.bytes = nil, 0, 0
+}
