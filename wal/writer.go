@@ -219,6 +219,9 @@ func (w *Writer) publish() {
 // Manifest returns the latest manifest this writer committed.
 func (w *Writer) Manifest() *Manifest { return w.manifest.Load() }
 
+// ShardID returns the shard this writer owns.
+func (w *Writer) ShardID() string { return w.opts.Shard }
+
 // Epoch returns the writer's epoch.
 func (w *Writer) Epoch() uint64 { return w.epoch }
 

@@ -18,6 +18,8 @@ type CompactOptions struct {
 	// fragments already this large and without deletions are left alone.
 	// Default 1<<20.
 	TargetRows int64
+	// Config keys to set in the same commit (e.g. a last-compaction mark).
+	Config map[string]string
 }
 
 // CompactResult reports what Compact did.
@@ -109,7 +111,7 @@ func Compact(ctx context.Context, store objstore.Store, opts CompactOptions) (*C
 				return nil, fmt.Errorf("%w: fragment %d changed during compaction", ErrConflict, f.GetId())
 			}
 		}
-		return &Change{Kind: KindRewrite, New: added, Removed: removed}, nil
+		return &Change{Kind: KindRewrite, New: added, Removed: removed, ConfigUpsert: opts.Config}, nil
 	})
 	if err != nil {
 		return nil, err

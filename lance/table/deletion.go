@@ -113,47 +113,56 @@ type RowAddr struct {
 // fragment whose rows all end up deleted is removed from the table. Against
 // a concurrent commit it rebases, re-reading the latest deletion files.
 func DeleteRows(ctx context.Context, store objstore.Store, rows []RowAddr, predicate string) (*Dataset, error) {
+	return Commit(ctx, store, func(ctx context.Context, latest *Dataset) (*Change, error) {
+		updated, removed, err := latest.PlanDeletes(ctx, rows)
+		if err != nil {
+			return nil, err
+		}
+		return &Change{Kind: KindDelete, Predicate: predicate, Updated: updated, Removed: removed}, nil
+	})
+}
+
+// PlanDeletes writes the deletion files that delete rows from this version
+// and returns the fragments to update and the ids of fragments left with no
+// live rows, for a Change. Addresses outside the version are ignored.
+func (d *Dataset) PlanDeletes(ctx context.Context, rows []RowAddr) (updated []*pb.DataFragment, removed []uint64, err error) {
 	byFrag := map[uint64][]uint32{}
 	for _, r := range rows {
 		byFrag[r.Fragment] = append(byFrag[r.Fragment], r.Offset)
 	}
-	return Commit(ctx, store, func(ctx context.Context, latest *Dataset) (*Change, error) {
-		ch := &Change{Kind: KindDelete, Predicate: predicate}
-		for _, f := range latest.Fragments() {
-			offs, ok := byFrag[f.GetId()]
-			if !ok {
-				continue
-			}
-			del, err := latest.deletedRows(ctx, f)
-			if err != nil {
-				return nil, err
-			}
-			if del == nil {
-				del = roaring.New()
-			} else {
-				del = del.Clone()
-			}
-			before := del.GetCardinality()
-			for _, o := range offs {
-				if uint64(o) < f.GetPhysicalRows() {
-					del.Add(o)
-				}
-			}
-			switch {
-			case del.GetCardinality() == before:
-				continue
-			case del.GetCardinality() >= f.GetPhysicalRows():
-				ch.Removed = append(ch.Removed, f.GetId())
-			default:
-				nf, err := writeDeletion(ctx, latest, f, del)
-				if err != nil {
-					return nil, err
-				}
-				ch.Updated = append(ch.Updated, nf)
+	for _, f := range d.Fragments() {
+		offs, ok := byFrag[f.GetId()]
+		if !ok {
+			continue
+		}
+		del, err := d.deletedRows(ctx, f)
+		if err != nil {
+			return nil, nil, err
+		}
+		if del == nil {
+			del = roaring.New()
+		} else {
+			del = del.Clone()
+		}
+		before := del.GetCardinality()
+		for _, o := range offs {
+			if uint64(o) < f.GetPhysicalRows() {
+				del.Add(o)
 			}
 		}
-		return ch, nil
-	})
+		switch {
+		case del.GetCardinality() == before:
+		case del.GetCardinality() >= f.GetPhysicalRows():
+			removed = append(removed, f.GetId())
+		default:
+			nf, err := writeDeletion(ctx, d, f, del)
+			if err != nil {
+				return nil, nil, err
+			}
+			updated = append(updated, nf)
+		}
+	}
+	return updated, removed, nil
 }
 
 // dropFromIndexBitmaps removes fragment ids from every index's fragment

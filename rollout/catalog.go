@@ -1,0 +1,173 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/google/uuid"
+
+	"github.com/lance-context/lance-context/objstore"
+)
+
+// storeSuffix names a store's dataset directory: {name}.rollout.lance.
+const storeSuffix = ".rollout.lance"
+
+// registryDir holds one marker object per store, so stores can be listed
+// without listing their data.
+const registryDir = "_lc_stores/"
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$`)
+
+// ValidateName checks a store name: [A-Za-z0-9_][A-Za-z0-9._-]*, 1-128
+// characters, not starting with "_" (reserved).
+func ValidateName(name string) error {
+	if !nameRE.MatchString(name) || strings.HasPrefix(name, "_") {
+		return invalid("invalid store name %q: use 1-128 of A-Z a-z 0-9 . _ -, starting with a letter or digit", name)
+	}
+	return nil
+}
+
+// ShardID derives a process's shard id from its instance id.
+func ShardID(instanceID string) string {
+	return uuid.NewSHA1(uuid.NameSpaceOID, []byte(instanceID)).String()
+}
+
+// Catalog is the set of stores under one data directory, as one process
+// sees it: it opens stores lazily and writes to its own shard of each.
+type Catalog struct {
+	root  objstore.Store
+	shard string
+	opts  Options
+
+	mu     sync.Mutex
+	stores map[string]*Store
+}
+
+// NewCatalog returns the catalog of the stores under root.
+func NewCatalog(root objstore.Store, shard string, opts Options) *Catalog {
+	opts.setDefaults()
+	return &Catalog{root: root, shard: shard, opts: opts, stores: map[string]*Store{}}
+}
+
+// Shard returns this process's shard id.
+func (c *Catalog) Shard() string { return c.shard }
+
+func (c *Catalog) storeRoot(name string) objstore.Store {
+	return objstore.Sub(c.root, name+storeSuffix)
+}
+
+// Create makes a new store. ErrExists if it exists.
+func (c *Catalog) Create(ctx context.Context, name string) (*Store, error) {
+	if err := ValidateName(name); err != nil {
+		return nil, err
+	}
+	if err := createStore(ctx, c.storeRoot(name)); err != nil {
+		if errors.Is(err, ErrExists) {
+			return nil, fmt.Errorf("%w: %q", ErrExists, name)
+		}
+		return nil, err
+	}
+	if err := c.root.Put(ctx, registryDir+name, nil); err != nil {
+		return nil, fmt.Errorf("rollout: register store %q: %w", name, err)
+	}
+	return c.Open(ctx, name)
+}
+
+// Open returns an existing store. ErrNotFound if it does not exist.
+func (c *Catalog) Open(ctx context.Context, name string) (*Store, error) {
+	if err := ValidateName(name); err != nil {
+		return nil, fmt.Errorf("%w: %q", ErrNotFound, name)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s, ok := c.stores[name]; ok {
+		return s, nil
+	}
+	s, err := openStore(ctx, name, c.storeRoot(name), c.shard, c.opts)
+	if err != nil {
+		return nil, err
+	}
+	c.stores[name] = s
+	return s, nil
+}
+
+// List returns the names of every store, sorted.
+func (c *Catalog) List(ctx context.Context) ([]string, error) {
+	objs, err := c.root.List(ctx, registryDir)
+	if err != nil {
+		return nil, fmt.Errorf("rollout: list stores: %w", err)
+	}
+	names := make([]string, 0, len(objs))
+	for _, o := range objs {
+		names = append(names, strings.TrimPrefix(o.Key, registryDir))
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// Opened returns the stores this process has open.
+func (c *Catalog) Opened() []*Store {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*Store, 0, len(c.stores))
+	for _, s := range c.stores {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// Delete removes a store and all its data. Writers of other processes are
+// not stopped; their next write fails.
+func (c *Catalog) Delete(ctx context.Context, name string) error {
+	if err := ValidateName(name); err != nil {
+		return fmt.Errorf("%w: %q", ErrNotFound, name)
+	}
+	if _, err := c.root.Head(ctx, registryDir+name); errors.Is(err, objstore.ErrNotFound) {
+		return fmt.Errorf("%w: store %q", ErrNotFound, name)
+	}
+	c.mu.Lock()
+	s := c.stores[name]
+	delete(c.stores, name)
+	c.mu.Unlock()
+	if s != nil {
+		s.mu.Lock()
+		w := s.writer
+		s.writer, s.closed = nil, true
+		s.mu.Unlock()
+		if w != nil {
+			w.Abandon()
+		}
+	}
+	// Unregister first: a half-deleted store is then invisible, not broken.
+	if err := c.root.Delete(ctx, registryDir+name); err != nil {
+		return fmt.Errorf("rollout: delete store %q: %w", name, err)
+	}
+	root := c.storeRoot(name)
+	objs, err := root.List(ctx, "")
+	if err != nil {
+		return fmt.Errorf("rollout: delete store %q: %w", name, err)
+	}
+	for _, o := range objs {
+		if err := root.Delete(ctx, o.Key); err != nil {
+			return fmt.Errorf("rollout: delete store %q: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// Close seals every open store's buffered rows and releases its shard.
+func (c *Catalog) Close(ctx context.Context) error {
+	var errs []error
+	for _, s := range c.Opened() {
+		if err := s.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("store %s: %w", s.name, err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,263 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lance-context/lance-context/lance/file"
+	"github.com/lance-context/lance-context/lance/pb"
+	"github.com/lance-context/lance-context/lance/table"
+	"github.com/lance-context/lance-context/wal"
+)
+
+// MergeResult reports one merge pass.
+type MergeResult struct {
+	Shard       string `json:"shard"`
+	Generations int    `json:"generations"` // merged in this pass
+	Rows        int64  `json:"rows"`        // rows added to the base table
+	Replaced    int64  `json:"replaced"`    // base rows superseded by newer writes of their id
+	Watermark   uint64 `json:"watermark"`
+	Remaining   int    `json:"remaining"` // pending generations left for later passes
+	BaseVersion uint64 `json:"base_version"`
+}
+
+// errStale means the base already holds this merge (a crashed earlier pass
+// committed it); only the drain is left.
+var errStale = errors.New("rollout: merge already committed")
+
+// Merge seals this process's buffered rows and folds the oldest pending
+// generations of its shard into the base table (one capped pass).
+func (s *Store) Merge(ctx context.Context) (*MergeResult, error) {
+	w, err := s.walWriter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Seal(ctx); err != nil {
+		if errors.Is(err, wal.ErrFenced) {
+			s.dropWriter(w)
+		}
+		return nil, err
+	}
+	return s.mergeWith(ctx, w)
+}
+
+// MergeShard merges another shard whose owner is gone: it claims the shard
+// (fencing any stalled owner by epoch), replays and seals its WAL, merges
+// one pass, and releases it.
+func (s *Store) MergeShard(ctx context.Context, shard string) (*MergeResult, error) {
+	if shard == s.shard {
+		return s.Merge(ctx)
+	}
+	w, err := wal.Claim(ctx, wal.Options{
+		Store: s.root, Shard: shard, Schema: Schema, KeyColumn: ColID, Conform: conform,
+		Logger: s.opts.Logger.With("store", s.name, "orphan_merge", true),
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = w.Close(context.WithoutCancel(ctx)) }()
+	return s.mergeWith(ctx, w)
+}
+
+func (s *Store) mergeWith(ctx context.Context, w *wal.Writer) (*MergeResult, error) {
+	s.mergeMu.Lock()
+	defer s.mergeMu.Unlock()
+	shard := w.Manifest()
+	id := w.ShardID()
+	base, err := table.Open(ctx, s.root)
+	if err != nil {
+		return nil, err
+	}
+	wm := Watermark(base, id)
+	res := &MergeResult{Shard: id, Watermark: wm, BaseVersion: base.Version()}
+	// Reconcile: generations the base already holds (a crash after the base
+	// commit) are only drained.
+	if len(shard.Generations) > 0 && shard.Generations[0].Generation <= wm {
+		if err := w.DropGenerations(ctx, wm); err != nil {
+			return nil, err
+		}
+	}
+	pending := shard.Pending(wm)
+	if len(pending) == 0 {
+		return res, nil
+	}
+	pick := s.pickGenerations(pending)
+	res.Generations = len(pick)
+	res.Remaining = len(pending) - len(pick)
+	target := pick[len(pick)-1].Generation
+
+	frag, ids, rows, err := s.writeMerged(ctx, id, pick)
+	if err != nil {
+		return nil, err
+	}
+	res.Rows = rows
+	nd, err := table.Commit(ctx, s.root, func(ctx context.Context, latest *table.Dataset) (*table.Change, error) {
+		if Watermark(latest, id) >= target {
+			return nil, errStale
+		}
+		// Newest wins: base rows with the ids being merged are deleted in
+		// the same commit (a retried append, merged earlier).
+		var addrs []table.RowAddr
+		err := latest.Scan(ctx, table.ScanOptions{Columns: []string{ColID}, In: []table.In{{Column: ColID, Values: ids}}, WithRowAddr: true}, func(b arrow.RecordBatch) error {
+			a := b.Column(1).(*array.Uint64)
+			for i := 0; i < a.Len(); i++ {
+				addrs = append(addrs, table.RowAddr{Fragment: a.Value(i) >> 32, Offset: uint32(a.Value(i))})
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		res.Replaced = int64(len(addrs))
+		updated, removed, err := latest.PlanDeletes(ctx, addrs)
+		if err != nil {
+			return nil, err
+		}
+		var add []*pb.DataFragment
+		if frag != nil {
+			add = []*pb.DataFragment{frag}
+		}
+		return &table.Change{Kind: table.KindUpdate, New: add, Updated: updated, Removed: removed,
+			ConfigUpsert: map[string]string{watermarkKey(id): strconv.FormatUint(target, 10)}}, nil
+	})
+	switch {
+	case errors.Is(err, errStale):
+		res.Rows, res.Replaced = 0, 0
+	case err != nil:
+		return nil, fmt.Errorf("rollout: merge commit: %w", err)
+	default:
+		res.BaseVersion = nd.Version()
+	}
+	res.Watermark = target
+	// Only after the base commit: drop the generations, then their files.
+	if err := w.DropGenerations(ctx, target); err != nil {
+		return res, fmt.Errorf("rollout: merged, but draining the shard failed (the next merge finishes it): %w", err)
+	}
+	s.opts.Logger.Info("rollout: merged", "store", s.name, "shard", id, "generations", res.Generations, "rows", res.Rows, "replaced", res.Replaced, "watermark", target, "remaining", res.Remaining)
+	return res, nil
+}
+
+// pickGenerations takes the oldest generations up to the caps; the one that
+// crosses the byte cap is included (a generation is never split).
+func (s *Store) pickGenerations(pending []wal.Generation) []wal.Generation {
+	var bytes int64
+	for i, g := range pending {
+		bytes += g.Bytes
+		n := i + 1
+		if (s.opts.MergeMaxGenerations > 0 && n >= s.opts.MergeMaxGenerations) || (s.opts.MergeMaxBytes > 0 && bytes >= s.opts.MergeMaxBytes) {
+			return pending[:n]
+		}
+	}
+	return pending
+}
+
+// writeMerged writes the newest row of every id in gens as one base data
+// file. Memory holds one generation at a time plus the id set.
+func (s *Store) writeMerged(ctx context.Context, shard string, gens []wal.Generation) (*pb.DataFragment, map[string]struct{}, int64, error) {
+	// Pass 1: which (generation, row) holds the newest write of each id.
+	type loc struct{ gen, row int }
+	newest := map[string]loc{}
+	for gi, g := range gens {
+		d, err := s.opts.Cache.get(ctx, s.root, shard, g)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		for r, id := range d.ids {
+			newest[id] = loc{gi, r}
+		}
+	}
+	ids := make(map[string]struct{}, len(newest))
+	for id := range newest {
+		ids[id] = struct{}{}
+	}
+	// Pass 2: stream each generation's winning rows, every column.
+	base, err := table.Open(ctx, s.root)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	var fw *table.FragmentWriter
+	var rows int64
+	for gi, g := range gens {
+		r, err := wal.OpenGeneration(ctx, s.root, shard, g)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		fieldIDs := make([]int32, 0, len(Schema.Fields()))
+		for _, f := range r.Schema().Fields {
+			fieldIDs = append(fieldIDs, f.ID)
+		}
+		rec, err := r.Read(ctx, fieldIDs, 0, r.NumRows())
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		full, err := project(rec, schemaNames())
+		rec.Release()
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		keep := make([]bool, full.NumRows())
+		idCol := full.Column(0).(*array.String)
+		n := 0
+		for i := range keep {
+			if l := newest[idCol.Value(i)]; l.gen == gi && l.row == i {
+				keep[i] = true
+				n++
+			}
+		}
+		out := full
+		if n < len(keep) {
+			mb := array.NewBooleanBuilder(memory.DefaultAllocator)
+			mb.AppendValues(keep, nil)
+			mask := mb.NewArray()
+			out, err = compute.FilterRecordBatch(ctx, full, mask, compute.DefaultFilterOptions())
+			mask.Release()
+			full.Release()
+			if err != nil {
+				return nil, nil, 0, err
+			}
+		}
+		if out.NumRows() > 0 {
+			if fw == nil {
+				if fw, err = table.NewFragmentWriter(ctx, s.root, base.Schema(), Schema, file.WriterOptions{}); err != nil {
+					out.Release()
+					return nil, nil, 0, err
+				}
+			}
+			err = fw.Write(out)
+			rows += out.NumRows()
+		}
+		out.Release()
+		if err != nil {
+			return nil, nil, 0, err
+		}
+	}
+	if fw == nil {
+		return nil, ids, 0, nil
+	}
+	frag, err := fw.Finish()
+	return frag, ids, rows, err
+}
+
+func schemaNames() []string {
+	out := make([]string, len(Schema.Fields()))
+	for i, f := range Schema.Fields() {
+		out[i] = f.Name
+	}
+	return out
+}
+
+// Compact bin-packs small base fragments and materializes deletions.
+func (s *Store) Compact(ctx context.Context) (*table.CompactResult, error) {
+	return table.Compact(ctx, s.root, table.CompactOptions{
+		TargetRows: s.opts.CompactTargetRows,
+		Config:     map[string]string{lastCompactionKey: time.Now().UTC().Format(time.RFC3339Nano)},
+	})
+}

@@ -1,0 +1,537 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/lance-context/lance-context/lance/table"
+	"github.com/lance-context/lance-context/objstore"
+	"github.com/lance-context/lance-context/wal"
+)
+
+// Source selects which tier List reads.
+type Source string
+
+const (
+	// SourceFragments reads the merged base table only. It never reads WAL
+	// manifests, so its latency does not depend on the merge backlog; it may
+	// lag the most recent un-merged writes.
+	SourceFragments Source = "fragments"
+	// SourceWAL reads only sealed generations not yet merged.
+	SourceWAL Source = "wal"
+	// SourceAll reads both, one row per id, the newest write winning.
+	SourceAll Source = "all"
+)
+
+// ParseSource maps "" to fragments and rejects unknown names.
+func ParseSource(s string) (Source, error) {
+	switch Source(s) {
+	case "", SourceFragments:
+		return SourceFragments, nil
+	case SourceWAL, SourceAll:
+		return Source(s), nil
+	}
+	return "", invalid("source %q is not one of fragments, wal, all", s)
+}
+
+// Filter is an equality filter on one of FilterColumns. include_in_training
+// takes "true" or "false".
+type Filter struct {
+	Column string
+	Value  string
+}
+
+// ParseFilters validates filters given as column -> value. Empty values are
+// ignored (no filter).
+func ParseFilters(m map[string]string) ([]Filter, error) {
+	var out []Filter
+	for k, v := range m {
+		if !slices.Contains(FilterColumns, k) {
+			return nil, invalid("cannot filter on %q; filters: %s", k, strings.Join(FilterColumns, ", "))
+		}
+		if v == "" {
+			continue
+		}
+		if k == "include_in_training" && v != "true" && v != "false" {
+			return nil, invalid("include_in_training must be true or false, got %q", v)
+		}
+		out = append(out, Filter{k, v})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Column < out[j].Column })
+	return out, nil
+}
+
+func tableFilters(fs []Filter) []table.Eq {
+	out := make([]table.Eq, len(fs))
+	for i, f := range fs {
+		out[i] = table.Eq{Column: f.Column, Value: f.Value}
+		if f.Column == "include_in_training" {
+			out[i].Value = f.Value == "true"
+		}
+	}
+	return out
+}
+
+// ListOptions selects a page of records.
+type ListOptions struct {
+	Source  Source
+	Filters []Filter
+	Limit   int // default 25
+	Offset  int
+}
+
+// ListResult is one page.
+type ListResult struct {
+	Records []Record
+	HasMore bool
+}
+
+// snapshot is a consistent view: shard manifests first, then the base, so
+// every generation a manifest lists is either pending (above the base's
+// watermark) or in the base.
+type snapshot struct {
+	base   *table.Dataset
+	shards []shardView
+}
+
+type shardView struct {
+	id      string
+	man     *wal.Manifest
+	pending []wal.Generation // above the watermark, oldest first
+}
+
+func (s *Store) snapshot(ctx context.Context, withWAL bool) (*snapshot, error) {
+	return s.snapshotLimit(ctx, withWAL, s.opts.PendingMax)
+}
+
+// snapshotLimit is snapshot with a chosen pending-generation limit.
+func (s *Store) snapshotLimit(ctx context.Context, withWAL bool, limit int) (*snapshot, error) {
+	var shards []shardView
+	if withWAL {
+		ids, err := wal.ListShards(ctx, s.root)
+		if err != nil {
+			return nil, err
+		}
+		shards = make([]shardView, len(ids))
+		errs := make([]error, len(ids))
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, 16)
+		for i, id := range ids {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				m, err := wal.LoadManifest(ctx, s.root, id)
+				shards[i], errs[i] = shardView{id: id, man: m}, err
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
+		}
+	}
+	base, err := table.Open(ctx, s.root)
+	if err != nil {
+		return nil, err
+	}
+	total := 0
+	for i := range shards {
+		shards[i].pending = shards[i].man.Pending(Watermark(base, shards[i].id))
+		n := len(shards[i].pending)
+		total += n
+		if n > limit {
+			return nil, fmt.Errorf("%w: shard %s has %d (limit %d); merge it, then retry", ErrOverloaded, shards[i].id, n, limit)
+		}
+		if n >= s.opts.PendingWarn {
+			s.opts.Logger.Warn("rollout: many pending generations", "store", s.name, "shard", shards[i].id, "pending", n)
+		}
+	}
+	if total > limit {
+		return nil, fmt.Errorf("%w: %d in all shards (limit %d); merge, then retry", ErrOverloaded, total, limit)
+	}
+	return &snapshot{base: base, shards: shards}, nil
+}
+
+// readRetry runs read on fresh snapshots until it does not trip over a
+// generation a concurrent merge deleted.
+func (s *Store) readRetry(ctx context.Context, withWAL bool, read func(*snapshot) error) error {
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		var snap *snapshot
+		if snap, err = s.snapshot(ctx, withWAL); err != nil {
+			return err
+		}
+		if err = read(snap); !errors.Is(err, objstore.ErrNotFound) {
+			return err
+		}
+	}
+	return fmt.Errorf("rollout: store %s changed during the read; retry the request: %w", s.name, err)
+}
+
+// walRow is one winning row of the WAL tier.
+type walRow struct {
+	gen *genData
+	row int
+}
+
+// walRows returns the pending rows, one per id (the newest), ordered by
+// shard, generation and row.
+func (s *Store) walRows(ctx context.Context, snap *snapshot) ([]walRow, map[string]struct{}, error) {
+	var all []walRow
+	for _, sh := range snap.shards {
+		for _, g := range sh.pending {
+			d, err := s.opts.Cache.get(ctx, s.root, sh.id, g)
+			if err != nil {
+				return nil, nil, err
+			}
+			for r := range d.ids {
+				all = append(all, walRow{d, r})
+			}
+		}
+	}
+	seen := make(map[string]struct{}, len(all))
+	keep := make([]bool, len(all))
+	for i := len(all) - 1; i >= 0; i-- {
+		id := all[i].gen.ids[all[i].row]
+		if _, dup := seen[id]; !dup {
+			seen[id] = struct{}{}
+			keep[i] = true
+		}
+	}
+	out := all[:0]
+	for i, r := range all {
+		if keep[i] {
+			out = append(out, r)
+		}
+	}
+	return out, seen, nil
+}
+
+func (w walRow) matches(fs []Filter) bool {
+	for _, f := range fs {
+		col := w.gen.rec.Column(slices.Index(listColumns, f.Column))
+		if col.IsNull(w.row) {
+			return false
+		}
+		switch c := col.(type) {
+		case *array.String:
+			if c.Value(w.row) != f.Value {
+				return false
+			}
+		case *array.Boolean:
+			if c.Value(w.row) != (f.Value == "true") {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func (w walRow) record() (Record, error) {
+	rec := w.gen.rec.NewSlice(int64(w.row), int64(w.row)+1)
+	defer rec.Release()
+	rs, err := recordsFromBatch(rec)
+	if err != nil {
+		return Record{}, err
+	}
+	return rs[0], nil
+}
+
+// List returns one page of records. Order, stable for a fixed set of
+// writes: fragments = base table order; wal = shard, generation, row; all =
+// the wal rows first, then base rows whose id has no pending write.
+func (s *Store) List(ctx context.Context, o ListOptions) (*ListResult, error) {
+	if o.Limit <= 0 {
+		o.Limit = 25
+	}
+	if o.Offset < 0 {
+		return nil, invalid("offset must be >= 0")
+	}
+	if o.Source == "" {
+		o.Source = SourceFragments
+	}
+	var res *ListResult
+	err := s.readRetry(ctx, o.Source != SourceFragments, func(snap *snapshot) error {
+		var err error
+		res, err = s.list(ctx, snap, o)
+		return err
+	})
+	return res, err
+}
+
+func (s *Store) list(ctx context.Context, snap *snapshot, o ListOptions) (*ListResult, error) {
+	want := o.Limit + 1 // one more to learn has_more
+	var out []Record
+	offset := o.Offset
+	var exclude map[string]struct{}
+	if o.Source != SourceFragments {
+		rows, ids, err := s.walRows(ctx, snap)
+		if err != nil {
+			return nil, err
+		}
+		exclude = ids
+		for _, r := range rows {
+			if len(out) == want {
+				break
+			}
+			if !r.matches(o.Filters) {
+				continue
+			}
+			if offset > 0 {
+				offset--
+				continue
+			}
+			rec, err := r.record()
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, rec)
+		}
+	}
+	if o.Source != SourceWAL && len(out) < want {
+		opts := table.ScanOptions{
+			Columns: listColumns, Where: tableFilters(o.Filters),
+			Offset: int64(offset), Limit: int64(want - len(out)), BatchRows: 4096,
+		}
+		if len(exclude) > 0 {
+			opts.In = []table.In{{Column: ColID, Values: exclude, Negate: true}}
+		}
+		err := snap.base.Scan(ctx, opts, func(b arrow.RecordBatch) error {
+			rs, err := recordsFromBatch(b)
+			out = append(out, rs...)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	res := &ListResult{Records: out}
+	if len(out) > o.Limit {
+		res.Records, res.HasMore = out[:o.Limit], true
+	}
+	return res, nil
+}
+
+// Get returns the newest version of a record from the full union.
+func (s *Store) Get(ctx context.Context, id string) (*Record, error) {
+	var out *Record
+	err := s.readRetry(ctx, true, func(snap *snapshot) error {
+		var err error
+		out, err = s.get(ctx, snap, id)
+		return err
+	})
+	return out, err
+}
+
+func (s *Store) get(ctx context.Context, snap *snapshot, id string) (*Record, error) {
+	if w, ok, err := s.findPending(ctx, snap, id); err != nil || ok {
+		if err != nil {
+			return nil, err
+		}
+		r, err := w.record()
+		return &r, err
+	}
+	var out *Record
+	err := snap.base.Scan(ctx, table.ScanOptions{Columns: listColumns, Where: []table.Eq{{Column: ColID, Value: id}}, Limit: 1}, func(b arrow.RecordBatch) error {
+		rs, err := recordsFromBatch(b)
+		if err == nil && len(rs) > 0 {
+			out = &rs[0]
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		return nil, fmt.Errorf("%w: record %q", ErrNotFound, id)
+	}
+	return out, nil
+}
+
+// pendingRef locates a row in a generation.
+type pendingRef struct {
+	walRow
+	shard string
+	gen   wal.Generation
+}
+
+// findPending looks id up in every pending generation, newest first.
+func (s *Store) findPending(ctx context.Context, snap *snapshot, id string) (pendingRef, bool, error) {
+	type cand struct {
+		shard string
+		g     wal.Generation
+	}
+	var cands []cand
+	for _, sh := range snap.shards {
+		for _, g := range sh.pending {
+			if g.MinID != "" && (id < g.MinID || id > g.MaxID) {
+				continue // the id range rules this generation out
+			}
+			cands = append(cands, cand{sh.id, g})
+		}
+	}
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].g.SealedAt.After(cands[j].g.SealedAt) })
+	for _, c := range cands {
+		d, err := s.opts.Cache.get(ctx, s.root, c.shard, c.g)
+		if err != nil {
+			return pendingRef{}, false, err
+		}
+		if row, ok := d.index[id]; ok {
+			return pendingRef{walRow{d, row}, c.shard, c.g}, true, nil
+		}
+	}
+	return pendingRef{}, false, nil
+}
+
+// Blob returns a record's payload and content type. ErrNotFound when the
+// record or its payload is absent.
+func (s *Store) Blob(ctx context.Context, id string) ([]byte, string, error) {
+	var data []byte
+	var ctype string
+	err := s.readRetry(ctx, true, func(snap *snapshot) error {
+		var err error
+		data, ctype, err = s.blob(ctx, snap, id)
+		return err
+	})
+	return data, ctype, err
+}
+
+func (s *Store) blob(ctx context.Context, snap *snapshot, id string) ([]byte, string, error) {
+	var rec arrow.RecordBatch
+	if ref, ok, err := s.findPending(ctx, snap, id); err != nil {
+		return nil, "", err
+	} else if ok {
+		r, err := wal.OpenGeneration(ctx, s.root, ref.shard, ref.gen)
+		if err != nil {
+			return nil, "", err
+		}
+		f := r.Schema().Field(ColPayload)
+		ct := r.Schema().Field(ColContentType)
+		if f == nil || ct == nil {
+			return nil, "", fmt.Errorf("%w: record %q has no payload", ErrNotFound, id)
+		}
+		if rec, err = r.Read(ctx, []int32{f.ID, ct.ID}, int64(ref.row), int64(ref.row)+1); err != nil {
+			return nil, "", err
+		}
+	} else {
+		err := snap.base.Scan(ctx, table.ScanOptions{Columns: []string{ColPayload, ColContentType}, Where: []table.Eq{{Column: ColID, Value: id}}, Limit: 1}, func(b arrow.RecordBatch) error {
+			b.Retain()
+			rec = b
+			return nil
+		})
+		if err != nil {
+			return nil, "", err
+		}
+		if rec == nil {
+			return nil, "", fmt.Errorf("%w: record %q", ErrNotFound, id)
+		}
+	}
+	defer rec.Release()
+	payload, ok := rec.Column(0).(*array.LargeBinary)
+	if !ok || payload.IsNull(0) {
+		return nil, "", fmt.Errorf("%w: record %q has no payload", ErrNotFound, id)
+	}
+	ctype := "application/octet-stream"
+	if c, ok := rec.Column(1).(*array.String); ok && !c.IsNull(0) && c.Value(0) != "text/plain" {
+		ctype = c.Value(0)
+	}
+	return append([]byte(nil), payload.Value(0)...), ctype, nil
+}
+
+// maxTrajectory bounds the records of one trajectory read.
+const maxTrajectory = 100_000
+
+// Trajectory returns the records of a rollout (full union) ordered by
+// sequence_order, then id.
+func (s *Store) Trajectory(ctx context.Context, rolloutID string) ([]Record, error) {
+	res, err := s.List(ctx, ListOptions{Source: SourceAll, Filters: []Filter{{ColRolloutID, rolloutID}}, Limit: maxTrajectory})
+	if err != nil {
+		return nil, err
+	}
+	if res.HasMore {
+		return nil, invalid("trajectory %q has more than %d records", rolloutID, maxTrajectory)
+	}
+	sort.SliceStable(res.Records, func(i, j int) bool {
+		a, b := res.Records[i], res.Records[j]
+		if a.SequenceOrder != b.SequenceOrder {
+			return a.SequenceOrder < b.SequenceOrder
+		}
+		return a.ID < b.ID
+	})
+	return res.Records, nil
+}
+
+// ShardStats describes one shard's WAL tier.
+type ShardStats struct {
+	ShardID            string    `json:"shard_id"`
+	PendingGenerations int       `json:"pending_generations"`
+	PendingRows        int64     `json:"pending_rows"`
+	Epoch              uint64    `json:"epoch"`
+	Watermark          uint64    `json:"watermark"`
+	UpdatedAt          time.Time `json:"updated_at"`
+}
+
+// Stats describes a store, from manifests only (no data is read).
+type Stats struct {
+	Name               string       `json:"name"`
+	Rows               int64        `json:"rows"` // base rows + pending rows (a retried id may count twice until merged)
+	BaseRows           int64        `json:"base_rows"`
+	PendingRows        int64        `json:"pending_rows"`
+	Fragments          int          `json:"fragments"`
+	Version            uint64       `json:"version"`
+	PendingGenerations int          `json:"pending_generations"`
+	Shards             []ShardStats `json:"shards"`
+	UnflushedRows      int64        `json:"unflushed_rows"` // this process's shard only
+	LastUpdated        *time.Time   `json:"last_updated"`
+	LastCompaction     *time.Time   `json:"last_compaction"`
+}
+
+// Stats reads the store's statistics from its manifests.
+func (s *Store) Stats(ctx context.Context) (*Stats, error) {
+	// No limit: an overloaded store is exactly the one to describe.
+	snap, err := s.snapshotLimit(ctx, true, int(^uint(0)>>1))
+	if err != nil {
+		return nil, err
+	}
+	st := &Stats{
+		Name: s.name, BaseRows: snap.base.CountRows(), Fragments: len(snap.base.Fragments()),
+		Version: snap.base.Version(), UnflushedRows: s.UnflushedRows(), Shards: []ShardStats{},
+	}
+	if ts := snap.base.Manifest().GetTimestamp(); ts != nil {
+		t := time.Unix(ts.GetSeconds(), int64(ts.GetNanos())).UTC()
+		st.LastUpdated = &t
+	}
+	if v := snap.base.Config()[lastCompactionKey]; v != "" {
+		if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+			st.LastCompaction = &t
+		}
+	}
+	for _, sh := range snap.shards {
+		ss := ShardStats{ShardID: sh.id, PendingGenerations: len(sh.pending), Epoch: sh.man.Epoch, Watermark: Watermark(snap.base, sh.id), UpdatedAt: sh.man.UpdatedAt}
+		for _, g := range sh.pending {
+			ss.PendingRows += g.Rows
+		}
+		st.PendingGenerations += ss.PendingGenerations
+		st.PendingRows += ss.PendingRows
+		st.Shards = append(st.Shards, ss)
+		if len(sh.pending) > 0 {
+			if t := sh.pending[len(sh.pending)-1].SealedAt; st.LastUpdated == nil || t.After(*st.LastUpdated) {
+				st.LastUpdated = &t
+			}
+		}
+	}
+	st.Rows = st.BaseRows + st.PendingRows
+	return st, nil
+}

@@ -1,0 +1,571 @@
+package rollout
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/google/uuid"
+)
+
+// Relationship links a record to another one.
+type Relationship struct {
+	TargetID *string  `json:"target_id"`
+	Relation *string  `json:"relation"`
+	Weight   *float32 `json:"weight"`
+}
+
+// Record is one row of a rollout store: a step, a message or an artifact of
+// a trajectory. Pointer and slice fields are nullable.
+type Record struct {
+	ID            string     `json:"id"`
+	RolloutID     string     `json:"rollout_id"`
+	ProblemID     string     `json:"problem_id"`
+	Dataset       *string    `json:"dataset"`
+	SequenceOrder int32      `json:"sequence_order"`
+	Role          string     `json:"role"`
+	CreatedAt     *time.Time `json:"created_at"`
+
+	Content     *string `json:"content"`
+	ContentType string  `json:"content_type"`
+
+	ModelInputString  *string `json:"model_input_string"`
+	ModelOutputString *string `json:"model_output_string"`
+	Rationale         *string `json:"rationale"`
+	ProblemText       *string `json:"problem_text"`
+	UserMetadata      *string `json:"user_metadata"`
+
+	InputTokens     []int32 `json:"input_tokens"`
+	OutputTokens    []int32 `json:"output_tokens"`
+	NumInputTokens  *int32  `json:"num_input_tokens"`
+	NumOutputTokens *int32  `json:"num_output_tokens"`
+
+	OutputLogprobs []float32 `json:"output_logprobs"`
+	InputLogprobs  []float32 `json:"input_logprobs"`
+	RefLogprobs    []float32 `json:"ref_logprobs"`
+	LossMask       []int8    `json:"loss_mask"`
+
+	Advantage *float32 `json:"advantage"`
+	Reward    *float32 `json:"reward"`
+	RawReward *float32 `json:"raw_reward"`
+	Score     *float32 `json:"score"`
+	GraderID  *string  `json:"grader_id"`
+
+	IncludeInTraining *bool   `json:"include_in_training"`
+	ExcludeReason     *string `json:"exclude_reason"`
+	PolicyVersion     *string `json:"policy_version"`
+
+	Relationships []Relationship `json:"relationships"`
+
+	// BinaryPayload is base64 in JSON. It is accepted on append and never
+	// returned by List or Get; Blob returns it.
+	BinaryPayload   []byte  `json:"binary_payload,omitempty"`
+	PayloadSize     *int64  `json:"payload_size"`
+	PayloadChecksum *string `json:"payload_checksum"`
+	ArtifactType    *string `json:"artifact_type"`
+
+	// Metadata is JSON text. On input any JSON value is accepted: a string is
+	// stored as given, anything else as its JSON encoding.
+	Metadata *string `json:"metadata"`
+}
+
+// UnmarshalJSON accepts metadata as any JSON value.
+func (r *Record) UnmarshalJSON(b []byte) error {
+	type plain Record
+	var aux struct {
+		*plain
+		Metadata json.RawMessage `json:"metadata"`
+	}
+	aux.plain = (*plain)(r)
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&aux); err != nil {
+		return err
+	}
+	r.Metadata = nil
+	if len(aux.Metadata) > 0 && string(aux.Metadata) != "null" {
+		var s string
+		if json.Unmarshal(aux.Metadata, &s) == nil {
+			r.Metadata = &s
+		} else {
+			m := string(aux.Metadata)
+			r.Metadata = &m
+		}
+	}
+	return nil
+}
+
+// ValidationError is bad input: the message says what to fix.
+type ValidationError struct{ Msg string }
+
+func (e *ValidationError) Error() string { return e.Msg }
+
+func invalid(format string, args ...any) error {
+	return &ValidationError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// Roles a record may have.
+var roles = map[string]bool{"assistant": true, "user": true, "system": true, "tool": true, "grade": true, "artifact": true}
+
+// applyDefaults fills server-side defaults and checks required fields.
+// index is the record's position in its request, for messages.
+func (r *Record) applyDefaults(index int, now time.Time) error {
+	if r.ID == "" {
+		r.ID = uuid.Must(uuid.NewV7()).String()
+	}
+	if r.RolloutID == "" {
+		return invalid("record %d: rollout_id is required", index)
+	}
+	if r.ProblemID == "" {
+		r.ProblemID = r.RolloutID
+	}
+	if r.Role == "" {
+		r.Role = "assistant"
+	}
+	if !roles[r.Role] {
+		return invalid("record %d: role %q is not one of assistant, user, system, tool, grade, artifact", index, r.Role)
+	}
+	if r.ContentType == "" {
+		r.ContentType = "text/plain"
+	}
+	if r.CreatedAt == nil {
+		t := now
+		r.CreatedAt = &t
+	}
+	if r.SequenceOrder < 0 {
+		return invalid("record %d: sequence_order must be >= 0", index)
+	}
+	if r.BinaryPayload != nil {
+		n := int64(len(r.BinaryPayload))
+		if r.PayloadSize != nil && *r.PayloadSize != n {
+			return invalid("record %d: payload_size %d does not match the %d payload bytes", index, *r.PayloadSize, n)
+		}
+		r.PayloadSize = &n
+		sum := sha256.Sum256(r.BinaryPayload)
+		hexSum := hex.EncodeToString(sum[:])
+		if r.PayloadChecksum != nil && *r.PayloadChecksum != hexSum && *r.PayloadChecksum != "sha256:"+hexSum {
+			return invalid("record %d: payload_checksum does not match the payload (sha256 %s)", index, hexSum)
+		}
+		r.PayloadChecksum = &hexSum
+	}
+	if r.Metadata != nil && !json.Valid([]byte(*r.Metadata)) {
+		return invalid("record %d: metadata must be JSON", index)
+	}
+	return nil
+}
+
+// Build converts records (already defaulted) to one batch with Schema.
+func buildBatch(recs []Record) arrow.RecordBatch {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, Schema)
+	defer b.Release()
+	b.Reserve(len(recs))
+	for i := range recs {
+		r := &recs[i]
+		col := 0
+		next := func() array.Builder { c := b.Field(col); col++; return c }
+		str(next(), &r.ID)
+		str(next(), &r.RolloutID)
+		str(next(), &r.ProblemID)
+		str(next(), r.Dataset)
+		next().(*array.Int32Builder).Append(r.SequenceOrder)
+		str(next(), &r.Role)
+		next().(*array.TimestampBuilder).Append(arrow.Timestamp(r.CreatedAt.UnixMicro()))
+		str(next(), r.Content)
+		str(next(), &r.ContentType)
+		str(next(), r.ModelInputString)
+		str(next(), r.ModelOutputString)
+		str(next(), r.Rationale)
+		str(next(), r.ProblemText)
+		str(next(), r.UserMetadata)
+		int32List(next(), r.InputTokens)
+		int32List(next(), r.OutputTokens)
+		optInt32(next(), r.NumInputTokens)
+		optInt32(next(), r.NumOutputTokens)
+		f32List(next(), r.OutputLogprobs)
+		f32List(next(), r.InputLogprobs)
+		f32List(next(), r.RefLogprobs)
+		int8List(next(), r.LossMask)
+		optF32(next(), r.Advantage)
+		optF32(next(), r.Reward)
+		optF32(next(), r.RawReward)
+		optF32(next(), r.Score)
+		str(next(), r.GraderID)
+		if bb := next().(*array.BooleanBuilder); r.IncludeInTraining == nil {
+			bb.AppendNull()
+		} else {
+			bb.Append(*r.IncludeInTraining)
+		}
+		str(next(), r.ExcludeReason)
+		str(next(), r.PolicyVersion)
+		relations(next(), r.Relationships)
+		if pb := next().(*array.BinaryBuilder); r.BinaryPayload == nil {
+			pb.AppendNull()
+		} else {
+			pb.Append(r.BinaryPayload)
+		}
+		if ib := next().(*array.Int64Builder); r.PayloadSize == nil {
+			ib.AppendNull()
+		} else {
+			ib.Append(*r.PayloadSize)
+		}
+		str(next(), r.PayloadChecksum)
+		str(next(), r.ArtifactType)
+		str(next(), r.Metadata)
+	}
+	return b.NewRecordBatch()
+}
+
+func str(b array.Builder, v *string) {
+	if v == nil {
+		b.AppendNull()
+		return
+	}
+	switch sb := b.(type) {
+	case *array.StringBuilder:
+		sb.Append(*v)
+	case *array.LargeStringBuilder:
+		sb.Append(*v)
+	}
+}
+
+func optInt32(b array.Builder, v *int32) {
+	if v == nil {
+		b.AppendNull()
+		return
+	}
+	b.(*array.Int32Builder).Append(*v)
+}
+
+func optF32(b array.Builder, v *float32) {
+	if v == nil {
+		b.AppendNull()
+		return
+	}
+	b.(*array.Float32Builder).Append(*v)
+}
+
+func int32List(b array.Builder, v []int32) {
+	lb := b.(*array.ListBuilder)
+	if v == nil {
+		lb.AppendNull()
+		return
+	}
+	lb.Append(true)
+	lb.ValueBuilder().(*array.Int32Builder).AppendValues(v, nil)
+}
+
+func int8List(b array.Builder, v []int8) {
+	lb := b.(*array.ListBuilder)
+	if v == nil {
+		lb.AppendNull()
+		return
+	}
+	lb.Append(true)
+	lb.ValueBuilder().(*array.Int8Builder).AppendValues(v, nil)
+}
+
+func f32List(b array.Builder, v []float32) {
+	lb := b.(*array.ListBuilder)
+	if v == nil {
+		lb.AppendNull()
+		return
+	}
+	lb.Append(true)
+	lb.ValueBuilder().(*array.Float32Builder).AppendValues(v, nil)
+}
+
+func relations(b array.Builder, v []Relationship) {
+	lb := b.(*array.ListBuilder)
+	if v == nil {
+		lb.AppendNull()
+		return
+	}
+	lb.Append(true)
+	sb := lb.ValueBuilder().(*array.StructBuilder)
+	for _, r := range v {
+		sb.Append(true)
+		str(sb.FieldBuilder(0), r.TargetID)
+		str(sb.FieldBuilder(1), r.Relation)
+		optF32(sb.FieldBuilder(2), r.Weight)
+	}
+}
+
+// recordsFromBatch decodes rows of a batch with any subset of Schema's
+// columns (by name); absent columns stay zero.
+func recordsFromBatch(rec arrow.RecordBatch) ([]Record, error) {
+	n := int(rec.NumRows())
+	out := make([]Record, n)
+	for ci, f := range rec.Schema().Fields() {
+		col := rec.Column(ci)
+		set, ok := setters[f.Name]
+		if !ok {
+			return nil, invalid("unknown column %q: the rollout schema has no such column", f.Name)
+		}
+		if err := set(col, out); err != nil {
+			return nil, fmt.Errorf("column %q: %w", f.Name, err)
+		}
+	}
+	return out, nil
+}
+
+type setter func(col arrow.Array, out []Record) error
+
+func strSetter(get func(*Record) **string) setter {
+	return func(col arrow.Array, out []Record) error {
+		sv, ok := col.(interface {
+			IsNull(int) bool
+			Value(int) string
+		})
+		if !ok {
+			return invalid("want a string column, got %s", col.DataType())
+		}
+		for i := range out {
+			if !sv.IsNull(i) {
+				s := strings.Clone(sv.Value(i))
+				*get(&out[i]) = &s
+			}
+		}
+		return nil
+	}
+}
+
+func reqStrSetter(get func(*Record) *string) setter {
+	return func(col arrow.Array, out []Record) error {
+		sv, ok := col.(interface {
+			IsNull(int) bool
+			Value(int) string
+		})
+		if !ok {
+			return invalid("want a string column, got %s", col.DataType())
+		}
+		for i := range out {
+			if !sv.IsNull(i) {
+				*get(&out[i]) = strings.Clone(sv.Value(i))
+			}
+		}
+		return nil
+	}
+}
+
+func int32Setter(get func(*Record) **int32) setter {
+	return func(col arrow.Array, out []Record) error {
+		a, ok := col.(*array.Int32)
+		if !ok {
+			return invalid("want int32, got %s", col.DataType())
+		}
+		for i := range out {
+			if !a.IsNull(i) {
+				v := a.Value(i)
+				*get(&out[i]) = &v
+			}
+		}
+		return nil
+	}
+}
+
+func f32Setter(get func(*Record) **float32) setter {
+	return func(col arrow.Array, out []Record) error {
+		a, ok := col.(*array.Float32)
+		if !ok {
+			return invalid("want float32, got %s", col.DataType())
+		}
+		for i := range out {
+			if !a.IsNull(i) {
+				v := a.Value(i)
+				*get(&out[i]) = &v
+			}
+		}
+		return nil
+	}
+}
+
+func listSetter[T any](get func(*Record) *[]T, values func(arrow.Array) ([]T, bool)) setter {
+	return func(col arrow.Array, out []Record) error {
+		l, ok := col.(*array.List)
+		if !ok {
+			return invalid("want a list, got %s", col.DataType())
+		}
+		vals, ok := values(l.ListValues())
+		if !ok {
+			return invalid("want list items of another type, got %s", l.ListValues().DataType())
+		}
+		offs := l.Offsets()
+		for i := range out {
+			if l.IsNull(i) {
+				continue
+			}
+			s, e := offs[i], offs[i+1]
+			*get(&out[i]) = append(make([]T, 0, e-s), vals[s:e]...)
+		}
+		return nil
+	}
+}
+
+var setters = map[string]setter{
+	"id":         reqStrSetter(func(r *Record) *string { return &r.ID }),
+	"rollout_id": reqStrSetter(func(r *Record) *string { return &r.RolloutID }),
+	"problem_id": reqStrSetter(func(r *Record) *string { return &r.ProblemID }),
+	"dataset":    strSetter(func(r *Record) **string { return &r.Dataset }),
+	"sequence_order": func(col arrow.Array, out []Record) error {
+		a, ok := col.(*array.Int32)
+		if !ok {
+			return invalid("want int32, got %s", col.DataType())
+		}
+		for i := range out {
+			out[i].SequenceOrder = a.Value(i)
+		}
+		return nil
+	},
+	"role": reqStrSetter(func(r *Record) *string { return &r.Role }),
+	"created_at": func(col arrow.Array, out []Record) error {
+		a, ok := col.(*array.Timestamp)
+		if !ok {
+			return invalid("want timestamp[us, UTC], got %s", col.DataType())
+		}
+		unit := a.DataType().(*arrow.TimestampType).Unit
+		for i := range out {
+			if !a.IsNull(i) {
+				t := a.Value(i).ToTime(unit).UTC()
+				out[i].CreatedAt = &t
+			}
+		}
+		return nil
+	},
+	"content":             strSetter(func(r *Record) **string { return &r.Content }),
+	"content_type":        reqStrSetter(func(r *Record) *string { return &r.ContentType }),
+	"model_input_string":  strSetter(func(r *Record) **string { return &r.ModelInputString }),
+	"model_output_string": strSetter(func(r *Record) **string { return &r.ModelOutputString }),
+	"rationale":           strSetter(func(r *Record) **string { return &r.Rationale }),
+	"problem_text":        strSetter(func(r *Record) **string { return &r.ProblemText }),
+	"user_metadata":       strSetter(func(r *Record) **string { return &r.UserMetadata }),
+	"input_tokens":        listSetter(func(r *Record) *[]int32 { return &r.InputTokens }, int32Values),
+	"output_tokens":       listSetter(func(r *Record) *[]int32 { return &r.OutputTokens }, int32Values),
+	"num_input_tokens":    int32Setter(func(r *Record) **int32 { return &r.NumInputTokens }),
+	"num_output_tokens":   int32Setter(func(r *Record) **int32 { return &r.NumOutputTokens }),
+	"output_logprobs":     listSetter(func(r *Record) *[]float32 { return &r.OutputLogprobs }, f32Values),
+	"input_logprobs":      listSetter(func(r *Record) *[]float32 { return &r.InputLogprobs }, f32Values),
+	"ref_logprobs":        listSetter(func(r *Record) *[]float32 { return &r.RefLogprobs }, f32Values),
+	"loss_mask":           listSetter(func(r *Record) *[]int8 { return &r.LossMask }, int8Values),
+	"advantage":           f32Setter(func(r *Record) **float32 { return &r.Advantage }),
+	"reward":              f32Setter(func(r *Record) **float32 { return &r.Reward }),
+	"raw_reward":          f32Setter(func(r *Record) **float32 { return &r.RawReward }),
+	"score":               f32Setter(func(r *Record) **float32 { return &r.Score }),
+	"grader_id":           strSetter(func(r *Record) **string { return &r.GraderID }),
+	"include_in_training": func(col arrow.Array, out []Record) error {
+		a, ok := col.(*array.Boolean)
+		if !ok {
+			return invalid("want bool, got %s", col.DataType())
+		}
+		for i := range out {
+			if !a.IsNull(i) {
+				v := a.Value(i)
+				out[i].IncludeInTraining = &v
+			}
+		}
+		return nil
+	},
+	"exclude_reason": strSetter(func(r *Record) **string { return &r.ExcludeReason }),
+	"policy_version": strSetter(func(r *Record) **string { return &r.PolicyVersion }),
+	"relationships": func(col arrow.Array, out []Record) error {
+		l, ok := col.(*array.List)
+		if !ok {
+			return invalid("want list<struct>, got %s", col.DataType())
+		}
+		st, ok := l.ListValues().(*array.Struct)
+		if !ok || st.NumField() != 3 {
+			return invalid("want list<struct<target_id, relation, weight>>, got %s", col.DataType())
+		}
+		tgt, ok1 := st.Field(0).(*array.String)
+		rel, ok2 := st.Field(1).(*array.String)
+		w, ok3 := st.Field(2).(*array.Float32)
+		if !ok1 || !ok2 || !ok3 {
+			return invalid("want list<struct<target_id utf8, relation utf8, weight float32>>, got %s", col.DataType())
+		}
+		offs := l.Offsets()
+		for i := range out {
+			if l.IsNull(i) {
+				continue
+			}
+			rs := make([]Relationship, 0, offs[i+1]-offs[i])
+			for j := int(offs[i]); j < int(offs[i+1]); j++ {
+				var r Relationship
+				if !tgt.IsNull(j) {
+					s := strings.Clone(tgt.Value(j))
+					r.TargetID = &s
+				}
+				if !rel.IsNull(j) {
+					s := strings.Clone(rel.Value(j))
+					r.Relation = &s
+				}
+				if !w.IsNull(j) {
+					v := w.Value(j)
+					r.Weight = &v
+				}
+				rs = append(rs, r)
+			}
+			out[i].Relationships = rs
+		}
+		return nil
+	},
+	ColPayload: func(col arrow.Array, out []Record) error {
+		bv, ok := col.(interface {
+			IsNull(int) bool
+			Value(int) []byte
+		})
+		if !ok {
+			return invalid("want large_binary, got %s", col.DataType())
+		}
+		for i := range out {
+			if !bv.IsNull(i) {
+				out[i].BinaryPayload = append([]byte{}, bv.Value(i)...)
+			}
+		}
+		return nil
+	},
+	ColPayloadSize: func(col arrow.Array, out []Record) error {
+		a, ok := col.(*array.Int64)
+		if !ok {
+			return invalid("want int64, got %s", col.DataType())
+		}
+		for i := range out {
+			if !a.IsNull(i) {
+				v := a.Value(i)
+				out[i].PayloadSize = &v
+			}
+		}
+		return nil
+	},
+	ColPayloadSum:   strSetter(func(r *Record) **string { return &r.PayloadChecksum }),
+	"artifact_type": strSetter(func(r *Record) **string { return &r.ArtifactType }),
+	"metadata":      strSetter(func(r *Record) **string { return &r.Metadata }),
+}
+
+func int32Values(a arrow.Array) ([]int32, bool) {
+	v, ok := a.(*array.Int32)
+	if !ok {
+		return nil, false
+	}
+	return v.Int32Values(), true
+}
+
+func int8Values(a arrow.Array) ([]int8, bool) {
+	v, ok := a.(*array.Int8)
+	if !ok {
+		return nil, false
+	}
+	return v.Int8Values(), true
+}
+
+func f32Values(a arrow.Array) ([]float32, bool) {
+	v, ok := a.(*array.Float32)
+	if !ok {
+		return nil, false
+	}
+	return v.Float32Values(), true
+}

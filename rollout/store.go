@@ -1,0 +1,281 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/lance-context/lance-context/lance/schema"
+	"github.com/lance-context/lance-context/lance/table"
+	"github.com/lance-context/lance-context/objstore"
+	"github.com/lance-context/lance-context/wal"
+)
+
+var (
+	// ErrNotFound is returned for a missing store, record or payload.
+	ErrNotFound = errors.New("rollout: not found")
+	// ErrExists is returned when creating a store that exists.
+	ErrExists = errors.New("rollout: store already exists")
+	// ErrOverloaded is returned when a read would touch more pending
+	// generations than allowed; merge the store, then retry.
+	ErrOverloaded = errors.New("rollout: too many pending WAL generations")
+	// ErrClosed is returned after the store is closed.
+	ErrClosed = errors.New("rollout: store closed")
+)
+
+// Config keys this package keeps in the base table's manifest config.
+const (
+	watermarkPrefix   = "lance-context.merged."
+	lastCompactionKey = "lance-context.last-compaction"
+)
+
+func watermarkKey(shard string) string { return watermarkPrefix + shard }
+
+// Watermark returns the highest generation of shard merged into base.
+func Watermark(base *table.Dataset, shard string) uint64 {
+	v, _ := strconv.ParseUint(base.Config()[watermarkKey(shard)], 10, 64)
+	return v
+}
+
+// Options tunes a store. Zero values take the documented defaults.
+type Options struct {
+	MergeMaxGenerations int   // generations per merge pass; default 8; <0 means no cap
+	MergeMaxBytes       int64 // generation bytes per merge pass; default 1 GiB; <0 no cap
+	PendingWarn         int   // warn above this many pending generations per shard; default 256
+	PendingMax          int   // refuse wal/all reads above this (per shard or total); default 4096
+	CompactTargetRows   int64 // rows per compacted fragment; default 1<<20
+	MaxMemtableRows     int64 // seal when a memtable reaches this; default 200,000
+	MaxMemtableBytes    int64 // or this many bytes; default 128 MiB
+	Logger              *slog.Logger
+	Cache               *GenCache // shared generation cache; default a private 256 MiB one
+}
+
+func (o *Options) setDefaults() {
+	if o.MergeMaxGenerations == 0 {
+		o.MergeMaxGenerations = 8
+	}
+	if o.MergeMaxBytes == 0 {
+		o.MergeMaxBytes = 1 << 30
+	}
+	if o.PendingWarn <= 0 {
+		o.PendingWarn = 256
+	}
+	if o.PendingMax <= 0 {
+		o.PendingMax = 4096
+	}
+	if o.CompactTargetRows <= 0 {
+		o.CompactTargetRows = 1 << 20
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Cache == nil {
+		o.Cache = NewGenCache(256 << 20)
+	}
+}
+
+// Store is one rollout store: a Lance dataset (the base table) plus the WAL
+// tier beside it. A process writes only to its own shard.
+type Store struct {
+	name  string
+	root  objstore.Store // the dataset directory
+	shard string
+	opts  Options
+
+	mergeMu sync.Mutex // one merge pass at a time per store and process
+
+	mu     sync.Mutex
+	writer *wal.Writer
+	closed bool
+}
+
+var lanceSchema = func() *schema.Schema {
+	s, err := schema.FromArrow(Schema, 0)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}()
+
+// createStore makes the base table of a new store.
+func createStore(ctx context.Context, root objstore.Store) error {
+	_, err := table.Create(ctx, root, lanceSchema, table.CreateOptions{})
+	if errors.Is(err, objstore.ErrExists) {
+		return ErrExists
+	}
+	return err
+}
+
+// openStore opens an existing store and evolves its schema to Schema.
+func openStore(ctx context.Context, name string, root objstore.Store, shard string, opts Options) (*Store, error) {
+	opts.setDefaults()
+	d, err := table.Open(ctx, root)
+	if errors.Is(err, table.ErrNoTable) {
+		return nil, fmt.Errorf("%w: store %q", ErrNotFound, name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, changed, err := d.Schema().Evolve(Schema); err != nil {
+		return nil, fmt.Errorf("rollout: store %q has an incompatible schema: %w", name, err)
+	} else if changed {
+		if _, err := table.AddColumns(ctx, root, lanceSchema); err != nil {
+			return nil, fmt.Errorf("rollout: evolve schema of %q: %w", name, err)
+		}
+	}
+	return &Store{name: name, root: root, shard: shard, opts: opts}, nil
+}
+
+// Name returns the store name.
+func (s *Store) Name() string { return s.name }
+
+// Shard returns this process's shard id.
+func (s *Store) Shard() string { return s.shard }
+
+// Root returns the object store rooted at the dataset directory.
+func (s *Store) Root() objstore.Store { return s.root }
+
+// conform converts a WAL batch written under an older schema to Schema.
+func conform(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+	recs, err := recordsFromBatch(rec)
+	if err != nil {
+		return nil, err
+	}
+	return buildBatch(recs), nil
+}
+
+// walWriter returns this process's shard writer, claiming the shard on
+// first use (or again after being fenced).
+func (s *Store) walWriter(ctx context.Context) (*wal.Writer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if s.writer != nil {
+		return s.writer, nil
+	}
+	w, err := wal.Claim(ctx, wal.Options{
+		Store: s.root, Shard: s.shard, Schema: Schema, KeyColumn: ColID, Conform: conform,
+		MaxMemtableRows: s.opts.MaxMemtableRows, MaxMemtableBytes: s.opts.MaxMemtableBytes,
+		Logger: s.opts.Logger.With("store", s.name),
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.writer = w
+	return w, nil
+}
+
+// dropWriter forgets a fenced writer so the next write claims again.
+func (s *Store) dropWriter(w *wal.Writer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.writer == w {
+		s.writer = nil
+		go w.Abandon()
+	}
+}
+
+// Append validates recs, fills defaults and makes them durable. It returns
+// the ids in input order. Rows become readable at the next Flush (or seal).
+func (s *Store) Append(ctx context.Context, recs []Record) ([]string, error) {
+	if len(recs) == 0 {
+		return nil, invalid("no records: send at least one")
+	}
+	now := time.Now().UTC()
+	ids := make([]string, len(recs))
+	for i := range recs {
+		if err := recs[i].applyDefaults(i, now); err != nil {
+			return nil, err
+		}
+		ids[i] = recs[i].ID
+	}
+	rec := buildBatch(recs)
+	defer rec.Release()
+	return ids, s.appendBatch(ctx, rec)
+}
+
+// AppendArrow appends a batch with a subset of Schema's columns.
+func (s *Store) AppendArrow(ctx context.Context, rec arrow.RecordBatch) ([]string, error) {
+	recs, err := recordsFromBatch(rec)
+	if err != nil {
+		return nil, err
+	}
+	return s.Append(ctx, recs)
+}
+
+func (s *Store) appendBatch(ctx context.Context, rec arrow.RecordBatch) error {
+	for attempt := 0; ; attempt++ {
+		w, err := s.walWriter(ctx)
+		if err != nil {
+			return err
+		}
+		err = w.Append(ctx, rec)
+		if errors.Is(err, wal.ErrFenced) && attempt == 0 {
+			// Someone claimed our shard (an orphan merge); take it back.
+			// Retrying is safe: ids make the append idempotent.
+			s.opts.Logger.Warn("rollout: shard writer fenced; claiming again", "store", s.name, "shard", s.shard)
+			s.dropWriter(w)
+			continue
+		}
+		return err
+	}
+}
+
+// Flush seals buffered rows into a generation so they become readable. It
+// is a no-op when nothing is buffered.
+func (s *Store) Flush(ctx context.Context) error {
+	s.mu.Lock()
+	w := s.writer
+	s.mu.Unlock()
+	if w == nil {
+		return nil
+	}
+	err := w.Seal(ctx)
+	if errors.Is(err, wal.ErrFenced) {
+		s.dropWriter(w)
+	}
+	return err
+}
+
+// Close seals buffered rows and releases the shard.
+func (s *Store) Close(ctx context.Context) error {
+	s.mu.Lock()
+	w := s.writer
+	s.writer = nil
+	s.closed = true
+	s.mu.Unlock()
+	if w == nil {
+		return nil
+	}
+	return w.Close(ctx)
+}
+
+// UnflushedRows returns rows acknowledged by this process but not sealed.
+func (s *Store) UnflushedRows() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.writer == nil {
+		return 0
+	}
+	return s.writer.UnsealedRows()
+}
+
+// PendingOwn returns the pending generations of this process's shard, from
+// its writer's manifest (no I/O), or -1 when the shard is not claimed.
+func (s *Store) PendingOwn() int {
+	s.mu.Lock()
+	w := s.writer
+	s.mu.Unlock()
+	if w == nil {
+		return -1
+	}
+	return len(w.Manifest().Generations)
+}
