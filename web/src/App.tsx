@@ -1,0 +1,110 @@
+import { useEffect } from 'react';
+import { LiveProvider, useLive } from './live';
+import { Link, useLocation } from './router';
+import { ExperimentView } from './views/Experiment';
+import { ExperimentsView } from './views/Experiments';
+import { TasksView } from './views/Tasks';
+import { WorkersView } from './views/Workers';
+
+export type Route =
+  | { view: 'experiments' }
+  | { view: 'experiment'; name: string; tab: 'overview' | 'records' }
+  | { view: 'tasks' }
+  | { view: 'workers' }
+  | { view: 'notfound' };
+
+function decode(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
+}
+
+export function matchRoute(pathname: string): Route {
+  const p = pathname.replace(/\/+$/, '') || '/';
+  if (p === '/' || p === '/experiments') return { view: 'experiments' };
+  if (p === '/tasks') return { view: 'tasks' };
+  if (p === '/workers') return { view: 'workers' };
+  const m = /^\/experiments\/([^/]+)(?:\/(overview|records))?$/.exec(p);
+  if (m) return { view: 'experiment', name: decode(m[1]), tab: m[2] === 'records' ? 'records' : 'overview' };
+  return { view: 'notfound' };
+}
+
+function LiveToggle() {
+  const { enabled, setEnabled, intervalMs } = useLive();
+  return (
+    <label className="live" title={`Re-fetch the current view every ${intervalMs / 1000} s while this tab is visible`}>
+      <input
+        type="checkbox"
+        checked={enabled}
+        onChange={(e) => setEnabled(e.target.checked)}
+        data-testid="live-toggle"
+      />
+      <span className={enabled ? 'live-dot on' : 'live-dot'} aria-hidden="true" />
+      Live
+    </label>
+  );
+}
+
+function Shell() {
+  const { pathname } = useLocation();
+  const route = matchRoute(pathname);
+  const section = route.view === 'experiment' ? 'experiments' : route.view;
+
+  const title =
+    route.view === 'experiment'
+      ? `${route.name} · lance-context`
+      : route.view === 'notfound'
+        ? 'lance-context'
+        : `${section[0].toUpperCase()}${section.slice(1)} · lance-context`;
+  useEffect(() => {
+    document.title = title;
+  }, [title]);
+
+  const nav = (to: string, label: string, id: string) => (
+    <Link to={to} className={section === id ? 'active' : undefined} aria-current={section === id ? 'page' : undefined}>
+      {label}
+    </Link>
+  );
+
+  return (
+    <>
+      <header className="header">
+        <Link to="/" className="brand">
+          lance<span>-context</span>
+        </Link>
+        <nav className="nav">
+          {nav('/', 'Experiments', 'experiments')}
+          {nav('/tasks', 'Tasks', 'tasks')}
+          {nav('/workers', 'Workers', 'workers')}
+        </nav>
+        <span className="spacer" />
+        <LiveToggle />
+      </header>
+      <main className="main">
+        {route.view === 'experiments' ? <ExperimentsView /> : null}
+        {route.view === 'experiment' ? <ExperimentView key={route.name} name={route.name} tab={route.tab} /> : null}
+        {route.view === 'tasks' ? <TasksView /> : null}
+        {route.view === 'workers' ? <WorkersView /> : null}
+        {route.view === 'notfound' ? (
+          <section>
+            <h1>Not found</h1>
+            <p>
+              No page at <span className="mono">{pathname}</span>. <Link to="/">Back to experiments</Link>
+            </p>
+          </section>
+        ) : null}
+      </main>
+    </>
+  );
+}
+
+/** The application. `live` and `intervalMs` override the live-refresh toggle and period (tests). */
+export function App({ live, intervalMs }: { live?: boolean; intervalMs?: number }) {
+  return (
+    <LiveProvider enabled={live} intervalMs={intervalMs}>
+      <Shell />
+    </LiveProvider>
+  );
+}

@@ -1,0 +1,313 @@
+// Client for the master's data-browser API (same origin, under /api/v1).
+
+export const API_BASE = '/api/v1';
+
+export type Source = 'fragments' | 'wal' | 'all';
+export const SOURCES: readonly Source[] = ['fragments', 'wal', 'all'];
+
+export interface Shard {
+  shard_id: string;
+  pending_generations: number;
+  epoch: number;
+  watermark: number;
+}
+
+export interface Experiment {
+  name: string;
+  rows: number;
+  fragments: number;
+  pending_generations: number;
+  shards?: Shard[] | null;
+  unflushed_rows?: number | null;
+  version?: number | null;
+  last_updated?: string | null;
+  last_compaction?: string | null;
+  needs_compaction?: boolean;
+  stale?: boolean;
+}
+
+export interface ExperimentList {
+  experiments: Experiment[];
+  total: number;
+  stale?: boolean;
+}
+
+export interface Relationship {
+  target_id?: string | null;
+  relation?: string | null;
+  weight?: number | null;
+}
+
+/** A rollout record. Every field may be null or absent. */
+export interface RolloutRecord {
+  id?: string | null;
+  rollout_id?: string | null;
+  problem_id?: string | null;
+  dataset?: string | null;
+  sequence_order?: number | null;
+  role?: string | null;
+  created_at?: string | null;
+  content?: string | null;
+  content_type?: string | null;
+  model_input_string?: string | null;
+  model_output_string?: string | null;
+  rationale?: string | null;
+  problem_text?: string | null;
+  user_metadata?: unknown;
+  input_tokens?: number[] | null;
+  output_tokens?: number[] | null;
+  num_input_tokens?: number | null;
+  num_output_tokens?: number | null;
+  output_logprobs?: number[] | null;
+  input_logprobs?: number[] | null;
+  ref_logprobs?: number[] | null;
+  loss_mask?: number[] | null;
+  advantage?: number | null;
+  reward?: number | null;
+  raw_reward?: number | null;
+  score?: number | null;
+  grader_id?: string | null;
+  include_in_training?: boolean | null;
+  exclude_reason?: string | null;
+  policy_version?: string | number | null;
+  relationships?: Relationship[] | null;
+  payload_size?: number | null;
+  payload_checksum?: string | null;
+  artifact_type?: string | null;
+  metadata?: string | null;
+  [extra: string]: unknown;
+}
+
+export interface RecordPage {
+  records: RolloutRecord[];
+  has_more: boolean;
+  limit: number;
+  offset: number;
+  source: Source | string;
+}
+
+export type TaskKind = 'merge' | 'compact';
+export type TaskState = 'queued' | 'running' | 'done' | 'failed';
+
+export interface Task {
+  id: string;
+  kind: TaskKind | string;
+  store: string;
+  state: TaskState | string;
+  attempts?: number;
+  error?: string | null;
+  created_at?: string | null;
+  updated_at?: string | null;
+}
+
+export interface Worker {
+  instance_id: string;
+  shard_id: string;
+  endpoint: string;
+  version?: string | null;
+  registered_at?: string | null;
+}
+
+/** Equality filters accepted by the records listing. */
+export const RECORD_FILTER_KEYS = [
+  'id',
+  'rollout_id',
+  'problem_id',
+  'dataset',
+  'role',
+  'content_type',
+  'policy_version',
+  'artifact_type',
+  'include_in_training',
+] as const;
+export type RecordFilterKey = (typeof RECORD_FILTER_KEYS)[number];
+export type RecordFilters = Partial<Record<RecordFilterKey, string>>;
+
+export const PAGE_SIZE = 25;
+export const MAX_RECORD_LIMIT = 100;
+
+/** An error answered by the API ({"error":{"code","message"}}) or a network failure (status 0). */
+export class ApiError extends Error {
+  readonly status: number;
+  readonly code: string;
+  constructor(status: number, code: string, message: string) {
+    super(message);
+    this.name = 'ApiError';
+    this.status = status;
+    this.code = code;
+  }
+}
+
+type QueryValue = string | number | boolean | null | undefined;
+
+/** Builds "?a=1&b=x" from the defined, non-empty values, in insertion order; "" when none. */
+export function buildQuery(params: Record<string, QueryValue>): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) {
+    if (v === undefined || v === null) continue;
+    const s = String(v).trim();
+    if (s === '') continue;
+    q.append(k, s);
+  }
+  const s = q.toString();
+  return s ? `?${s}` : '';
+}
+
+function clampInt(v: number | undefined, lo: number, hi: number, dflt: number): number {
+  if (v === undefined || !Number.isFinite(v)) return dflt;
+  return Math.min(hi, Math.max(lo, Math.trunc(v)));
+}
+
+export interface RecordsQuery {
+  source?: Source;
+  limit?: number;
+  offset?: number;
+  filters?: RecordFilters;
+}
+
+/** Query string of a records listing. The source defaults to "fragments"; limit is clamped to 1..100. */
+export function recordsQueryString(q: RecordsQuery = {}): string {
+  const params: Record<string, QueryValue> = {
+    source: q.source ?? 'fragments',
+    limit: clampInt(q.limit, 1, MAX_RECORD_LIMIT, PAGE_SIZE),
+    offset: clampInt(q.offset, 0, Number.MAX_SAFE_INTEGER, 0),
+  };
+  const f = q.filters ?? {};
+  for (const k of RECORD_FILTER_KEYS) {
+    let v = f[k];
+    if (k === 'include_in_training' && v !== undefined && v !== 'true' && v !== 'false') v = undefined;
+    params[k] = v;
+  }
+  return buildQuery(params);
+}
+
+export interface ExperimentsQuery {
+  search?: string;
+  limit?: number;
+  offset?: number;
+}
+
+export function experimentsQueryString(q: ExperimentsQuery = {}): string {
+  return buildQuery({
+    search: q.search,
+    limit: q.limit === undefined ? undefined : clampInt(q.limit, 1, 1000, PAGE_SIZE),
+    offset: q.offset === undefined ? undefined : clampInt(q.offset, 0, Number.MAX_SAFE_INTEGER, 0),
+  });
+}
+
+const enc = encodeURIComponent;
+
+export function experimentPath(name: string): string {
+  return `${API_BASE}/experiments/${enc(name)}`;
+}
+
+export function recordPath(store: string, id: string): string {
+  return `${experimentPath(store)}/records/${enc(id)}`;
+}
+
+export function blobUrl(store: string, id: string): string {
+  return `${recordPath(store, id)}/blob`;
+}
+
+/** Turns a non-2xx response into an ApiError, using {"error":{"code","message"}} when present. */
+export async function parseError(res: Response): Promise<ApiError> {
+  let text = '';
+  try {
+    text = await res.text();
+  } catch {
+    // body unreadable: fall back to the status line
+  }
+  let code = `http_${res.status}`;
+  let message = '';
+  if (text) {
+    try {
+      const body = JSON.parse(text) as unknown;
+      const err = (body as { error?: unknown } | null)?.error;
+      if (err && typeof err === 'object') {
+        const e = err as { code?: unknown; message?: unknown };
+        if (typeof e.code === 'string' && e.code) code = e.code;
+        if (typeof e.message === 'string') message = e.message;
+      } else if (typeof err === 'string') {
+        message = err;
+      }
+    } catch {
+      message = text.trim().slice(0, 500);
+    }
+  }
+  if (!message) message = `${res.status} ${res.statusText || 'request failed'}`.trim();
+  return new ApiError(res.status, code, message);
+}
+
+export interface RequestOptions {
+  method?: string;
+  body?: unknown;
+  signal?: AbortSignal;
+}
+
+export async function request<T>(path: string, opts: RequestOptions = {}): Promise<T> {
+  const init: RequestInit = {
+    method: opts.method ?? 'GET',
+    headers: { Accept: 'application/json' },
+    signal: opts.signal,
+  };
+  if (opts.body !== undefined) {
+    init.body = JSON.stringify(opts.body);
+    init.headers = { ...init.headers, 'Content-Type': 'application/json' };
+  }
+  let res: Response;
+  try {
+    res = await fetch(path, init);
+  } catch (e) {
+    if (e instanceof DOMException && e.name === 'AbortError') throw e;
+    const msg = e instanceof Error ? e.message : String(e);
+    throw new ApiError(0, 'network', `network error: ${msg}`);
+  }
+  if (!res.ok) throw await parseError(res);
+  if (res.status === 204) return undefined as T;
+  const text = await res.text();
+  if (!text) return undefined as T;
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    throw new ApiError(res.status, 'bad_response', 'the server answered with invalid JSON');
+  }
+}
+
+export const api = {
+  listExperiments(q: ExperimentsQuery, signal?: AbortSignal): Promise<ExperimentList> {
+    return request(`${API_BASE}/experiments${experimentsQueryString(q)}`, { signal });
+  },
+  getExperiment(name: string, fresh = true, signal?: AbortSignal): Promise<Experiment> {
+    return request(`${experimentPath(name)}${buildQuery({ fresh: fresh ? 'true' : undefined })}`, { signal });
+  },
+  listRecords(name: string, q: RecordsQuery, signal?: AbortSignal): Promise<RecordPage> {
+    return request(`${experimentPath(name)}/records${recordsQueryString(q)}`, { signal });
+  },
+  getRecord(name: string, id: string, signal?: AbortSignal): Promise<RolloutRecord> {
+    return request(recordPath(name, id), { signal });
+  },
+  compact(name: string): Promise<{ task: Task }> {
+    return request(`${experimentPath(name)}/compact`, { method: 'POST' });
+  },
+  merge(name: string): Promise<{ task: Task }> {
+    return request(`${experimentPath(name)}/merge`, { method: 'POST' });
+  },
+  listTasks(signal?: AbortSignal): Promise<{ tasks: Task[] }> {
+    return request(`${API_BASE}/tasks`, { signal });
+  },
+  getTask(id: string, signal?: AbortSignal): Promise<Task> {
+    return request(`${API_BASE}/tasks/${enc(id)}`, { signal });
+  },
+  createTask(kind: TaskKind, store: string): Promise<Task> {
+    return request(`${API_BASE}/tasks`, { method: 'POST', body: { kind, store } });
+  },
+  listWorkers(signal?: AbortSignal): Promise<{ workers: Worker[] }> {
+    return request(`${API_BASE}/workers`, { signal });
+  },
+};
+
+export function errorMessage(e: unknown): string {
+  if (e instanceof ApiError) return e.message;
+  if (e instanceof Error) return e.message;
+  return String(e);
+}

@@ -1,0 +1,219 @@
+import { useEffect, useState, type ReactNode } from 'react';
+import { api, type Experiment, type Task } from '../api';
+import { Badge, ErrorBanner, RelTime, StateBadge, Updated } from '../components';
+import { fmtInt } from '../format';
+import { usePoll } from '../live';
+import { Link } from '../router';
+import { experimentHref } from './Experiments';
+import { RecordsView } from './Records';
+
+/** Pending generations per shard above which the store warns (reads are refused at 4096). */
+export const PENDING_WARN = 256;
+
+export function ExperimentView({ name, tab }: { name: string; tab: 'overview' | 'records' }) {
+  return (
+    <section>
+      <div className="toolbar">
+        <h1>
+          <Link to="/" className="crumb">
+            Experiments
+          </Link>
+          <span className="crumb-sep">/</span>
+          <span className="mono">{name}</span>
+        </h1>
+      </div>
+      <nav className="tabs" role="tablist" aria-label="Experiment views">
+        <Link
+          to={experimentHref(name)}
+          role="tab"
+          aria-selected={tab === 'overview'}
+          className={tab === 'overview' ? 'tab active' : 'tab'}
+          data-testid="tab-overview"
+        >
+          Overview
+        </Link>
+        <Link
+          to={experimentHref(name, 'records')}
+          role="tab"
+          aria-selected={tab === 'records'}
+          className={tab === 'records' ? 'tab active' : 'tab'}
+          data-testid="tab-records"
+        >
+          Records
+        </Link>
+      </nav>
+      {tab === 'overview' ? <Overview name={name} /> : <RecordsView name={name} />}
+    </section>
+  );
+}
+
+function Stat({ label, children, title }: { label: string; children: ReactNode; title?: string }) {
+  return (
+    <div className="stat" title={title}>
+      <div className="stat-label">{label}</div>
+      <div className="stat-value">{children}</div>
+    </div>
+  );
+}
+
+const TASK_POLL_MS = 1500;
+
+function Overview({ name }: { name: string }) {
+  const { data, error, loading, updatedAt, reload } = usePoll(`exp:${name}`, (signal) =>
+    api.getExperiment(name, true, signal),
+  );
+  const [task, setTask] = useState<Task | undefined>();
+  const [actionError, setActionError] = useState<unknown>();
+  const [busy, setBusy] = useState<'compact' | 'merge' | undefined>();
+
+  const start = async (kind: 'compact' | 'merge') => {
+    setBusy(kind);
+    setActionError(undefined);
+    try {
+      const res = kind === 'compact' ? await api.compact(name) : await api.merge(name);
+      setTask(res.task);
+    } catch (e) {
+      setActionError(e);
+    } finally {
+      setBusy(undefined);
+    }
+  };
+
+  // Follow the started task until it finishes, then refresh the statistics.
+  const taskId = task?.id;
+  const taskOpen = task !== undefined && (task.state === 'queued' || task.state === 'running');
+  useEffect(() => {
+    if (!taskId || !taskOpen) return;
+    let cancelled = false;
+    const t = window.setTimeout(async () => {
+      try {
+        const next = await api.getTask(taskId);
+        if (cancelled) return;
+        setTask(next);
+        if (next.state === 'done' || next.state === 'failed') reload();
+      } catch (e) {
+        if (!cancelled) setActionError(e);
+      }
+    }, TASK_POLL_MS);
+    return () => {
+      cancelled = true;
+      window.clearTimeout(t);
+    };
+  }, [taskId, taskOpen, task, reload]);
+
+  return (
+    <div>
+      <ErrorBanner error={error} />
+      {loading && !error ? <p className="muted">Loading…</p> : null}
+      {data ? <Stats exp={data} updatedAt={updatedAt} /> : null}
+      <div className="actions">
+        <button
+          type="button"
+          onClick={() => void start('merge')}
+          disabled={busy !== undefined}
+          data-testid="merge-button"
+          title="Fold the un-merged WAL generations into the base table"
+        >
+          {busy === 'merge' ? 'Merging…' : 'Merge WAL'}
+        </button>
+        <button
+          type="button"
+          onClick={() => void start('compact')}
+          disabled={busy !== undefined}
+          data-testid="compact-button"
+          title="Bin-pack small base fragments and materialize deletions"
+        >
+          {busy === 'compact' ? 'Compacting…' : 'Compact'}
+        </button>
+        {task ? (
+          <span className="task-inline" data-testid="action-task">
+            {task.kind} task <span className="mono">{task.id}</span> <StateBadge state={task.state} />
+            {task.error ? <span className="error-text"> {task.error}</span> : null}{' '}
+            <Link to="/tasks">all tasks</Link>
+          </span>
+        ) : null}
+      </div>
+      <ErrorBanner error={actionError} />
+    </div>
+  );
+}
+
+function Stats({ exp, updatedAt }: { exp: Experiment; updatedAt: number | undefined }) {
+  const shards = exp.shards ?? [];
+  return (
+    <>
+      {exp.stale ? (
+        <div className="banner banner-warn" data-testid="stale-hint">
+          These statistics are stale (served from cache).
+        </div>
+      ) : null}
+      <div className="stats" data-testid="experiment-stats">
+        <Stat label="Rows">{fmtInt(exp.rows)}</Stat>
+        <Stat label="Fragments">
+          {fmtInt(exp.fragments)}{' '}
+          {exp.needs_compaction ? (
+            <Badge kind="warn" title="Compaction recommended">
+              needs compaction
+            </Badge>
+          ) : null}
+        </Stat>
+        <Stat label="Version" title="Base table version">
+          {fmtInt(exp.version)}
+        </Stat>
+        <Stat label="Pending WAL generations" title="Sealed generations not yet merged, over all shards">
+          {fmtInt(exp.pending_generations)}
+        </Stat>
+        <Stat label="Unflushed rows" title="Rows acknowledged but still in a memtable (readable after the next seal)">
+          {fmtInt(exp.unflushed_rows)}
+        </Stat>
+        <Stat label="Last update">
+          <RelTime value={exp.last_updated} />
+        </Stat>
+        <Stat label="Last compaction">
+          <RelTime value={exp.last_compaction} />
+        </Stat>
+      </div>
+      <h2>
+        Shards <span className="muted small">({shards.length})</span> <Updated at={updatedAt} />
+      </h2>
+      <div className="table-wrap">
+        <table className="grid" data-testid="shards-table">
+          <thead>
+            <tr>
+              <th>Shard</th>
+              <th className="num">Epoch</th>
+              <th className="num" title="Merged up to this generation">
+                Watermark
+              </th>
+              <th className="num">Pending generations</th>
+            </tr>
+          </thead>
+          <tbody>
+            {shards.map((s) => (
+              <tr key={s.shard_id}>
+                <td className="mono">{s.shard_id}</td>
+                <td className="num">{fmtInt(s.epoch)}</td>
+                <td className="num">{fmtInt(s.watermark)}</td>
+                <td className="num">
+                  {fmtInt(s.pending_generations)}{' '}
+                  {s.pending_generations >= PENDING_WARN ? (
+                    <Badge kind="warn" title="Merge is falling behind; reads are refused above 4096">
+                      backlog
+                    </Badge>
+                  ) : null}
+                </td>
+              </tr>
+            ))}
+            {shards.length === 0 ? (
+              <tr>
+                <td colSpan={4} className="empty">
+                  No shard has written to this store yet.
+                </td>
+              </tr>
+            ) : null}
+          </tbody>
+        </table>
+      </div>
+    </>
+  );
+}

@@ -1,0 +1,136 @@
+import { useEffect, useRef, useState } from 'react';
+import { api, PAGE_SIZE } from '../api';
+import { Badge, ErrorBanner, Pager, RelTime, Updated } from '../components';
+import { fmtInt } from '../format';
+import { useDebounced, usePoll } from '../live';
+import { intParam, Link, updateQuery, useLocation } from '../router';
+
+export const SEARCH_DEBOUNCE_MS = 300;
+
+export function experimentHref(name: string, tab?: 'records'): string {
+  return `/experiments/${encodeURIComponent(name)}${tab ? `/${tab}` : ''}`;
+}
+
+export function ExperimentsView() {
+  const { search } = useLocation();
+  const q = search.get('search') ?? '';
+  const offset = intParam(search, 'offset');
+
+  // The box updates at once; the URL (and the request) once typing pauses.
+  const [text, setText] = useState(q);
+  const debounced = useDebounced(text, SEARCH_DEBOUNCE_MS);
+  const lastPushed = useRef(q);
+  useEffect(() => {
+    if (debounced.trim() === lastPushed.current) return;
+    lastPushed.current = debounced.trim();
+    updateQuery({ search: debounced.trim(), offset: undefined }, { replace: true });
+  }, [debounced]);
+  // Follow back/forward navigation.
+  useEffect(() => {
+    if (q !== lastPushed.current) {
+      lastPushed.current = q;
+      setText(q);
+    }
+  }, [q]);
+
+  const key = JSON.stringify([q, offset]);
+  const { data, error, loading, updatedAt } = usePoll(key, (signal) =>
+    api.listExperiments({ search: q, limit: PAGE_SIZE, offset }, signal),
+  );
+  const rows = data?.experiments ?? [];
+  const total = data?.total ?? 0;
+  const first = rows.length ? offset + 1 : 0;
+  const last = offset + rows.length;
+
+  return (
+    <section>
+      <div className="toolbar">
+        <h1>Experiments</h1>
+        <input
+          type="search"
+          className="search"
+          placeholder="Search experiments…"
+          aria-label="Search experiments"
+          data-testid="experiments-search"
+          value={text}
+          onChange={(e) => setText(e.target.value)}
+        />
+        <span className="spacer" />
+        <Updated at={updatedAt} />
+      </div>
+      {data?.stale ? (
+        <div className="banner banner-warn" data-testid="stale-hint">
+          Statistics are stale: the master served cached values (storage or etcd was slow to answer). They refresh
+          automatically.
+        </div>
+      ) : null}
+      <ErrorBanner error={error} />
+      <div className="table-wrap">
+        <table className="grid" data-testid="experiments-table" data-loading={loading ? 'true' : 'false'}>
+          <thead>
+            <tr>
+              <th>Name</th>
+              <th className="num">Rows</th>
+              <th className="num">Fragments</th>
+              <th className="num" title="Sealed WAL generations not yet merged into the base table (all shards)">
+                Pending WAL gens
+              </th>
+              <th>Last update</th>
+              <th>Status</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((x) => (
+              <tr key={x.name} data-testid="experiment-row">
+                <td>
+                  <Link to={experimentHref(x.name)} className="mono">
+                    {x.name}
+                  </Link>
+                </td>
+                <td className="num">{fmtInt(x.rows)}</td>
+                <td className="num">{fmtInt(x.fragments)}</td>
+                <td className="num">{fmtInt(x.pending_generations)}</td>
+                <td>
+                  <RelTime value={x.last_updated} />
+                </td>
+                <td className="badges">
+                  {x.needs_compaction ? (
+                    <Badge kind="warn" title="Many small fragments or deletions: compaction recommended">
+                      needs compaction
+                    </Badge>
+                  ) : null}
+                  {x.stale ? (
+                    <Badge kind="muted" title="Statistics served from cache">
+                      stale
+                    </Badge>
+                  ) : null}
+                </td>
+              </tr>
+            ))}
+            {!loading && rows.length === 0 ? (
+              <tr>
+                <td colSpan={6} className="empty">
+                  {q ? `No experiment matches “${q}”.` : 'No experiments yet.'}
+                </td>
+              </tr>
+            ) : null}
+            {loading && !error ? (
+              <tr>
+                <td colSpan={6} className="empty">
+                  Loading…
+                </td>
+              </tr>
+            ) : null}
+          </tbody>
+        </table>
+      </div>
+      <Pager
+        canPrev={offset > 0}
+        canNext={last < total}
+        onPrev={() => updateQuery({ offset: Math.max(0, offset - PAGE_SIZE) || undefined })}
+        onNext={() => updateQuery({ offset: offset + PAGE_SIZE })}
+        info={data ? `${fmtInt(first)}–${fmtInt(last)} of ${fmtInt(total)}` : '…'}
+      />
+    </section>
+  );
+}
