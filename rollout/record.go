@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -294,6 +295,18 @@ func relations(b array.Builder, v []Relationship) {
 		str(sb.FieldBuilder(1), r.Relation)
 		optF32(sb.FieldBuilder(2), r.Weight)
 	}
+}
+
+// RecordsFromArrow decodes an appended Arrow batch: any subset of Schema's
+// columns, by name and type. Unknown columns and wrong types are
+// ValidationErrors.
+func RecordsFromArrow(rec arrow.RecordBatch) ([]Record, error) {
+	rs, err := recordsFromBatch(rec)
+	var ve *ValidationError
+	if err != nil && !errors.As(err, &ve) {
+		return nil, &ValidationError{Msg: err.Error()}
+	}
+	return rs, err
 }
 
 // recordsFromBatch decodes rows of a batch with any subset of Schema's

@@ -34,7 +34,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newVersionCmd(), newInspectCmd(), newBenchCmd())
+	root.AddCommand(newVersionCmd(), newWorkerCmd(), newInspectCmd(), newBenchCmd())
 	return root
 }
 

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/lance-context/lance-context/worker"
+)
+
+func newWorkerCmd() *cobra.Command {
+	var dataDir, listen, instanceID string
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Serve the rollout API for this instance's shard (flags also from DATA_DIR, LISTEN, INSTANCE_ID)",
+		Long: `Serve the rollout API. Appends are durable on return and readable after a flush.
+
+Environment (defaults): DATA_DIR (./lance-data), LISTEN (127.0.0.1:3000),
+INSTANCE_ID (HOSTNAME, else "default"), LC_API_TOKEN (unset: no auth),
+ROLLOUT_FLUSH_INTERVAL_SECS (30), ROLLOUT_MERGE_AFTER_GENERATIONS (0 = off),
+ROLLOUT_MERGE_MAX_GENERATIONS (8), ROLLOUT_MERGE_MAX_BYTES (1073741824),
+ROLLOUT_CLEANUP_INTERVAL_SECS (0 = off), ROLLOUT_WAL_PENDING_WARN_GENERATIONS (256),
+ROLLOUT_WAL_PENDING_MAX_GENERATIONS (4096), LC_MAX_BODY_BYTES (67108864),
+LC_MAX_RECORDS_PER_REQUEST (10000), LC_MAX_PAYLOAD_BYTES (33554432),
+LC_HTTP_READ_TIMEOUT_SECS (60), LC_HTTP_WRITE_TIMEOUT_SECS (120), LC_HTTP_IDLE_TIMEOUT_SECS (120).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := worker.FromEnv()
+			if err != nil {
+				return err
+			}
+			if cmd.Flags().Changed("data-dir") {
+				cfg.DataDir = dataDir
+			}
+			if cmd.Flags().Changed("listen") {
+				cfg.Listen = listen
+			}
+			if cmd.Flags().Changed("instance-id") {
+				cfg.InstanceID = instanceID
+			}
+			return worker.Run(cmd.Context(), cfg)
+		},
+	}
+	cmd.Flags().StringVar(&dataDir, "data-dir", "./lance-data", "data directory: a path or s3://bucket/prefix (env DATA_DIR)")
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:3000", "address to serve on (env LISTEN)")
+	cmd.Flags().StringVar(&instanceID, "instance-id", "", "this worker's instance id; its shard derives from it (env INSTANCE_ID, else HOSTNAME)")
+	return cmd
+}

@@ -1,0 +1,159 @@
+// Package httpapi holds what the worker and master HTTP services share: the
+// JSON error envelope, the mapping from domain errors to status codes, bearer
+// token auth, and request metrics.
+package httpapi
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lance-context/lance-context/rollout"
+	"github.com/lance-context/lance-context/wal"
+)
+
+// Error is an error with an HTTP status and a stable code.
+type Error struct {
+	Status     int
+	Code       string
+	Message    string
+	RetryAfter int // seconds; 0 for none
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Errorf builds an *Error.
+func Errorf(status int, code, format string, args ...any) *Error {
+	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Classify maps an error from the domain packages to an *Error.
+func Classify(err error) *Error {
+	var he *Error
+	var ve *rollout.ValidationError
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &he):
+		return he
+	case errors.As(err, &ve):
+		return &Error{Status: http.StatusBadRequest, Code: "invalid_argument", Message: ve.Msg}
+	case errors.As(err, &mbe):
+		return &Error{Status: http.StatusRequestEntityTooLarge, Code: "payload_too_large",
+			Message: "request body is larger than " + strconv.FormatInt(mbe.Limit, 10) + " bytes; send smaller batches"}
+	case errors.Is(err, rollout.ErrNotFound):
+		return &Error{Status: http.StatusNotFound, Code: "not_found", Message: err.Error()}
+	case errors.Is(err, rollout.ErrExists):
+		return &Error{Status: http.StatusConflict, Code: "already_exists", Message: err.Error()}
+	case errors.Is(err, rollout.ErrOverloaded):
+		return &Error{Status: http.StatusServiceUnavailable, Code: "overloaded", Message: err.Error(), RetryAfter: 10}
+	case errors.Is(err, wal.ErrFenced), errors.Is(err, rollout.ErrClosed), errors.Is(err, wal.ErrClosed):
+		return &Error{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: err.Error(), RetryAfter: 1}
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return &Error{Status: http.StatusServiceUnavailable, Code: "timeout", Message: "the request timed out: " + err.Error(), RetryAfter: 1}
+	}
+	// Anything else comes from storage: report it as retryable, never as
+	// success.
+	return &Error{Status: http.StatusServiceUnavailable, Code: "storage_unavailable", Message: err.Error(), RetryAfter: 1}
+}
+
+// WriteError writes the JSON error envelope {"error":{"code","message"}}.
+func WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	e := Classify(err)
+	if e.Status >= 500 {
+		slog.Warn("request failed", "method", r.Method, "path", r.URL.Path, "status", e.Status, "err", err)
+	}
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	WriteJSON(w, e.Status, map[string]any{"error": map[string]string{"code": e.Code, "message": e.Message}})
+}
+
+// WriteJSON writes v as JSON with the status.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// Auth requires "Authorization: Bearer <token>" on every request whose
+// path is not exempt. An empty token disables auth.
+func Auth(token string, exempt func(path string) bool) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		if token == "" {
+			return next
+		}
+		want := []byte("Bearer " + token)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !exempt(r.URL.Path) && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="lance-context"`)
+				WriteError(w, r, Errorf(http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token: send Authorization: Bearer <LC_API_TOKEN>"))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// Metrics counts requests and their latency by route pattern (never by raw
+// path, so label values stay bounded).
+type Metrics struct {
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+}
+
+// NewMetrics registers the request metrics with reg.
+func NewMetrics(reg prometheus.Registerer, service string) *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "http_requests_total", Help: "HTTP requests by route pattern, method and status code.",
+			ConstLabels: prometheus.Labels{"service": service},
+		}, []string{"route", "method", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "http_request_duration_seconds", Help: "HTTP request latency by route pattern.",
+			ConstLabels: prometheus.Labels{"service": service},
+			Buckets:     []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"route", "method"}),
+	}
+	reg.MustRegister(m.requests, m.latency)
+	return m
+}
+
+// Middleware records each request.
+func (m *Metrics) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(sw, r)
+		route := "unmatched"
+		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+			route = rc.RoutePattern()
+		}
+		m.requests.WithLabelValues(route, r.Method, strconv.Itoa(sw.status)).Inc()
+		m.latency.WithLabelValues(route, r.Method).Observe(time.Since(start).Seconds())
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// IsHealth reports whether path is a health check, exempt from auth.
+func IsHealth(path string) bool { return strings.HasSuffix(path, "/health") }

@@ -1,0 +1,89 @@
+// Package worker is the data-plane HTTP service: the rollout API for this
+// process's shard of every store, the flush, merge and cleanup sweepers, and
+// /metrics.
+package worker
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+)
+
+// Config is the worker's configuration. FromEnv documents every variable
+// and its default.
+type Config struct {
+	DataDir    string // DATA_DIR, default ./lance-data; a path or s3://bucket/prefix
+	Listen     string // LISTEN, default 127.0.0.1:3000
+	InstanceID string // INSTANCE_ID, else HOSTNAME, else "default"
+	APIToken   string // LC_API_TOKEN; when set every route but health needs it
+
+	FlushInterval         time.Duration // ROLLOUT_FLUSH_INTERVAL_SECS, default 30 (0 disables the sweeper)
+	MergeAfterGenerations int           // ROLLOUT_MERGE_AFTER_GENERATIONS, default 0 (off)
+	MergeMaxGenerations   int           // ROLLOUT_MERGE_MAX_GENERATIONS, default 8 (0: no cap)
+	MergeMaxBytes         int64         // ROLLOUT_MERGE_MAX_BYTES, default 1073741824 (0: no cap)
+	CleanupInterval       time.Duration // ROLLOUT_CLEANUP_INTERVAL_SECS, default 0 (off)
+	PendingWarn           int           // ROLLOUT_WAL_PENDING_WARN_GENERATIONS, default 256
+	PendingMax            int           // ROLLOUT_WAL_PENDING_MAX_GENERATIONS, default 4096
+
+	MaxBodyBytes    int64         // LC_MAX_BODY_BYTES, default 67108864 (64 MiB)
+	MaxRecords      int           // LC_MAX_RECORDS_PER_REQUEST, default 10000
+	MaxPayloadBytes int64         // LC_MAX_PAYLOAD_BYTES, default 33554432 (32 MiB) per record
+	ReadTimeout     time.Duration // LC_HTTP_READ_TIMEOUT_SECS, default 60
+	WriteTimeout    time.Duration // LC_HTTP_WRITE_TIMEOUT_SECS, default 120
+	IdleTimeout     time.Duration // LC_HTTP_IDLE_TIMEOUT_SECS, default 120
+}
+
+// FromEnv reads the configuration from the environment, with defaults.
+func FromEnv() (Config, error) {
+	c := Config{
+		DataDir:    envStr("DATA_DIR", "./lance-data"),
+		Listen:     envStr("LISTEN", "127.0.0.1:3000"),
+		InstanceID: os.Getenv("INSTANCE_ID"),
+		APIToken:   os.Getenv("LC_API_TOKEN"),
+	}
+	if c.InstanceID == "" {
+		c.InstanceID = envStr("HOSTNAME", "default")
+	}
+	var err error
+	secs := func(name string, def int) time.Duration {
+		n := envInt(name, int64(def), &err)
+		return time.Duration(n) * time.Second
+	}
+	c.FlushInterval = secs("ROLLOUT_FLUSH_INTERVAL_SECS", 30)
+	c.MergeAfterGenerations = int(envInt("ROLLOUT_MERGE_AFTER_GENERATIONS", 0, &err))
+	c.MergeMaxGenerations = int(envInt("ROLLOUT_MERGE_MAX_GENERATIONS", 8, &err))
+	c.MergeMaxBytes = envInt("ROLLOUT_MERGE_MAX_BYTES", 1<<30, &err)
+	c.CleanupInterval = secs("ROLLOUT_CLEANUP_INTERVAL_SECS", 0)
+	c.PendingWarn = int(envInt("ROLLOUT_WAL_PENDING_WARN_GENERATIONS", 256, &err))
+	c.PendingMax = int(envInt("ROLLOUT_WAL_PENDING_MAX_GENERATIONS", 4096, &err))
+	c.MaxBodyBytes = envInt("LC_MAX_BODY_BYTES", 64<<20, &err)
+	c.MaxRecords = int(envInt("LC_MAX_RECORDS_PER_REQUEST", 10000, &err))
+	c.MaxPayloadBytes = envInt("LC_MAX_PAYLOAD_BYTES", 32<<20, &err)
+	c.ReadTimeout = secs("LC_HTTP_READ_TIMEOUT_SECS", 60)
+	c.WriteTimeout = secs("LC_HTTP_WRITE_TIMEOUT_SECS", 120)
+	c.IdleTimeout = secs("LC_HTTP_IDLE_TIMEOUT_SECS", 120)
+	return c, err
+}
+
+func envStr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func envInt(name string, def int64, errp *error) int64 {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		if *errp == nil {
+			*errp = fmt.Errorf("environment variable %s=%q: want a non-negative integer", name, v)
+		}
+		return def
+	}
+	return n
+}

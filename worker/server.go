@@ -1,0 +1,585 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/lance-context/lance-context/httpapi"
+	"github.com/lance-context/lance-context/rollout"
+)
+
+// Server is the worker HTTP service over a catalog.
+type Server struct {
+	cfg     Config
+	catalog *rollout.Catalog
+	reg     *prometheus.Registry
+	metrics *httpapi.Metrics
+	log     *slog.Logger
+
+	appends        *prometheus.CounterVec
+	appendRecs     prometheus.Counter
+	appendsFlushed prometheus.Counter
+	seals          prometheus.Counter
+	merges         *prometheus.CounterVec
+	mergedRows     prometheus.Counter
+
+	mergeMu sync.Mutex
+	merging map[string]bool // stores with a background merge running
+}
+
+// NewServer returns the service. Register its Routes on a router.
+func NewServer(cfg Config, catalog *rollout.Catalog, reg *prometheus.Registry) *Server {
+	s := &Server{cfg: cfg, catalog: catalog, reg: reg, log: slog.Default().With("component", "worker"), merging: map[string]bool{}}
+	s.metrics = httpapi.NewMetrics(reg, "worker")
+	s.appends = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rollout_appends_total", Help: "Append requests acknowledged, by body format."}, []string{"format"})
+	s.appendRecs = prometheus.NewCounter(prometheus.CounterOpts{Name: "rollout_append_records_total", Help: "Records acknowledged by appends."})
+	s.appendsFlushed = prometheus.NewCounter(prometheus.CounterOpts{Name: "rollout_appends_flushed_total", Help: "Appends that asked for ?flush and sealed before responding."})
+	s.seals = prometheus.NewCounter(prometheus.CounterOpts{Name: "rollout_flushes_total", Help: "Flushes (seals) requested by the sweeper or the API."})
+	s.merges = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rollout_merges_total", Help: "Merge passes, by trigger and result."}, []string{"trigger", "result"})
+	s.mergedRows = prometheus.NewCounter(prometheus.CounterOpts{Name: "rollout_merged_rows_total", Help: "Rows folded into base tables."})
+	reg.MustRegister(s.appends, s.appendRecs, s.appendsFlushed, s.seals, s.merges, s.mergedRows)
+	return s
+}
+
+// Handler returns the whole worker HTTP handler: /api/v1/... and /metrics.
+func (s *Server) Handler() http.Handler {
+	r := chi.NewRouter()
+	r.Use(s.metrics.Middleware)
+	r.Use(httpapi.Auth(s.cfg.APIToken, httpapi.IsHealth))
+	s.Mount(r)
+	r.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+	return r
+}
+
+// Mount registers the worker API routes (under /api/v1) on r.
+func (s *Server) Mount(r chi.Router) {
+	r.Get("/api/v1/health", func(w http.ResponseWriter, _ *http.Request) {
+		httpapi.WriteJSON(w, http.StatusOK, map[string]any{"status": "ok", "role": "worker", "instance_id": s.cfg.InstanceID, "shard_id": s.catalog.Shard()})
+	})
+	r.Route("/api/v1/rollouts", func(r chi.Router) {
+		r.Post("/", s.createStore)
+		r.Get("/", s.listStores)
+		r.Route("/{name}", func(r chi.Router) {
+			r.Get("/", s.storeStats)
+			r.Delete("/", s.deleteStore)
+			r.Post("/records", s.appendRecords)
+			r.Get("/records", s.listRecords)
+			r.Get("/records/{id}", s.getRecord)
+			r.Get("/records/{id}/blob", s.getBlob)
+			r.Get("/trajectories/{rollout_id}", s.trajectory)
+			r.Post("/flush", s.flush)
+			r.Post("/merge", s.merge)
+			r.Post("/compact", s.compact)
+		})
+	})
+}
+
+func (s *Server) store(r *http.Request) (*rollout.Store, error) {
+	return s.catalog.Open(r.Context(), chi.URLParam(r, "name"))
+}
+
+func (s *Server) createStore(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Name string `json:"name"`
+	}
+	if err := decodeJSON(http.MaxBytesReader(w, r.Body, 1<<20), &body); err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	st, err := s.catalog.Create(r.Context(), body.Name)
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusCreated, map[string]any{"name": st.Name()})
+}
+
+func (s *Server) listStores(w http.ResponseWriter, r *http.Request) {
+	names, err := s.catalog.List(r.Context())
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	out := make([]map[string]string, len(names))
+	for i, n := range names {
+		out[i] = map[string]string{"name": n}
+	}
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"rollouts": out, "count": len(out)})
+}
+
+func (s *Server) storeStats(w http.ResponseWriter, r *http.Request) {
+	st, err := s.store(r)
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	stats, err := st.Stats(r.Context())
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, stats)
+}
+
+func (s *Server) deleteStore(w http.ResponseWriter, r *http.Request) {
+	if err := s.catalog.Delete(r.Context(), chi.URLParam(r, "name")); err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// wantsFlush reports whether the query opts in to a seal: exactly
+// "flush", "flush=true" or "flush=1". Any other spelling is ignored, so a
+// typo cannot make every append pay for a seal.
+func wantsFlush(rawQuery string) bool {
+	for _, p := range strings.Split(rawQuery, "&") {
+		if p == "flush" || p == "flush=true" || p == "flush=1" {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) appendRecords(w http.ResponseWriter, r *http.Request) {
+	st, err := s.store(r)
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+	mediaType, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	var recs []rollout.Record
+	format := ""
+	switch mediaType {
+	case "application/json":
+		format = "json"
+		recs, err = s.decodeJSONRecords(body)
+	case "multipart/form-data":
+		format = "multipart"
+		recs, err = s.decodeMultipart(body, params["boundary"])
+	case "application/vnd.apache.arrow.stream":
+		format = "arrow"
+		recs, err = s.decodeArrow(body)
+	default:
+		err = httpapi.Errorf(http.StatusUnsupportedMediaType, "unsupported_media_type",
+			"Content-Type %q is not supported: use application/json, multipart/form-data or application/vnd.apache.arrow.stream", r.Header.Get("Content-Type"))
+	}
+	if err == nil {
+		err = s.checkLimits(recs)
+	}
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	ids, err := st.Append(r.Context(), recs)
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	flushed := false
+	if wantsFlush(r.URL.RawQuery) {
+		if err := st.Flush(r.Context()); err != nil {
+			// The append is durable; only visibility failed. Say so.
+			httpapi.WriteError(w, r, fmt.Errorf("records are durable (ids %s...) but the flush failed, retry the flush: %w", ids[0], err))
+			return
+		}
+		flushed = true
+		s.appendsFlushed.Inc()
+		s.seals.Inc()
+		s.maybeMerge(st, "count")
+	}
+	s.appends.WithLabelValues(format).Inc()
+	s.appendRecs.Add(float64(len(ids)))
+	httpapi.WriteJSON(w, http.StatusCreated, map[string]any{"ids": ids, "count": len(ids), "flushed": flushed})
+}
+
+func (s *Server) checkLimits(recs []rollout.Record) error {
+	if len(recs) > s.cfg.MaxRecords {
+		return httpapi.Errorf(http.StatusRequestEntityTooLarge, "payload_too_large",
+			"%d records in one request; the limit is %d (LC_MAX_RECORDS_PER_REQUEST): split the batch", len(recs), s.cfg.MaxRecords)
+	}
+	for i, rec := range recs {
+		if int64(len(rec.BinaryPayload)) > s.cfg.MaxPayloadBytes {
+			return httpapi.Errorf(http.StatusRequestEntityTooLarge, "payload_too_large",
+				"record %d: payload of %d bytes; the limit is %d (LC_MAX_PAYLOAD_BYTES)", i, len(rec.BinaryPayload), s.cfg.MaxPayloadBytes)
+		}
+	}
+	return nil
+}
+
+// decodeJSON decodes one JSON value strictly (unknown fields are errors).
+func decodeJSON(r io.Reader, v any) error {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return httpapi.Errorf(http.StatusBadRequest, "invalid_argument", "invalid JSON body: %v", err)
+	}
+	if dec.More() {
+		return httpapi.Errorf(http.StatusBadRequest, "invalid_argument", "invalid JSON body: more than one value")
+	}
+	return nil
+}
+
+func (s *Server) decodeJSONRecords(body io.Reader) ([]rollout.Record, error) {
+	var req struct {
+		Records []rollout.Record `json:"records"`
+	}
+	if err := decodeJSON(body, &req); err != nil {
+		return nil, err
+	}
+	return req.Records, nil
+}
+
+// decodeMultipart reads a "metadata" part ({"records":[...]}) followed by
+// payload parts named by record index.
+func (s *Server) decodeMultipart(body io.Reader, boundary string) ([]rollout.Record, error) {
+	if boundary == "" {
+		return nil, httpapi.Errorf(http.StatusBadRequest, "invalid_argument", "multipart body without a boundary")
+	}
+	mr := multipart.NewReader(body, boundary)
+	var recs []rollout.Record
+	seen := false
+	for {
+		p, err := mr.NextPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				return nil, err
+			}
+			return nil, httpapi.Errorf(http.StatusBadRequest, "invalid_argument", "malformed multipart body: %v", err)
+		}
+		name := p.FormName()
+		if !seen {
+			if name != "metadata" {
+				return nil, httpapi.Errorf(http.StatusBadRequest, "invalid_argument", "the first multipart part must be \"metadata\" (JSON {\"records\":[...]}), got %q", name)
+			}
+			if recs, err = s.decodeJSONRecords(p); err != nil {
+				return nil, err
+			}
+			seen = true
+			continue
+		}
+		i, err := strconv.Atoi(name)
+		if err != nil || i < 0 || i >= len(recs) {
+			return nil, httpapi.Errorf(http.StatusBadRequest, "invalid_argument", "payload part %q must be named by a record index 0..%d", name, len(recs)-1)
+		}
+		data, err := io.ReadAll(io.LimitReader(p, s.cfg.MaxPayloadBytes+1))
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				return nil, err
+			}
+			return nil, httpapi.Errorf(http.StatusBadRequest, "invalid_argument", "reading payload part %q: %v", name, err)
+		}
+		if int64(len(data)) > s.cfg.MaxPayloadBytes {
+			return nil, httpapi.Errorf(http.StatusRequestEntityTooLarge, "payload_too_large", "payload part %q is larger than %d bytes (LC_MAX_PAYLOAD_BYTES)", name, s.cfg.MaxPayloadBytes)
+		}
+		recs[i].BinaryPayload = data
+	}
+	if !seen {
+		return nil, httpapi.Errorf(http.StatusBadRequest, "invalid_argument", "multipart body has no \"metadata\" part")
+	}
+	return recs, nil
+}
+
+func (s *Server) decodeArrow(body io.Reader) ([]rollout.Record, error) {
+	rd, err := ipc.NewReader(body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, err
+		}
+		return nil, httpapi.Errorf(http.StatusBadRequest, "invalid_argument", "invalid Arrow IPC stream: %v", err)
+	}
+	defer rd.Release()
+	var recs []rollout.Record
+	for rd.Next() {
+		rs, err := rollout.RecordsFromArrow(rd.RecordBatch())
+		if err != nil {
+			return nil, err
+		}
+		recs = append(recs, rs...)
+		if len(recs) > s.cfg.MaxRecords {
+			return nil, s.checkLimits(recs)
+		}
+	}
+	if err := rd.Err(); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, err
+		}
+		return nil, httpapi.Errorf(http.StatusBadRequest, "invalid_argument", "invalid Arrow IPC stream: %v", err)
+	}
+	return recs, nil
+}
+
+// ListQuery parses source, limit, offset and filters of a list request.
+func ListQuery(r *http.Request, maxLimit int) (rollout.ListOptions, error) {
+	q := r.URL.Query()
+	var o rollout.ListOptions
+	var err error
+	if o.Source, err = rollout.ParseSource(q.Get("source")); err != nil {
+		return o, err
+	}
+	o.Limit = 25
+	if v := q.Get("limit"); v != "" {
+		if o.Limit, err = strconv.Atoi(v); err != nil || o.Limit < 1 || o.Limit > maxLimit {
+			return o, httpapi.Errorf(http.StatusBadRequest, "invalid_argument", "limit must be an integer from 1 to %d, got %q", maxLimit, v)
+		}
+	}
+	if v := q.Get("offset"); v != "" {
+		if o.Offset, err = strconv.Atoi(v); err != nil || o.Offset < 0 {
+			return o, httpapi.Errorf(http.StatusBadRequest, "invalid_argument", "offset must be a non-negative integer, got %q", v)
+		}
+	}
+	filters := map[string]string{}
+	for k, vs := range q {
+		switch k {
+		case "source", "limit", "offset":
+			continue
+		}
+		if len(vs) != 1 {
+			return o, httpapi.Errorf(http.StatusBadRequest, "invalid_argument", "filter %q given %d times; give it once", k, len(vs))
+		}
+		filters[k] = vs[0]
+	}
+	o.Filters, err = rollout.ParseFilters(filters)
+	return o, err
+}
+
+func (s *Server) listRecords(w http.ResponseWriter, r *http.Request) {
+	st, err := s.store(r)
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	o, err := ListQuery(r, 1000)
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	res, err := st.List(r.Context(), o)
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, ListResponse(res, o))
+}
+
+// ListResponse is the JSON of a list page.
+func ListResponse(res *rollout.ListResult, o rollout.ListOptions) map[string]any {
+	recs := res.Records
+	if recs == nil {
+		recs = []rollout.Record{}
+	}
+	return map[string]any{"records": recs, "has_more": res.HasMore, "limit": o.Limit, "offset": o.Offset, "source": o.Source}
+}
+
+func (s *Server) getRecord(w http.ResponseWriter, r *http.Request) {
+	st, err := s.store(r)
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	rec, err := st.Get(r.Context(), chi.URLParam(r, "id"))
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, rec)
+}
+
+func (s *Server) getBlob(w http.ResponseWriter, r *http.Request) {
+	st, err := s.store(r)
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	id := chi.URLParam(r, "id")
+	data, ctype, err := st.Blob(r.Context(), id)
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	ServeBlob(w, id, data, ctype)
+}
+
+// ServeBlob writes a payload as a download.
+func ServeBlob(w http.ResponseWriter, id string, data []byte, ctype string) {
+	w.Header().Set("Content-Type", ctype)
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": id + ".bin"}))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(data)
+}
+
+func (s *Server) trajectory(w http.ResponseWriter, r *http.Request) {
+	st, err := s.store(r)
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	recs, err := st.Trajectory(r.Context(), chi.URLParam(r, "rollout_id"))
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	if recs == nil {
+		recs = []rollout.Record{}
+	}
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"rollout_id": chi.URLParam(r, "rollout_id"), "records": recs, "count": len(recs)})
+}
+
+func (s *Server) flush(w http.ResponseWriter, r *http.Request) {
+	st, err := s.store(r)
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	if err := st.Flush(r.Context()); err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	s.seals.Inc()
+	s.maybeMerge(st, "count")
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"flushed": true})
+}
+
+func (s *Server) merge(w http.ResponseWriter, r *http.Request) {
+	st, err := s.store(r)
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	res, err := s.mergeNow(r.Context(), st, "api")
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, res)
+}
+
+func (s *Server) compact(w http.ResponseWriter, r *http.Request) {
+	st, err := s.store(r)
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	res, err := st.Compact(r.Context())
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"fragments_removed": res.Removed, "fragments_added": res.Added, "version": res.Dataset.Version()})
+}
+
+func (s *Server) mergeNow(ctx context.Context, st *rollout.Store, trigger string) (*rollout.MergeResult, error) {
+	res, err := st.Merge(ctx)
+	result := "ok"
+	if err != nil {
+		result = "error"
+	} else {
+		s.mergedRows.Add(float64(res.Rows))
+	}
+	s.merges.WithLabelValues(trigger, result).Inc()
+	return res, err
+}
+
+// maybeMerge starts a background merge of st's own shard when its pending
+// generations reach ROLLOUT_MERGE_AFTER_GENERATIONS (0: never).
+func (s *Server) maybeMerge(st *rollout.Store, trigger string) {
+	n := s.cfg.MergeAfterGenerations
+	if n <= 0 || st.PendingOwn() < n {
+		return
+	}
+	s.mergeMu.Lock()
+	if s.merging[st.Name()] {
+		s.mergeMu.Unlock()
+		return
+	}
+	s.merging[st.Name()] = true
+	s.mergeMu.Unlock()
+	go func() {
+		defer func() {
+			s.mergeMu.Lock()
+			delete(s.merging, st.Name())
+			s.mergeMu.Unlock()
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		if _, err := s.mergeNow(ctx, st, trigger); err != nil {
+			s.log.Warn("count-triggered merge failed", "store", st.Name(), "err", err)
+		}
+	}()
+}
+
+// RunSweepers runs the flush and cleanup sweepers until ctx ends.
+func (s *Server) RunSweepers(ctx context.Context) {
+	var flushC, cleanC <-chan time.Time
+	if s.cfg.FlushInterval > 0 {
+		t := time.NewTicker(s.cfg.FlushInterval)
+		defer t.Stop()
+		flushC = t.C
+	}
+	if s.cfg.CleanupInterval > 0 {
+		t := time.NewTicker(s.cfg.CleanupInterval)
+		defer t.Stop()
+		cleanC = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-flushC:
+			for _, st := range s.catalog.Opened() {
+				if st.UnflushedRows() == 0 {
+					continue
+				}
+				if err := st.Flush(ctx); err != nil {
+					s.log.Warn("flush sweeper", "store", st.Name(), "err", err)
+					continue
+				}
+				s.seals.Inc()
+				s.maybeMerge(st, "count")
+			}
+		case <-cleanC:
+			// Cleanup: fold everything this shard holds into the base.
+			for _, st := range s.catalog.Opened() {
+				for {
+					res, err := s.mergeNow(ctx, st, "cleanup")
+					if err != nil {
+						s.log.Warn("cleanup sweeper", "store", st.Name(), "err", err)
+						break
+					}
+					if res.Remaining == 0 {
+						break
+					}
+				}
+			}
+		}
+	}
+}
