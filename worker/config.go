@@ -7,16 +7,19 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 )
 
 // Config is the worker's configuration. FromEnv documents every variable
 // and its default.
 type Config struct {
-	DataDir    string // DATA_DIR, default ./lance-data; a path or s3://bucket/prefix
-	Listen     string // LISTEN, default 127.0.0.1:3000
-	InstanceID string // INSTANCE_ID, else HOSTNAME, else "default"
-	APIToken   string // LC_API_TOKEN; when set every route but health needs it
+	DataDir    string   // DATA_DIR, default ./lance-data; a path or s3://bucket/prefix
+	Listen     string   // LISTEN, default 127.0.0.1:3000
+	InstanceID string   // INSTANCE_ID, else HOSTNAME, else "default"
+	APIToken   string   // LC_API_TOKEN; when set every route but health needs it
+	Advertise  string   // LC_ADVERTISE_URL: the URL masters use to reach this worker; default http://LISTEN
+	Etcd       []string // ETCD_ENDPOINTS (comma-separated); empty: run without etcd
 
 	FlushInterval         time.Duration // ROLLOUT_FLUSH_INTERVAL_SECS, default 30 (0 disables the sweeper)
 	MergeAfterGenerations int           // ROLLOUT_MERGE_AFTER_GENERATIONS, default 0 (off)
@@ -44,6 +47,10 @@ func FromEnv() (Config, error) {
 	}
 	if c.InstanceID == "" {
 		c.InstanceID = envStr("HOSTNAME", "default")
+	}
+	c.Advertise = os.Getenv("LC_ADVERTISE_URL")
+	if v := os.Getenv("ETCD_ENDPOINTS"); v != "" {
+		c.Etcd = strings.Split(v, ",")
 	}
 	var err error
 	secs := func(name string, def int) time.Duration {

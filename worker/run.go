@@ -12,9 +12,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/lance-context/lance-context/coord"
 	"github.com/lance-context/lance-context/objstore"
 	"github.com/lance-context/lance-context/rollout"
 )
+
+// Version is the build version, set by the binary.
+var Version = "dev"
 
 // StoreOptions maps the configuration to store options.
 func (c Config) StoreOptions() rollout.Options {
@@ -52,8 +56,25 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	background := []func(context.Context){srv.RunSweepers}
+	if len(cfg.Etcd) > 0 {
+		ec := coord.ConfigFromEnv()
+		ec.Endpoints = cfg.Etcd
+		c, err := coord.Connect(ctx, ec)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		srv.Registry = c
+		adv := cfg.Advertise
+		if adv == "" {
+			adv = "http://" + ln.Addr().String()
+		}
+		info := coord.WorkerInfo{InstanceID: cfg.InstanceID, ShardID: catalog.Shard(), Endpoint: adv, Version: Version}
+		background = append(background, func(ctx context.Context) { _ = c.RegisterWorker(ctx, info, 10) })
+	}
 	slog.Info("worker listening", "url", "http://"+ln.Addr().String(), "data_dir", cfg.DataDir, "instance_id", cfg.InstanceID, "shard_id", catalog.Shard())
-	return Serve(ctx, ln, cfg, srv.Handler(), catalog, srv.RunSweepers)
+	return Serve(ctx, ln, cfg, srv.Handler(), catalog, background...)
 }
 
 // Serve runs handler on ln with the configured timeouts and background

@@ -10,6 +10,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,6 +42,15 @@ type Server struct {
 
 	mergeMu sync.Mutex
 	merging map[string]bool // stores with a background merge running
+
+	// Registry, when set, learns of stores created and deleted here.
+	Registry StoreRegistry
+}
+
+// StoreRegistry is where the worker announces stores (etcd, via coord).
+type StoreRegistry interface {
+	RegisterStore(ctx context.Context, name string) error
+	UnregisterStore(ctx context.Context, name string) error
 }
 
 // NewServer returns the service. Register its Routes on a router.
@@ -90,8 +100,23 @@ func (s *Server) Mount(r chi.Router) {
 	})
 }
 
+// pathParam returns a URL path parameter, unescaped. chi routes on the
+// escaped path when it differs from the default encoding (an id holding "/"
+// arrives as %2F) and then returns its parameters still escaped; otherwise
+// it routes on the decoded path and they must not be unescaped again.
+func pathParam(r *http.Request, key string) string {
+	v := chi.URLParam(r, key)
+	if r.URL.RawPath == "" {
+		return v
+	}
+	if u, err := url.PathUnescape(v); err == nil {
+		return u
+	}
+	return v
+}
+
 func (s *Server) store(r *http.Request) (*rollout.Store, error) {
-	return s.catalog.Open(r.Context(), chi.URLParam(r, "name"))
+	return s.catalog.Open(r.Context(), pathParam(r, "name"))
 }
 
 func (s *Server) createStore(w http.ResponseWriter, r *http.Request) {
@@ -106,6 +131,12 @@ func (s *Server) createStore(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		httpapi.WriteError(w, r, err)
 		return
+	}
+	if s.Registry != nil {
+		// Best effort: masters also backfill stores they find on storage.
+		if err := s.Registry.RegisterStore(r.Context(), st.Name()); err != nil {
+			s.log.Warn("register store in etcd", "store", st.Name(), "err", err)
+		}
 	}
 	httpapi.WriteJSON(w, http.StatusCreated, map[string]any{"name": st.Name()})
 }
@@ -138,7 +169,7 @@ func (s *Server) storeStats(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteStore(w http.ResponseWriter, r *http.Request) {
-	if err := s.catalog.Delete(r.Context(), chi.URLParam(r, "name")); err != nil {
+	if err := s.catalog.Delete(r.Context(), pathParam(r, "name")); err != nil {
 		httpapi.WriteError(w, r, err)
 		return
 	}
@@ -405,7 +436,7 @@ func (s *Server) getRecord(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, r, err)
 		return
 	}
-	rec, err := st.Get(r.Context(), chi.URLParam(r, "id"))
+	rec, err := st.Get(r.Context(), pathParam(r, "id"))
 	if err != nil {
 		httpapi.WriteError(w, r, err)
 		return
@@ -419,7 +450,7 @@ func (s *Server) getBlob(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, r, err)
 		return
 	}
-	id := chi.URLParam(r, "id")
+	id := pathParam(r, "id")
 	data, ctype, err := st.Blob(r.Context(), id)
 	if err != nil {
 		httpapi.WriteError(w, r, err)
@@ -443,7 +474,7 @@ func (s *Server) trajectory(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, r, err)
 		return
 	}
-	recs, err := st.Trajectory(r.Context(), chi.URLParam(r, "rollout_id"))
+	recs, err := st.Trajectory(r.Context(), pathParam(r, "rollout_id"))
 	if err != nil {
 		httpapi.WriteError(w, r, err)
 		return
@@ -451,7 +482,7 @@ func (s *Server) trajectory(w http.ResponseWriter, r *http.Request) {
 	if recs == nil {
 		recs = []rollout.Record{}
 	}
-	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"rollout_id": chi.URLParam(r, "rollout_id"), "records": recs, "count": len(recs)})
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"rollout_id": pathParam(r, "rollout_id"), "records": recs, "count": len(recs)})
 }
 
 func (s *Server) flush(w http.ResponseWriter, r *http.Request) {

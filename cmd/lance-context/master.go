@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lance-context/lance-context/coord"
+	"github.com/lance-context/lance-context/master"
+	"github.com/lance-context/lance-context/objstore"
+	"github.com/lance-context/lance-context/rollout"
+	"github.com/lance-context/lance-context/worker"
+)
+
+func newMasterCmd() *cobra.Command {
+	var dataDir, etcd, listen string
+	cmd := &cobra.Command{
+		Use:   "master",
+		Short: "Serve the control plane: registry, scheduler, data browser API and web UI",
+		Long: `Serve the control plane. Masters are stateless replicas; one leads the scheduler.
+
+Environment: DATA_DIR, ETCD_ENDPOINTS, ETCD_PREFIX (/lance-context), ETCD_USERNAME,
+ETCD_PASSWORD, ETCD_CA_CERT, ETCD_CLIENT_CERT, ETCD_CLIENT_KEY, LC_API_TOKEN,
+LC_MAINTENANCE (on|off), LC_MERGE_THRESHOLD_GENERATIONS (8), LC_COMPACT_MIN_FRAGMENTS (16),
+LC_STATS_REFRESH_SECS (10).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if !cmd.Flags().Changed("data-dir") && os.Getenv("DATA_DIR") != "" {
+				dataDir = os.Getenv("DATA_DIR")
+			}
+			if !cmd.Flags().Changed("listen") && os.Getenv("LISTEN") != "" {
+				listen = os.Getenv("LISTEN")
+			}
+			ec := coord.ConfigFromEnv()
+			if cmd.Flags().Changed("etcd") || len(ec.Endpoints) == 0 {
+				ec.Endpoints = strings.Split(etcd, ",")
+			}
+			c, err := coord.Connect(ctx, ec)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			root, err := objstore.Open(ctx, dataDir)
+			if err != nil {
+				return err
+			}
+			wcfg, err := worker.FromEnv()
+			if err != nil {
+				return err
+			}
+			host, _ := os.Hostname()
+			catalog := rollout.NewCatalog(root, rollout.ShardID("master:"+host), wcfg.StoreOptions())
+			reg := worker.NewRegistry()
+			m := master.New(master.ConfigFromEnv(), c, catalog, reg)
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return err
+			}
+			slog.Info("master listening", "url", "http://"+ln.Addr().String(), "data_dir", dataDir, "etcd", ec.Endpoints)
+			go m.Run(ctx)
+			return serveHTTP(ctx, ln, m.Handler(reg, os.Getenv("LC_API_TOKEN")))
+		},
+	}
+	cmd.Flags().StringVar(&dataDir, "data-dir", "./lance-data", "data directory: a path or s3://bucket/prefix (env DATA_DIR)")
+	cmd.Flags().StringVar(&etcd, "etcd", "http://127.0.0.1:2379", "etcd endpoints, comma-separated (env ETCD_ENDPOINTS)")
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8090", "address to serve on (env LISTEN)")
+	return cmd
+}
+
+// serveHTTP serves h until ctx ends, then shuts down gracefully.
+func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler) error {
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("serve: %w", err)
+		}
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	return hs.Shutdown(sctx)
+}

@@ -1,0 +1,28 @@
+package master
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/lance-context/lance-context/httpapi"
+	"github.com/lance-context/lance-context/web"
+)
+
+// Handler returns the master's HTTP handler: its API, /metrics and the UI.
+func (m *Master) Handler(reg *prometheus.Registry, token string) http.Handler {
+	r := chi.NewRouter()
+	r.Use(m.metrics.Middleware)
+	r.Use(httpapi.Auth(token, func(p string) bool { return httpapi.IsHealth(p) || !strings.HasPrefix(p, "/api/") }))
+	m.Mount(r, true)
+	r.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	r.Handle("/*", web.Handler())
+	return r
+}
+
+// Serve runs the master's loops until ctx ends.
+func (m *Master) Serve(ctx context.Context) { m.Run(ctx) }
