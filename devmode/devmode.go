@@ -112,6 +112,8 @@ func Run(ctx context.Context, o Options) error {
 
 	r := chi.NewRouter()
 	r.Use(m.Metrics().Middleware)
+	r.NotFound(httpapi.NotFound)
+	r.MethodNotAllowed(httpapi.MethodNotAllowed)
 	r.Use(httpapi.Auth(wcfg.APIToken, func(p string) bool { return httpapi.IsHealth(p) || len(p) < 5 || p[:5] != "/api/" }))
 	ws.Mount(r)
 	m.Mount(r, false)

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -157,3 +158,28 @@ func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // IsHealth reports whether path is a health check, exempt from auth.
 func IsHealth(path string) bool { return strings.HasSuffix(path, "/health") }
+
+// PathParam returns a URL parameter, unescaped. chi matches on the escaped
+// path when the URL has escapes (RawPath set), so an id like "a/b" sent as
+// "a%2Fb" arrives escaped; unescape it once.
+func PathParam(r *http.Request, key string) string {
+	v := chi.URLParam(r, key)
+	if r.URL.RawPath == "" {
+		return v
+	}
+	if u, err := url.PathUnescape(v); err == nil {
+		return u
+	}
+	return v
+}
+
+// NotFound and MethodNotAllowed answer unknown routes with the JSON error
+// envelope, like every other error.
+func NotFound(w http.ResponseWriter, r *http.Request) {
+	WriteError(w, r, Errorf(http.StatusNotFound, "not_found", "no route %s %s", r.Method, r.URL.Path))
+}
+
+// MethodNotAllowed is the 405 counterpart of NotFound.
+func MethodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	WriteError(w, r, Errorf(http.StatusMethodNotAllowed, "method_not_allowed", "%s is not allowed on %s", r.Method, r.URL.Path))
+}

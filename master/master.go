@@ -355,7 +355,7 @@ func (m *Master) listExperiments(w http.ResponseWriter, r *http.Request) {
 }
 
 func (m *Master) getExperiment(w http.ResponseWriter, r *http.Request) {
-	name := chi.URLParam(r, "name")
+	name := httpapi.PathParam(r, "name")
 	m.mu.Lock()
 	e, ok := m.stats[name]
 	var cached statsEntry
@@ -381,7 +381,7 @@ func (m *Master) getExperiment(w http.ResponseWriter, r *http.Request) {
 }
 
 func (m *Master) store(r *http.Request) (*rollout.Store, error) {
-	return m.catalog.Open(r.Context(), chi.URLParam(r, "name"))
+	return m.catalog.Open(r.Context(), httpapi.PathParam(r, "name"))
 }
 
 func (m *Master) listRecords(w http.ResponseWriter, r *http.Request) {
@@ -409,7 +409,7 @@ func (m *Master) getRecord(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, r, err)
 		return
 	}
-	rec, err := st.Get(r.Context(), chi.URLParam(r, "id"))
+	rec, err := st.Get(r.Context(), httpapi.PathParam(r, "id"))
 	if err != nil {
 		httpapi.WriteError(w, r, err)
 		return
@@ -423,7 +423,7 @@ func (m *Master) getBlob(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, r, err)
 		return
 	}
-	id := chi.URLParam(r, "id")
+	id := httpapi.PathParam(r, "id")
 	data, ctype, err := st.Blob(r.Context(), id)
 	if err != nil {
 		httpapi.WriteError(w, r, err)
@@ -434,7 +434,7 @@ func (m *Master) getBlob(w http.ResponseWriter, r *http.Request) {
 
 func (m *Master) enqueueFor(kind string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		name := chi.URLParam(r, "name")
+		name := httpapi.PathParam(r, "name")
 		if _, err := m.catalog.Open(r.Context(), name); err != nil {
 			httpapi.WriteError(w, r, err)
 			return
@@ -496,7 +496,7 @@ func (m *Master) postTask(w http.ResponseWriter, r *http.Request) {
 }
 
 func (m *Master) getTask(w http.ResponseWriter, r *http.Request) {
-	t, err := m.coord.GetTask(r.Context(), chi.URLParam(r, "id"))
+	t, err := m.coord.GetTask(r.Context(), httpapi.PathParam(r, "id"))
 	if errors.Is(err, coord.ErrNoTask) {
 		httpapi.WriteError(w, r, httpapi.Errorf(http.StatusNotFound, "not_found", "%v", err))
 		return

@@ -17,6 +17,8 @@ import (
 func (m *Master) Handler(reg *prometheus.Registry, token string) http.Handler {
 	r := chi.NewRouter()
 	r.Use(m.metrics.Middleware)
+	r.NotFound(httpapi.NotFound)
+	r.MethodNotAllowed(httpapi.MethodNotAllowed)
 	r.Use(httpapi.Auth(token, func(p string) bool { return httpapi.IsHealth(p) || !strings.HasPrefix(p, "/api/") }))
 	m.Mount(r, true)
 	r.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))

@@ -68,6 +68,9 @@ func (c *Catalog) Create(ctx context.Context, name string) (*Store, error) {
 	}
 	if err := createStore(ctx, c.storeRoot(name)); err != nil {
 		if errors.Is(err, ErrExists) {
+			// A create that failed after making the table but before the
+			// registry marker left the store unlisted; list it now.
+			_ = c.root.Put(ctx, registryDir+name, nil)
 			return nil, fmt.Errorf("%w: %q", ErrExists, name)
 		}
 		return nil, err

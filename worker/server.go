@@ -10,7 +10,6 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,6 +70,8 @@ func NewServer(cfg Config, catalog *rollout.Catalog, reg *prometheus.Registry) *
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
 	r.Use(s.metrics.Middleware)
+	r.NotFound(httpapi.NotFound)
+	r.MethodNotAllowed(httpapi.MethodNotAllowed)
 	r.Use(httpapi.Auth(s.cfg.APIToken, httpapi.IsHealth))
 	s.Mount(r)
 	r.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
@@ -100,23 +101,8 @@ func (s *Server) Mount(r chi.Router) {
 	})
 }
 
-// pathParam returns a URL path parameter, unescaped. chi routes on the
-// escaped path when it differs from the default encoding (an id holding "/"
-// arrives as %2F) and then returns its parameters still escaped; otherwise
-// it routes on the decoded path and they must not be unescaped again.
-func pathParam(r *http.Request, key string) string {
-	v := chi.URLParam(r, key)
-	if r.URL.RawPath == "" {
-		return v
-	}
-	if u, err := url.PathUnescape(v); err == nil {
-		return u
-	}
-	return v
-}
-
 func (s *Server) store(r *http.Request) (*rollout.Store, error) {
-	return s.catalog.Open(r.Context(), pathParam(r, "name"))
+	return s.catalog.Open(r.Context(), httpapi.PathParam(r, "name"))
 }
 
 func (s *Server) createStore(w http.ResponseWriter, r *http.Request) {
@@ -169,7 +155,7 @@ func (s *Server) storeStats(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteStore(w http.ResponseWriter, r *http.Request) {
-	if err := s.catalog.Delete(r.Context(), pathParam(r, "name")); err != nil {
+	if err := s.catalog.Delete(r.Context(), httpapi.PathParam(r, "name")); err != nil {
 		httpapi.WriteError(w, r, err)
 		return
 	}
@@ -436,7 +422,7 @@ func (s *Server) getRecord(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, r, err)
 		return
 	}
-	rec, err := st.Get(r.Context(), pathParam(r, "id"))
+	rec, err := st.Get(r.Context(), httpapi.PathParam(r, "id"))
 	if err != nil {
 		httpapi.WriteError(w, r, err)
 		return
@@ -450,7 +436,7 @@ func (s *Server) getBlob(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, r, err)
 		return
 	}
-	id := pathParam(r, "id")
+	id := httpapi.PathParam(r, "id")
 	data, ctype, err := st.Blob(r.Context(), id)
 	if err != nil {
 		httpapi.WriteError(w, r, err)
@@ -474,7 +460,7 @@ func (s *Server) trajectory(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, r, err)
 		return
 	}
-	recs, err := st.Trajectory(r.Context(), pathParam(r, "rollout_id"))
+	recs, err := st.Trajectory(r.Context(), httpapi.PathParam(r, "rollout_id"))
 	if err != nil {
 		httpapi.WriteError(w, r, err)
 		return
@@ -482,7 +468,7 @@ func (s *Server) trajectory(w http.ResponseWriter, r *http.Request) {
 	if recs == nil {
 		recs = []rollout.Record{}
 	}
-	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"rollout_id": pathParam(r, "rollout_id"), "records": recs, "count": len(recs)})
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"rollout_id": httpapi.PathParam(r, "rollout_id"), "records": recs, "count": len(recs)})
 }
 
 func (s *Server) flush(w http.ResponseWriter, r *http.Request) {
