@@ -1,49 +1,84 @@
 #!/usr/bin/env bash
-# The test command of the README. Sets up everything the tests need on a
-# fresh machine (tool binaries, Node packages, a real S3-compatible server),
-# runs the whole suite, and stops what it started.
+# The test command of the README. On a fresh machine it installs and starts
+# everything the tests need (etcd and versitygw built from tools/, the pinned
+# Node packages, Chromium), runs every suite, and stops what it started.
 #
-#   scripts/test.sh          full suite (what CI runs)
-#   LC_TEST_QUICK=1 scripts/test.sh   skip the race detector and fuzzing
+#   scripts/test.sh                  everything (what CI runs)
+#   LC_TEST_QUICK=1 scripts/test.sh  no race detector, no fuzzing
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 export GOFLAGS="${GOFLAGS:--mod=readonly}"
 
-step() { printf '\n=== %s\n' "$*"; }
+step() { printf '\n=== %s (%s)\n' "$*" "$(date +%T)"; }
 
-step "tool binaries (versitygw, etcd) from tools/go.mod"
+work="$(mktemp -d)"
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+	LC_HARNESS_DIR="$work/harness" test/harness/native-down.sh >/dev/null 2>&1 || true
+	scripts/versitygw.sh stop "$work/s3" >/dev/null 2>&1 || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+step "system packages (Chromium for the browser test)"
+if ! command -v chromium >/dev/null 2>&1; then
+	sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+	$sudo apt-get update -qq && $sudo apt-get install -y -qq chromium >/dev/null
+fi
+chromium --version
+
+step "tool binaries from tools/go.mod (versitygw, etcd)"
 scripts/tools.sh
 
-step "Node packages for the LanceDB interop suite (npm ci)"
+step "Node packages from the committed locks (npm ci)"
 (cd test/interop && npm ci --no-audit --no-fund --loglevel=error)
+(cd web && npm ci --no-audit --no-fund --loglevel=error)
 
-step "start versitygw (S3-compatible server)"
-s3dir="$(mktemp -d)"
-cleanup() { scripts/versitygw.sh stop "$s3dir" || true; rm -rf "$s3dir"; }
-trap cleanup EXIT
-scripts/versitygw.sh start "$s3dir"
-eval "$(scripts/versitygw.sh env "$s3dir")"
-export LC_REQUIRE_INTEROP=1 LC_REQUIRE_S3=1
-
-step "gofmt"
-unformatted="$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './node_modules/*'))"
+step "gofmt and go vet"
+unformatted="$(gofmt -l $(git ls-files '*.go'))"
 if [ -n "$unformatted" ]; then echo "gofmt would change:"; echo "$unformatted"; exit 1; fi
-
-step "go vet"
 go vet ./...
 
-step "go build"
+step "build"
 go build -o bin/lance-context ./cmd/lance-context
 
+step "start versitygw (S3-compatible server)"
+scripts/versitygw.sh start "$work/s3"
+eval "$(scripts/versitygw.sh env "$work/s3")"
+export LC_REQUIRE_INTEROP=1 LC_REQUIRE_S3=1
+
 if [ -z "${LC_TEST_QUICK:-}" ]; then
-	step "go test -race"
-	go test -race -count=1 -timeout 30m ./...
-	step "fuzz (short)"
-	go test -run='^$' -fuzz='^FuzzDecodeManifestFile$' -fuzztime=20s ./lance/table
-	go test -run='^$' -fuzz='^FuzzOpen$' -fuzztime=20s ./lance/file
+	step "go test -race (all packages; S3 suites against versitygw)"
+	go test -race -count=1 -timeout 40m ./...
+	step "fuzz (short runs of every fuzz target)"
+	go test -run='^$' -fuzz='^FuzzDecodeManifestFile$' -fuzztime=15s ./lance/table
+	for f in $(go test -list '^Fuzz' ./lance/file | grep '^Fuzz'); do
+		go test -run='^$' -fuzz="^$f\$" -fuzztime=15s ./lance/file
+	done
 else
 	step "go test"
-	go test -count=1 -timeout 30m ./...
+	go test -count=1 -timeout 40m ./...
 fi
+
+step "web unit tests (vitest)"
+(cd web && npm test --silent)
+
+step "Python client against a live worker"
+LC_SKIP_BUILD=1 python/run_tests.sh
+
+step "distributed smoke test: etcd + versitygw + master + two workers"
+LC_HARNESS_DIR="$work/harness" test/harness/native-up.sh >/dev/null
+LC_HARNESS_DIR="$work/harness" test/harness/smoke.sh
+LC_HARNESS_DIR="$work/harness" test/harness/native-down.sh
+
+step "browser end-to-end test against lance-context dev (headless Chromium)"
+port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+bin/lance-context dev --data-dir "$work/dev" --listen "127.0.0.1:$port" >"$work/dev.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 100); do curl -fsS -o /dev/null "http://127.0.0.1:$port/api/v1/health" && break; sleep 0.2; done
+mkdir -p test/artifacts
+(cd web && BASE_URL="http://127.0.0.1:$port" SCREENSHOT="$root/test/artifacts/ui-e2e.png" npm run --silent e2e) || { tail -50 "$work/dev.log"; exit 1; }
+
 step "all tests passed"

@@ -1,0 +1,876 @@
+package file
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+const (
+	// coalesceGap: two byte ranges closer than this are fetched in one read.
+	coalesceGap = 16 << 10
+	// maxParallelReads bounds the concurrent ReadRange calls of one fetch.
+	maxParallelReads = 8
+	// directReadMin: ranges at least this big are read straight into the
+	// output arrays when the Source implements SourceInto.
+	directReadMin = 64 << 10
+)
+
+// SourceInto is an optional interface of a Source: ReadRangeInto reads
+// exactly len(dst) bytes at off into dst. When the Source has it, Read reads
+// large page buffers directly into the arrays it returns, saving a copy
+// (worth it for local files: os.File.ReadAt).
+type SourceInto interface {
+	Source
+	ReadRangeInto(ctx context.Context, off int64, dst []byte) error
+}
+
+// decodeLimitFloor is the smallest decode budget of one Read call. The
+// budget is max(decodeLimitFloor, 16 x file size): bytes a Read allocates
+// for decoded output beyond what it reads. It bounds what a corrupt or
+// hostile file (say, an all-null page claiming 2^60 rows) can make the
+// reader allocate. Tests lower it.
+var decodeLimitFloor int64 = 1 << 30
+
+// Read returns rows [start, end) of the given top-level fields (by field id,
+// in the order given) as one record batch with the file's field names and
+// types. Only the pages overlapping the rows are read, and within a page
+// only the byte ranges the rows need; nearby ranges are coalesced into one
+// read. Fields are decoded concurrently.
+func (r *Reader) Read(ctx context.Context, fieldIDs []int32, start, end int64) (arrow.RecordBatch, error) {
+	if start < 0 || end < start || end > r.numRows {
+		return nil, fmt.Errorf("lance/file: rows [%d, %d) out of range [0, %d)", start, end, r.numRows)
+	}
+	nodes := make([]*node, len(fieldIDs))
+	for i, id := range fieldIDs {
+		n, ok := r.top[id]
+		if !ok {
+			return nil, fmt.Errorf("lance/file: no top-level field with id %d", id)
+		}
+		nodes[i] = n
+	}
+	rc := &readCtx{ctx: ctx, r: r, limit: max(decodeLimitFloor, 16*r.size)}
+	ranges := []rowRange{{start, end}}
+	datas := make([]arrow.ArrayData, len(nodes))
+	errs := make([]error, len(nodes))
+	if len(nodes) == 1 {
+		datas[0], errs[0] = rc.decode(nodes[0], ranges)
+	} else {
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+		for i, n := range nodes {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				datas[i], errs[i] = rc.decode(n, ranges)
+			}()
+		}
+		wg.Wait()
+	}
+	if err := errors.Join(errs...); err != nil {
+		for _, d := range datas {
+			if d != nil {
+				d.Release()
+			}
+		}
+		return nil, err
+	}
+	fields := make([]arrow.Field, len(nodes))
+	cols := make([]arrow.Array, len(nodes))
+	for i, d := range datas {
+		fields[i] = nodes[i].f.ArrowField()
+		cols[i] = array.MakeFromData(d)
+		d.Release()
+	}
+	rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, end-start)
+	for _, c := range cols {
+		c.Release()
+	}
+	return rec, nil
+}
+
+// readCtx carries one Read call: the source, and the decode budget.
+type readCtx struct {
+	ctx   context.Context
+	r     *Reader
+	used  atomic.Int64
+	limit int64
+}
+
+// alloc returns n zeroed bytes charged to the Read's budget.
+func (rc *readCtx) alloc(n int64) ([]byte, error) {
+	if n < 0 || rc.used.Add(n) > rc.limit {
+		return nil, fmt.Errorf("%w (more than %d bytes of decoded output)", ErrTooLarge, rc.limit)
+	}
+	return make([]byte, n), nil
+}
+
+// fetch reads the given file ranges, coalescing nearby ones and issuing the
+// reads concurrently. out[i] holds exactly reqs[i]. When dsts[i] is not nil
+// (it must hold reqs[i].size bytes) and the source implements SourceInto, a
+// large range is read straight into dsts[i] and out[i] is dsts[i]: callers
+// copy with copyInto, which skips that case.
+func (rc *readCtx) fetch(reqs []bufRange, dsts [][]byte) ([][]byte, error) {
+	out := make([][]byte, len(reqs))
+	into, _ := rc.r.src.(SourceInto)
+	idx := make([]int, 0, len(reqs))
+	var direct []int
+	for i, q := range reqs {
+		switch {
+		case q.size <= 0:
+			out[i] = []byte{}
+		case into != nil && dsts != nil && dsts[i] != nil && q.size >= rc.r.directMin:
+			direct = append(direct, i)
+		default:
+			idx = append(idx, i)
+		}
+	}
+	sort.Slice(idx, func(a, b int) bool { return reqs[idx[a]].off < reqs[idx[b]].off })
+	type group struct {
+		off, end int64
+		members  []int
+	}
+	var groups []group
+	for _, i := range idx {
+		q := reqs[i]
+		if n := len(groups); n > 0 && q.off <= groups[n-1].end+coalesceGap {
+			g := &groups[n-1]
+			g.end = max(g.end, q.off+q.size)
+			g.members = append(g.members, i)
+			continue
+		}
+		groups = append(groups, group{q.off, q.off + q.size, []int{i}})
+	}
+	jobs := make([]func() error, 0, len(groups)+len(direct))
+	for _, g := range groups {
+		jobs = append(jobs, func() error {
+			b, err := readExact(rc.ctx, rc.r.src, g.off, g.end-g.off)
+			if err != nil {
+				return err
+			}
+			for _, i := range g.members {
+				q := reqs[i]
+				out[i] = b[q.off-g.off : q.off-g.off+q.size : q.off-g.off+q.size]
+			}
+			return nil
+		})
+	}
+	for _, i := range direct {
+		jobs = append(jobs, func() error {
+			q := reqs[i]
+			dst := dsts[i][:q.size:q.size]
+			if err := into.ReadRangeInto(rc.ctx, q.off, dst); err != nil {
+				return fmt.Errorf("lance/file: read [%d, +%d): %w", q.off, q.size, err)
+			}
+			out[i] = dst
+			return nil
+		})
+	}
+	if len(jobs) == 1 {
+		return out, jobs[0]()
+	}
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, maxParallelReads)
+	for k, job := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[k] = job()
+		}()
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
+// copyInto copies src to the start of dst unless fetch already read it there.
+func copyInto(dst, src []byte) {
+	if len(src) == 0 || (len(dst) > 0 && &dst[0] == &src[0]) {
+		return
+	}
+	copy(dst, src)
+}
+
+func (rc *readCtx) decode(n *node, ranges []rowRange) (arrow.ArrayData, error) {
+	if err := rc.ctx.Err(); err != nil {
+		return nil, err
+	}
+	switch n.kind {
+	case kindFixed:
+		return rc.decodeFixed(n, ranges)
+	case kindBinary:
+		return rc.decodeBinary(n, ranges)
+	case kindList:
+		return rc.decodeList(n, ranges)
+	case kindStruct:
+		return rc.decodeStruct(n, ranges)
+	default:
+		return nil, n.err
+	}
+}
+
+// touched returns the pieces of ranges in n's column, failing if any touched
+// page could not be parsed.
+func touched(n *node, ranges []rowRange) ([]piece, int64, error) {
+	ps, err := n.col.pieces(ranges)
+	if err != nil {
+		return nil, 0, fmt.Errorf("field %q: %w", n.f.Name, err)
+	}
+	var rows int64
+	for _, p := range ps {
+		if e := n.col.pages[p.page].err; e != nil {
+			return nil, 0, e
+		}
+		rows += p.hi - p.lo
+	}
+	return ps, rows, nil
+}
+
+// bitRange is the byte range of bits [lo, hi) of a bitmap buffer.
+func bitRange(b bufRange, lo, hi int64) bufRange {
+	return bufRange{b.off + lo/8, (hi+7)/8 - lo/8}
+}
+
+func bufOf(b []byte) *memory.Buffer {
+	if b == nil {
+		return nil
+	}
+	return memory.NewBufferBytes(b)
+}
+
+func nullCount(validity []byte) int {
+	if validity == nil {
+		return 0
+	}
+	return array.UnknownNullCount
+}
+
+// ---------------------------------------------------------------- fixed width
+
+func (rc *readCtx) decodeFixed(n *node, ranges []rowRange) (arrow.ArrayData, error) {
+	ps, rows, err := touched(n, ranges)
+	if err != nil {
+		return nil, err
+	}
+	dim, bits := int64(n.dim), n.bits
+	fsl := n.f.Type.ID() == arrow.FIXED_SIZE_LIST
+	if rows > math.MaxInt64/dim {
+		return nil, ErrTooLarge
+	}
+	nItems := rows * dim
+	valuesLen := bitsBytes(nItems, bits)
+	if valuesLen < 0 {
+		return nil, ErrTooLarge
+	}
+	descs := make([]*fixedDesc, len(ps))
+	reqs := make([]bufRange, 3*len(ps))
+	anyRowNull, anyItemNull := false, false
+	for i, p := range ps {
+		d := n.col.pages[p.page].desc.(*fixedDesc)
+		descs[i] = d
+		anyRowNull = anyRowNull || d.rows.hasNulls()
+		if d.rows.allNull {
+			continue
+		}
+		if d.rows.bitmap != nil {
+			reqs[3*i] = bitRange(*d.rows.bitmap, p.lo, p.hi)
+		}
+		anyItemNull = anyItemNull || d.items.hasNulls()
+		if d.items.allNull {
+			continue
+		}
+		if d.items.bitmap != nil {
+			reqs[3*i+1] = bitRange(*d.items.bitmap, p.lo*dim, p.hi*dim)
+		}
+		if bits == 1 {
+			reqs[3*i+2] = bitRange(d.values, p.lo*dim, p.hi*dim)
+		} else {
+			w := int64(bits / 8)
+			reqs[3*i+2] = bufRange{d.values.off + p.lo*dim*w, (p.hi - p.lo) * dim * w}
+		}
+	}
+	var values, rowValid, itemValid []byte
+	zeroCopy := len(ps) == 1 && bits%8 == 0 && !descs[0].rows.allNull && !descs[0].items.allNull &&
+		(descs[0].rows.bitmap == nil || ps[0].lo%8 == 0) &&
+		(descs[0].items.bitmap == nil || (ps[0].lo*dim)%8 == 0)
+	var dsts [][]byte
+	if !zeroCopy {
+		if values, err = rc.alloc(valuesLen); err != nil {
+			return nil, err
+		}
+		if anyRowNull {
+			if rowValid, err = rc.alloc(bitsBytes(rows, 1)); err != nil {
+				return nil, err
+			}
+		}
+		if anyItemNull {
+			if itemValid, err = rc.alloc(bitsBytes(nItems, 1)); err != nil {
+				return nil, err
+			}
+		}
+		if bits%8 == 0 {
+			dsts = make([][]byte, len(reqs))
+			var pos int64
+			for i, p := range ps {
+				if reqs[3*i+2].size > 0 {
+					dsts[3*i+2] = values[pos*dim*int64(bits/8):]
+				}
+				pos += p.hi - p.lo
+			}
+		}
+	}
+	got, err := rc.fetch(reqs, dsts)
+	if err != nil {
+		return nil, err
+	}
+	if zeroCopy {
+		// One page, byte-aligned: use the fetched bytes as they are.
+		values = got[2]
+		if descs[0].rows.bitmap != nil {
+			rowValid = got[0]
+		}
+		if descs[0].items.bitmap != nil {
+			itemValid = got[1]
+		}
+	} else {
+		var pos int64 // output row
+		for i, p := range ps {
+			d, cnt := descs[i], p.hi-p.lo
+			if !d.rows.allNull {
+				if rowValid != nil {
+					copyBits(rowValid, pos, got[3*i], p.lo, cnt, d.rows.bitmap != nil)
+				}
+				if !d.items.allNull {
+					if itemValid != nil {
+						copyBits(itemValid, pos*dim, got[3*i+1], p.lo*dim, cnt*dim, d.items.bitmap != nil)
+					}
+					if bits == 1 {
+						bitutil.CopyBitmap(got[3*i+2], int((p.lo*dim)%8), int(cnt*dim), values, int(pos*dim))
+					} else {
+						copyInto(values[pos*dim*int64(bits/8):], got[3*i+2])
+					}
+				}
+			}
+			pos += cnt
+		}
+	}
+	if !fsl {
+		return array.NewData(n.f.Type, int(rows), []*memory.Buffer{bufOf(rowValid), memory.NewBufferBytes(values)},
+			nil, nullCount(rowValid), 0), nil
+	}
+	elem := n.f.Type.(*arrow.FixedSizeListType).Elem()
+	child := array.NewData(elem, int(nItems), []*memory.Buffer{bufOf(itemValid), memory.NewBufferBytes(values)},
+		nil, nullCount(itemValid), 0)
+	defer child.Release()
+	return array.NewData(n.f.Type, int(rows), []*memory.Buffer{bufOf(rowValid)},
+		[]arrow.ArrayData{child}, nullCount(rowValid), 0), nil
+}
+
+// copyBits copies cnt validity bits to dst at dstPos: from src (a fetched
+// bitmap slice starting at the byte holding bit srcLo) when hasSrc, else
+// all set.
+func copyBits(dst []byte, dstPos int64, src []byte, srcLo, cnt int64, hasSrc bool) {
+	if hasSrc {
+		bitutil.CopyBitmap(src, int(srcLo%8), int(cnt), dst, int(dstPos))
+	} else {
+		bitutil.SetBitsTo(dst, dstPos, cnt, true)
+	}
+}
+
+// ---------------------------------------------------------------- binary
+
+// binPiece is one page-local row range of a string/binary column, with what
+// was fetched for it.
+type binPiece struct {
+	d      *binDesc
+	lo, hi int64
+	idx    []byte // plain: u64 end offsets of rows [lo-1 or lo, hi); dict: indices of [lo, hi)
+	outer  []byte // outer validity bits (byte holding bit lo first)
+	start  uint64 // plain: first byte
+	end    uint64 // plain: end byte
+	data   []byte // plain: bytes [start, end); dict: items bytes
+	// dict items
+	itemEnds  []uint64 // n+1 offsets into data
+	itemValid []bool
+}
+
+func (rc *readCtx) decodeBinary(n *node, ranges []rowRange) (arrow.ArrayData, error) {
+	ps, rows, err := touched(n, ranges)
+	if err != nil {
+		return nil, err
+	}
+	bps := make([]binPiece, len(ps))
+	reqs := make([]bufRange, 3*len(ps))
+	for i, p := range ps {
+		d := n.col.pages[p.page].desc.(*binDesc)
+		bp := &bps[i]
+		bp.d, bp.lo, bp.hi = d, p.lo, p.hi
+		if d.outer.allNull {
+			continue
+		}
+		if d.outer.bitmap != nil {
+			reqs[3*i] = bitRange(*d.outer.bitmap, p.lo, p.hi)
+		}
+		if dd := d.dict; dd != nil {
+			w := int64(dd.bits / 8)
+			reqs[3*i+1] = bufRange{dd.indices.off + p.lo*w, (p.hi - p.lo) * w}
+			if !dd.items.outer.allNull {
+				reqs[3*i+2] = bufRange{dd.items.indices.off, 8 * dd.n}
+			}
+			continue
+		}
+		i0 := p.lo
+		if i0 > 0 {
+			i0--
+		}
+		reqs[3*i+1] = bufRange{d.indices.off + 8*i0, 8 * (p.hi - i0)}
+	}
+	got, err := rc.fetch(reqs, nil)
+	if err != nil {
+		return nil, err
+	}
+	// Second round: the bytes.
+	reqs2 := make([]bufRange, len(ps))
+	var total uint64
+	for i := range bps {
+		bp := &bps[i]
+		d := bp.d
+		if d.outer.allNull {
+			continue
+		}
+		bp.outer, bp.idx = got[3*i], got[3*i+1]
+		if dd := d.dict; dd != nil {
+			if !dd.items.outer.allNull {
+				ends, valid, err := itemOffsets(got[3*i+2], dd.items.adj, dd.n)
+				if err != nil {
+					return nil, err
+				}
+				if ends[dd.n] > uint64(dd.items.bytes.size) {
+					return nil, corruptf("dictionary items end at %d, beyond their %d bytes", ends[dd.n], dd.items.bytes.size)
+				}
+				bp.itemEnds, bp.itemValid = ends, valid
+				reqs2[i] = bufRange{dd.items.bytes.off, int64(ends[dd.n])}
+			}
+			continue
+		}
+		norm := func(v uint64) uint64 {
+			if d.adj > 0 && v >= d.adj {
+				return v - d.adj
+			}
+			return v
+		}
+		if bp.lo > 0 {
+			bp.start = norm(binary.LittleEndian.Uint64(bp.idx))
+		}
+		bp.end = norm(binary.LittleEndian.Uint64(bp.idx[len(bp.idx)-8:]))
+		if bp.end < bp.start || bp.end > uint64(d.bytes.size) {
+			return nil, corruptf("field %q: string bytes [%d, %d) outside the page's %d bytes", n.f.Name, bp.start, bp.end, d.bytes.size)
+		}
+		reqs2[i] = bufRange{d.bytes.off + int64(bp.start), int64(bp.end - bp.start)}
+		total += bp.end - bp.start
+	}
+	// Without dictionary pages the output size is known now: read the bytes
+	// straight into it where the source allows.
+	hasDict := false
+	for i := range bps {
+		hasDict = hasDict || bps[i].d.dict != nil
+	}
+	zeroCopy := len(bps) == 1 && bps[0].d.dict == nil && !bps[0].d.outer.allNull
+	large := n.f.Type.ID() == arrow.LARGE_STRING || n.f.Type.ID() == arrow.LARGE_BINARY
+	var data []byte
+	var dsts [][]byte
+	if !hasDict && !zeroCopy {
+		if total > math.MaxInt64/2 || (!large && total > math.MaxInt32) {
+			return nil, fmt.Errorf("%w: field %q: %d bytes of values", ErrTooLarge, n.f.Name, total)
+		}
+		if data, err = rc.alloc(int64(total)); err != nil {
+			return nil, err
+		}
+		dsts = make([][]byte, len(reqs2))
+		var pos uint64
+		for i := range bps {
+			if reqs2[i].size > 0 {
+				dsts[i] = data[pos:]
+			}
+			pos += bps[i].end - bps[i].start
+		}
+	}
+	got2, err := rc.fetch(reqs2, dsts)
+	if err != nil {
+		return nil, err
+	}
+	for i := range bps {
+		bp := &bps[i]
+		bp.data = got2[i]
+		if bp.d.dict != nil && bp.itemEnds != nil {
+			t, err := dictBytes(bp)
+			if err != nil {
+				return nil, err
+			}
+			total += t
+		}
+	}
+	if !large && total > math.MaxInt32 {
+		return nil, fmt.Errorf("%w: field %q: %d bytes exceed 32-bit offsets", ErrTooLarge, n.f.Name, total)
+	}
+	if total > math.MaxInt64/2 {
+		return nil, ErrTooLarge
+	}
+	switch {
+	case zeroCopy:
+		data = bps[0].data
+	case data == nil:
+		if data, err = rc.alloc(int64(total)); err != nil {
+			return nil, err
+		}
+	}
+	var offs, valid []byte
+	if large {
+		offs, valid, err = assembleBinary[int64](rc, n, bps, rows, data)
+	} else {
+		offs, valid, err = assembleBinary[int32](rc, n, bps, rows, data)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return array.NewData(n.f.Type, int(rows), []*memory.Buffer{bufOf(valid), memory.NewBufferBytes(offs), memory.NewBufferBytes(data)},
+		nil, nullCount(valid), 0), nil
+}
+
+// itemOffsets decodes n u64 end offsets of a Binary page (the dictionary
+// items) into n+1 start/end positions and validity.
+func itemOffsets(idx []byte, adj uint64, n int64) ([]uint64, []bool, error) {
+	ends := make([]uint64, n+1)
+	valid := make([]bool, n)
+	for i := range n {
+		v := binary.LittleEndian.Uint64(idx[8*i:])
+		valid[i] = true
+		if adj > 0 && v >= adj {
+			v -= adj
+			valid[i] = false
+		}
+		if v < ends[i] {
+			return nil, nil, corruptf("dictionary item offsets decrease")
+		}
+		ends[i+1] = v
+	}
+	return ends, valid, nil
+}
+
+// dictBytes returns the bytes a dictionary piece's rows will take, checking
+// every index.
+func dictBytes(bp *binPiece) (uint64, error) {
+	dd := bp.d.dict
+	var t uint64
+	cnt := bp.hi - bp.lo
+	for i := range cnt {
+		k := dictIndex(bp.idx, dd.bits, i)
+		if k == 0 {
+			continue
+		}
+		if int64(k) > dd.n {
+			return 0, corruptf("dictionary index %d of %d items", k, dd.n)
+		}
+		t += bp.itemEnds[k] - bp.itemEnds[k-1]
+	}
+	return t, nil
+}
+
+func dictIndex(b []byte, bits int, i int64) uint64 {
+	switch bits {
+	case 8:
+		return uint64(b[i])
+	case 16:
+		return uint64(binary.LittleEndian.Uint16(b[2*i:]))
+	default:
+		return uint64(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+}
+
+// lazyValidity builds a validity bitmap only once the first null shows up.
+type lazyValidity struct {
+	rc   *readCtx
+	n    int64
+	bits []byte
+}
+
+// null notes that row pos is null (the caller leaves its bit clear).
+func (v *lazyValidity) null(pos int64) error { return v.ensure(pos) }
+
+// ensure allocates the bitmap if needed, with rows before pos valid.
+func (v *lazyValidity) ensure(pos int64) error {
+	if v.bits == nil {
+		b, err := v.rc.alloc(bitsBytes(v.n, 1))
+		if err != nil {
+			return err
+		}
+		bitutil.SetBitsTo(b, 0, pos, true)
+		v.bits = b
+	}
+	return nil
+}
+
+func (v *lazyValidity) valid(pos int64) {
+	if v.bits != nil {
+		bitutil.SetBit(v.bits, int(pos))
+	}
+}
+
+func assembleBinary[T int32 | int64](rc *readCtx, n *node, bps []binPiece, rows int64, data []byte) (offsBytes, valid []byte, err error) {
+	var zero T
+	width := int64(unsafe.Sizeof(zero))
+	offsBytes, err = rc.alloc((rows + 1) * width)
+	if err != nil {
+		return nil, nil, err
+	}
+	var offs []T
+	if width == 4 {
+		offs = any(arrow.Int32Traits.CastFromBytes(offsBytes)).([]T)
+	} else {
+		offs = any(arrow.Int64Traits.CastFromBytes(offsBytes)).([]T)
+	}
+	lv := &lazyValidity{rc: rc, n: rows}
+	var pos int64 // output row
+	var cur T     // output byte
+	zeroCopy := len(bps) == 1 && bps[0].d.dict == nil && !bps[0].d.outer.allNull
+	for i := range bps {
+		bp := &bps[i]
+		d := bp.d
+		cnt := bp.hi - bp.lo
+		if d.outer.bitmap != nil {
+			if err := lv.ensure(pos); err != nil {
+				return nil, nil, err
+			}
+		}
+		switch {
+		case d.outer.allNull || (d.dict != nil && bp.itemEnds == nil):
+			for k := range cnt {
+				if err := lv.null(pos + k); err != nil {
+					return nil, nil, err
+				}
+				offs[pos+k+1] = cur
+			}
+		case d.dict != nil:
+			for k := range cnt {
+				idx := dictIndex(bp.idx, d.dict.bits, k)
+				if idx == 0 || !bp.itemValid[idx-1] {
+					if err := lv.null(pos + k); err != nil {
+						return nil, nil, err
+					}
+				} else {
+					lv.valid(pos + k)
+					item := bp.data[bp.itemEnds[idx-1]:bp.itemEnds[idx]]
+					copy(data[cur:], item)
+					cur += T(len(item))
+				}
+				offs[pos+k+1] = cur
+			}
+		default:
+			skip := int64(0)
+			if bp.lo > 0 {
+				skip = 1
+			}
+			base := cur
+			if !zeroCopy {
+				copyInto(data[cur:], bp.data)
+			}
+			prev := bp.start
+			adj := d.adj
+			idx := bp.idx[8*skip:]
+			for k := range cnt {
+				v := binary.LittleEndian.Uint64(idx[8*k:])
+				ok := true
+				if adj > 0 && v >= adj {
+					v -= adj
+					ok = false
+				}
+				if v < prev || v > bp.end {
+					return nil, nil, corruptf("field %q: string offsets are not increasing", n.f.Name)
+				}
+				prev = v
+				if ok {
+					lv.valid(pos + k)
+				} else if err := lv.null(pos + k); err != nil {
+					return nil, nil, err
+				}
+				offs[pos+k+1] = base + T(v-bp.start)
+			}
+			cur = base + T(bp.end-bp.start)
+		}
+		if d.outer.bitmap != nil {
+			for k := range cnt {
+				if !bitutil.BitIsSet(bp.outer, int(bp.lo%8+k)) {
+					bitutil.ClearBit(lv.bits, int(pos+k))
+				}
+			}
+		}
+		pos += cnt
+	}
+	return offsBytes, lv.bits, nil
+}
+
+// ---------------------------------------------------------------- list
+
+func (rc *readCtx) decodeList(n *node, ranges []rowRange) (arrow.ArrayData, error) {
+	ps, rows, err := touched(n, ranges)
+	if err != nil {
+		return nil, err
+	}
+	reqs := make([]bufRange, len(ps))
+	for i, p := range ps {
+		d := n.col.pages[p.page].desc.(*listDesc)
+		i0 := p.lo
+		if i0 > 0 {
+			i0--
+		}
+		reqs[i] = bufRange{d.offsets.off + 8*i0, 8 * (p.hi - i0)}
+	}
+	got, err := rc.fetch(reqs, nil)
+	if err != nil {
+		return nil, err
+	}
+	large := n.f.Type.ID() == arrow.LARGE_LIST
+	var (
+		items  []rowRange
+		total  uint64
+		starts = make([]uint64, len(ps))
+		ends   = make([]uint64, len(ps))
+	)
+	for i, p := range ps {
+		d := n.col.pages[p.page].desc.(*listDesc)
+		norm := func(v uint64) uint64 {
+			if d.adj > 0 && v >= d.adj {
+				return v - d.adj
+			}
+			return v
+		}
+		if p.lo > 0 {
+			starts[i] = norm(binary.LittleEndian.Uint64(got[i]))
+		}
+		ends[i] = norm(binary.LittleEndian.Uint64(got[i][len(got[i])-8:]))
+		if ends[i] < starts[i] || ends[i] > d.numItems {
+			return nil, corruptf("field %q: list items [%d, %d) outside the page's %d items", n.f.Name, starts[i], ends[i], d.numItems)
+		}
+		total += ends[i] - starts[i]
+		if ends[i] > starts[i] {
+			base := n.itemBase[p.page]
+			rg := rowRange{base + int64(starts[i]), base + int64(ends[i])}
+			if k := len(items); k > 0 && items[k-1].hi == rg.lo {
+				items[k-1].hi = rg.hi
+			} else {
+				items = append(items, rg)
+			}
+		}
+	}
+	if !large && total > math.MaxInt32 {
+		return nil, fmt.Errorf("%w: field %q: %d list items exceed 32-bit offsets", ErrTooLarge, n.f.Name, total)
+	}
+	var offs, valid []byte
+	if large {
+		offs, valid, err = assembleList[int64](rc, n, ps, got, starts, ends, rows)
+	} else {
+		offs, valid, err = assembleList[int32](rc, n, ps, got, starts, ends, rows)
+	}
+	if err != nil {
+		return nil, err
+	}
+	child, err := rc.decode(n.children[0], items)
+	if err != nil {
+		return nil, err
+	}
+	defer child.Release()
+	if uint64(child.Len()) != total {
+		return nil, corruptf("field %q: list items decoded to %d values, want %d", n.f.Name, child.Len(), total)
+	}
+	return array.NewData(n.f.Type, int(rows), []*memory.Buffer{bufOf(valid), memory.NewBufferBytes(offs)},
+		[]arrow.ArrayData{child}, nullCount(valid), 0), nil
+}
+
+func assembleList[T int32 | int64](rc *readCtx, n *node, ps []piece, got [][]byte, starts, ends []uint64, rows int64) ([]byte, []byte, error) {
+	var zero T
+	width := int64(unsafe.Sizeof(zero))
+	offsBytes, err := rc.alloc((rows + 1) * width)
+	if err != nil {
+		return nil, nil, err
+	}
+	var offs []T
+	if width == 4 {
+		offs = any(arrow.Int32Traits.CastFromBytes(offsBytes)).([]T)
+	} else {
+		offs = any(arrow.Int64Traits.CastFromBytes(offsBytes)).([]T)
+	}
+	lv := &lazyValidity{rc: rc, n: rows}
+	var pos int64
+	var cur T
+	for i, p := range ps {
+		d := n.col.pages[p.page].desc.(*listDesc)
+		cnt := p.hi - p.lo
+		idx := got[i]
+		if p.lo > 0 {
+			idx = idx[8:]
+		}
+		prev := starts[i]
+		base := cur
+		for k := range cnt {
+			v := binary.LittleEndian.Uint64(idx[8*k:])
+			ok := true
+			if d.adj > 0 && v >= d.adj {
+				v -= d.adj
+				ok = false
+			}
+			if v < prev || v > ends[i] {
+				return nil, nil, corruptf("field %q: list offsets are not increasing", n.f.Name)
+			}
+			prev = v
+			if ok {
+				lv.valid(pos + k)
+			} else if err := lv.null(pos + k); err != nil {
+				return nil, nil, err
+			}
+			offs[pos+k+1] = base + T(v-starts[i])
+		}
+		cur = base + T(ends[i]-starts[i])
+		pos += cnt
+	}
+	return offsBytes, lv.bits, nil
+}
+
+// ---------------------------------------------------------------- struct
+
+func (rc *readCtx) decodeStruct(n *node, ranges []rowRange) (arrow.ArrayData, error) {
+	_, rows, err := touched(n, ranges)
+	if err != nil {
+		return nil, err
+	}
+	children := make([]arrow.ArrayData, 0, len(n.children))
+	defer func() {
+		for _, c := range children {
+			c.Release()
+		}
+	}()
+	for _, cn := range n.children {
+		c, err := rc.decode(cn, ranges)
+		if err != nil {
+			return nil, err
+		}
+		children = append(children, c)
+		if int64(c.Len()) != rows {
+			return nil, corruptf("struct field %q: member %q decoded to %d rows, want %d", n.f.Name, cn.f.Name, c.Len(), rows)
+		}
+	}
+	return array.NewData(n.f.Type, int(rows), []*memory.Buffer{nil}, children, 0, 0), nil
+}

@@ -1,0 +1,143 @@
+// Package file reads and writes Lance data files in format 2.0, the format
+// LanceDB 0.31 (Lance 8.0) writes for tables created with data storage
+// version "2.0".
+//
+// A Writer streams Arrow record batches into one file, holding about one
+// page (WriterOptions.PageBytes, 8 MiB by default) of encoded data per
+// physical column. Open reads a file's footer and metadata with one ranged
+// read of the last 64 KiB (a second read only when the metadata is larger);
+// Reader.Read then fetches only the pages, and within large pages only the
+// byte ranges, that the requested rows and columns need.
+//
+// # File layout
+//
+// All integers are little-endian. In order:
+//
+//  1. Data buffers. Every buffer starts at a multiple of 64 bytes; the gap
+//     after a buffer is zero-filled. Pages are written as they fill, so the
+//     pages of different columns interleave.
+//  2. Global buffer 0: a serialized lance.file.FileDescriptor{schema=1,
+//     length=2} (the schema as pre-order lance.file.Field messages, and the
+//     row count). It must precede the column metadata: Lance reads from here
+//     to the end of the file as one block.
+//  3. One lance.file.v2.ColumnMetadata per physical column, in column order:
+//     encoding=1 (direct; an Any "/lance.encodings.ColumnEncoding" holding
+//     ColumnEncoding{values=1 {}}), pages=2.
+//  4. The column metadata offset table: (u64 position, u64 size) per column.
+//  5. The global buffer offset table: (u64 position, u64 size) per global
+//     buffer (we write one).
+//  6. The 40-byte footer: u64 column_meta_start, u64 cmo_table_start,
+//     u64 gbo_table_start, u32 num_global_buffers, u32 num_columns,
+//     u16 major, u16 minor, "LANC". Format 2.0 is written as 0.3, as Lance
+//     does; the reader accepts 0.3 and 2.0 and rejects everything else
+//     (2.1 and 2.2, and the legacy 0.1/0.2) with ErrUnsupportedVersion.
+//
+// A page (ColumnMetadata.Page) lists its buffers' positions and sizes
+// (fields 1, 2), its length (3: rows, or items for an items column), its
+// encoding (4: direct, an Any with type URL "/lance.encodings.ArrayEncoding"
+// written with a bare leading slash) and priority (5, always 0). Buffer
+// indices in an encoding count the page's buffers in the order listed.
+//
+// # Columns
+//
+// Fields map to physical columns in schema pre-order:
+//
+//   - a primitive, string/binary or fixed_size_list field: one column;
+//   - a list or large_list: one offsets column, then the columns of its item
+//     field (a list<list<int32>> has three columns);
+//   - a struct: one header column, then the columns of its members.
+//
+// Writer.Finish reports this as Info.FieldIDs / Info.ColumnIndices (every
+// field id with the first column of its subtree), which is what a
+// manifest's DataFile.fields / column_indices need.
+//
+// # Page encodings written (lance.encodings.ArrayEncoding)
+//
+// Fixed width: bool (Flat of 1 bit per value, Arrow bit order: LSB first),
+// int8..int64, uint8..uint64, float32, float64, date32, timestamp of any
+// unit (stored as its int64):
+//
+//	no nulls    Nullable.no_nulls(Flat{bits, buf 0})                      [values]
+//	some nulls  Nullable.some_nulls(Flat{1, buf 0}, Flat{bits, buf 1})    [validity, values]
+//	all null    Nullable.all_nulls                                        []
+//
+// Validity bitmaps are Arrow-style (1 = valid). Null slots hold zeros.
+//
+// fixed_size_list<fixed width, d> (one column; d items per row):
+//
+//	no nulls    Nullable.no_nulls(FixedSizeList{d, items=no_nulls(Flat{bits, buf 0})})
+//	some nulls  Nullable.some_nulls(Flat{1, buf 0},
+//	              FixedSizeList{d, items=some_nulls(Flat{1, buf 1}, Flat{bits, buf 2})})
+//	all null    Nullable.all_nulls
+//
+// The item validity is the items' own validity AND the row's (so a null row's
+// d items are null), which is the shape LanceDB writes; items that are all
+// null are Nullable.all_nulls.
+//
+// utf8, large_utf8, binary, large_binary (one encoding for all four):
+//
+//	Binary{indices=Nullable.no_nulls(Flat{64, buf 0}), bytes=Flat{8, buf 1},
+//	       null_adjustment=A}                                            [ends, bytes]
+//
+// ends holds one u64 per row: the cumulative end offset of the row's bytes
+// within the page (no leading 0). A = total page bytes + 1; a null row
+// stores its end + A and contributes no bytes. All-null pages use the same
+// shape (every end is A, no bytes). The 32/64-bit offset width comes from
+// the schema, not the page.
+//
+// list<T> and large_list<T>, offsets column:
+//
+//	List{offsets=Nullable.no_nulls(Flat{64, buf 0}),
+//	     null_offset_adjustment=N+1, num_items=N}                        [ends]
+//
+// ends are u64 end offsets into this page's N items (items of earlier pages
+// are not counted); a null list stores end + N+1. The items go to the next
+// column(s) as an ordinary field of type T whose rows are the items; an
+// items page holds items of one offsets page only (when an offsets page is
+// written, the pending items are written too). An offsets page with no
+// items produces no items page.
+//
+// struct: the header column gets a single page, written at Finish, with no
+// buffers, encoding ArrayEncoding.struct (SimpleStruct{}) and length = the
+// struct's rows. Format 2.0 has no struct-level validity, so the writer
+// pushes a struct's nulls into its members: a null struct row reads back as
+// a non-null struct whose members are all null. Packed structs are not
+// supported.
+//
+// The writer never compresses, bitpacks or dictionary-encodes (LanceDB does
+// none of that for 2.0 either, except dictionary pages for low-cardinality
+// strings, below). Pages are split by bytes: a column writes a page when its
+// buffered encoded bytes reach PageBytes; a value bigger than that gets a
+// page of its own. Columns split independently, so pages of different
+// columns hold different row counts.
+//
+// # What the reader also decodes
+//
+// Everything above, and what LanceDB writes for 2.0 besides: dictionary
+// pages for strings (Dictionary{indices=no_nulls(Flat{8}), items=Binary,
+// num_dictionary_items}: index 0 is null, index k is item k-1; items may be
+// all null), some_nulls/all_nulls around any of the shapes, zero-length
+// all_nulls pages of empty items columns, items columns with no pages,
+// multi-page columns whose pages have different row counts, items pages that
+// span several offsets pages, buffers referenced as column or file buffers,
+// and struct / list<struct> columns. Compressed, bitpacked, FSST, packed
+// struct and constant pages, and any 2.1 layout, are reported as
+// ErrUnsupported (or ErrUnsupportedVersion) when a Read touches them.
+//
+// # Interoperability
+//
+// LanceDB 0.31 reads files from this writer, every type above included
+// (struct, list<struct>, list<list<T>> and list<fixed_size_list> too), with
+// small or default pages. One caveat from LanceDB itself: its filtered scans
+// (late materialization via take) panic on list<struct> whose struct has two
+// or more members, for files LanceDB wrote too; full scans work.
+//
+// # Robustness
+//
+// The reader treats every length and offset in the file as untrusted: they
+// are checked against the file size and the buffers they index before use,
+// and errors wrap ErrCorrupt. Decoded output is charged to a per-Read budget
+// (the larger of 1 GiB and 16 times the file size; ErrTooLarge beyond), so a
+// hostile all-null page claiming 2^60 rows cannot make Read allocate without
+// bound. FuzzOpen fuzzes Open and Read.
+package file
