@@ -7,7 +7,10 @@
 // physical column. Open reads a file's footer and metadata with one ranged
 // read of the last 64 KiB (a second read only when the metadata is larger);
 // Reader.Read then fetches only the pages, and within large pages only the
-// byte ranges, that the requested rows and columns need.
+// byte ranges, that the requested rows and columns need, coalescing nearby
+// ranges into one read. Arrays point into the fetched bytes where the layout
+// allows (one page, no conversion); a Source that also implements SourceInto
+// gets large buffers read straight into the output arrays.
 //
 // # File layout
 //

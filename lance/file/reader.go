@@ -32,7 +32,6 @@ type Reader struct {
 	major, minor uint16
 	schema       *schema.Schema
 	numRows      int64
-	numCols      int
 	top          map[int32]*node
 	directMin    int64 // see directReadMin
 }
@@ -121,7 +120,7 @@ func Open(ctx context.Context, src Source, size int64) (*Reader, error) {
 	}
 
 	r := &Reader{src: src, size: size, major: ft.major, minor: ft.minor, schema: sch,
-		numRows: int64(fd.GetLength()), numCols: int(ncol), top: map[int32]*node{}, directMin: directReadMin}
+		numRows: int64(fd.GetLength()), top: map[int32]*node{}, directMin: directReadMin}
 	metas := make([]*pb.ColumnMetadata, ncol)
 	for i := range metas {
 		e := t.at(int64(ft.cmoTableStart)+16*int64(i), 16)
