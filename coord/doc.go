@@ -10,7 +10,9 @@
 //	/election/                     concurrency.Election keys of the masters
 //	/tasks/{id}                    a task: {"id","kind","store","shard","state","attempts",...}
 //	/tasks-live/{kind}/{store}     the id of the one queued or running task of (kind, store)
-//	/tasks-claim/{id}              the claim on a running task, bound to the runner's lease
+//	/tasks-claim/{id}              the claim on a running task (value: its attempt number),
+//	                               bound to the runner's lease; Finish needs it
+//	/tasks-cooldown/{kind}/{store} present (under a 10-minute lease) after a task failed for good
 //
 // An etcd lease never guards data on its own: a master that runs a merge of
 // an orphan shard claims the shard's epoch in storage, which fences any

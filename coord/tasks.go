@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -43,6 +44,11 @@ type Task struct {
 
 // ErrNoTask is returned for an unknown task id.
 var ErrNoTask = errors.New("coord: no such task")
+
+// ErrClaimLost is returned by Finish when the caller no longer holds the
+// task's claim: its lease lapsed and the task was requeued (and perhaps
+// claimed by another runner). The outcome is not recorded.
+var ErrClaimLost = errors.New("coord: task claim lost")
 
 // MaxAttempts is how often a task runs before it fails for good.
 const MaxAttempts = 3
@@ -151,7 +157,7 @@ func (c *Coord) Claim(ctx context.Context, lease clientv3.LeaseID) (*Task, error
 		k := c.taskKey(t.ID)
 		tr, err := c.cli.Txn(ctx).
 			If(clientv3.Compare(clientv3.ModRevision(k), "=", cd.rev), clientv3.Compare(clientv3.CreateRevision(c.claimKey(t.ID)), "=", 0)).
-			Then(clientv3.OpPut(k, string(b)), clientv3.OpPut(c.claimKey(t.ID), "", clientv3.WithLease(lease))).Commit()
+			Then(clientv3.OpPut(k, string(b)), clientv3.OpPut(c.claimKey(t.ID), claimToken(t), clientv3.WithLease(lease))).Commit()
 		if err != nil {
 			return nil, fmt.Errorf("coord: claim: %w", err)
 		}
@@ -162,11 +168,18 @@ func (c *Coord) Claim(ctx context.Context, lease clientv3.LeaseID) (*Task, error
 	return nil, nil
 }
 
+// claimToken identifies one claim of a task: every successful Claim bumps
+// the attempts, so the attempt number tells the claims of a task apart.
+func claimToken(t *Task) string { return strconv.Itoa(t.Attempts) }
+
 // Finish records a task's outcome: done; or queued again with backoff; or
-// failed for good after MaxAttempts, with a cooldown for the scheduler.
+// failed for good after MaxAttempts, with a cooldown for the scheduler. It
+// returns ErrClaimLost, recording nothing, when t's claim is no longer held
+// (the runner's lease lapsed; the task was requeued or claimed again).
 func (c *Coord) Finish(ctx context.Context, t *Task, result any, runErr error) error {
 	t.UpdatedAt = time.Now().UTC()
 	ops := []clientv3.Op{clientv3.OpDelete(c.claimKey(t.ID))}
+	var cooldown clientv3.LeaseID
 	switch {
 	case runErr == nil:
 		t.State, t.Error = StateDone, ""
@@ -181,12 +194,25 @@ func (c *Coord) Finish(ctx context.Context, t *Task, result any, runErr error) e
 		t.State, t.Error = StateFailed, runErr.Error()
 		ops = append(ops, clientv3.OpDelete(c.liveKey(t.Kind, t.Store)))
 		if lease, err := c.cli.Grant(ctx, int64(Cooldown/time.Second)); err == nil {
+			cooldown = lease.ID
 			ops = append(ops, clientv3.OpPut(c.cooldownKey(t.Kind, t.Store), t.ID, clientv3.WithLease(lease.ID)))
 		}
 	}
 	b, _ := json.Marshal(t)
 	ops = append(ops, clientv3.OpPut(c.taskKey(t.ID), string(b)))
-	if _, err := c.cli.Txn(ctx).Then(ops...).Commit(); err != nil {
+	// A missing claim key fails a value comparison, so a lapsed claim and
+	// another runner's claim are both refused.
+	resp, err := c.cli.Txn(ctx).If(clientv3.Compare(clientv3.Value(c.claimKey(t.ID)), "=", claimToken(t))).Then(ops...).Commit()
+	if err == nil && !resp.Succeeded {
+		err = fmt.Errorf("%w: task %s attempt %d", ErrClaimLost, t.ID, t.Attempts)
+	}
+	if err != nil {
+		if cooldown != 0 {
+			_, _ = c.cli.Revoke(context.WithoutCancel(ctx), cooldown)
+		}
+		if errors.Is(err, ErrClaimLost) {
+			return err
+		}
 		return fmt.Errorf("coord: finish task %s: %w", t.ID, err)
 	}
 	return nil

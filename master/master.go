@@ -94,9 +94,11 @@ type Master struct {
 	tasksRun *prometheus.CounterVec
 	isLeader prometheus.Gauge
 
-	mu        sync.Mutex
-	stats     map[string]*statsEntry
-	refreshed time.Time
+	mu         sync.Mutex
+	stats      map[string]*statsEntry
+	refreshed  time.Time
+	refreshing map[string]bool // stores with a background refresh started by a list
+	fetchSem   chan struct{}   // bounds those background refreshes
 }
 
 type statsEntry struct {
@@ -109,7 +111,8 @@ type statsEntry struct {
 func New(cfg Config, c *coord.Coord, catalog *rollout.Catalog, reg prometheus.Registerer) *Master {
 	cfg.setDefaults()
 	m := &Master{cfg: cfg, coord: c, catalog: catalog, http: &http.Client{Timeout: 10 * time.Minute},
-		log: slog.Default().With("component", "master"), stats: map[string]*statsEntry{}}
+		log: slog.Default().With("component", "master"), stats: map[string]*statsEntry{},
+		refreshing: map[string]bool{}, fetchSem: make(chan struct{}, 8)}
 	m.metrics = httpapi.NewMetrics(reg, "master")
 	m.tasksRun = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lc_master_tasks_total", Help: "Maintenance tasks run, by kind and result."}, []string{"kind", "result"})
 	m.isLeader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "lc_master_leader", Help: "1 while this master leads the scheduler."})
@@ -221,6 +224,12 @@ func (m *Master) refreshStore(ctx context.Context, name string) (*statsEntry, er
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e := m.stats[name]
+	if errors.Is(err, rollout.ErrNotFound) {
+		// No entry for a store that does not exist: it would be listed, and
+		// served, as an empty experiment.
+		delete(m.stats, name)
+		return &statsEntry{err: err}, err
+	}
 	if e == nil {
 		e = &statsEntry{}
 		m.stats[name] = e
@@ -327,7 +336,8 @@ func (m *Master) listExperiments(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, s := range reg {
 		add(s.Name)
-		if m.stats[s.Name] == nil {
+		if m.stats[s.Name] == nil && !m.refreshing[s.Name] {
+			m.refreshing[s.Name] = true
 			missing = append(missing, s.Name)
 		}
 	}
@@ -348,8 +358,17 @@ func (m *Master) listExperiments(w http.ResponseWriter, r *http.Request) {
 		page = append(page, x)
 	}
 	m.mu.Unlock()
+	// One background refresh per store at a time, a few at once: a page
+	// polled during a cold start must not pile up reads of every store.
 	for _, n := range missing {
-		go func() { _, _ = m.refreshStore(context.WithoutCancel(r.Context()), n) }()
+		go func() {
+			m.fetchSem <- struct{}{}
+			_, _ = m.refreshStore(context.WithoutCancel(r.Context()), n)
+			<-m.fetchSem
+			m.mu.Lock()
+			delete(m.refreshing, n)
+			m.mu.Unlock()
+		}()
 	}
 	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"experiments": page, "total": total, "stale": stale, "limit": limit, "offset": offset})
 }

@@ -20,7 +20,9 @@ import (
 
 func newBenchCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "bench", Short: "Benchmarks"}
-	cmd.AddCommand(newBenchTableCmd())
+	cmd.AddCommand(newBenchTableCmd(), newBenchHTTPCmd())
+	cmd.AddCommand(newBenchEngineCmd())
+	cmd.AddCommand(newBenchMasterCmd())
 	return cmd
 }
 
