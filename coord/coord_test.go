@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -749,6 +750,44 @@ func TestRegression_StaleRunnerFinishKeepsNewClaim(t *testing.T) {
 		}
 		if got := getTask(t, c, tk.ID); got.State != coord.StateDone {
 			t.Fatalf("after the current runner finished: %+v", got)
+		}
+	})
+}
+
+func TestPruneTasksKeepsNewestFinishedAndLiveOnes(t *testing.T) {
+	each(t, func(t *testing.T, e env) {
+		ctx := context.Background()
+		c := e.connect(t)
+		lease := grant(t, c, 60)
+		var done []string
+		for i := 0; i < 5; i++ {
+			store := fmt.Sprintf("p%d", i)
+			tk, _, _ := c.Enqueue(ctx, coord.KindMerge, store, "api")
+			run, err := c.Claim(ctx, lease)
+			if err != nil || run == nil || run.ID != tk.ID {
+				t.Fatalf("claim %v %v", run, err)
+			}
+			if err := c.Finish(ctx, run, nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			done = append(done, tk.ID)
+		}
+		live, _, _ := c.Enqueue(ctx, coord.KindMerge, "live", "api")
+		n, err := c.PruneTasks(ctx, 2)
+		if err != nil || n != 3 {
+			t.Fatalf("pruned %d %v, want 3", n, err)
+		}
+		ts, err := c.ListTasks(ctx, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, tk := range ts {
+			ids = append(ids, tk.ID)
+		}
+		want := []string{live.ID, done[4], done[3]}
+		if !slices.Equal(ids, want) {
+			t.Fatalf("left %v, want %v", ids, want)
 		}
 	})
 }

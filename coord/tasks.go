@@ -241,3 +241,32 @@ func (c *Coord) RequeueOrphans(ctx context.Context) error {
 	}
 	return nil
 }
+
+// PruneTasks deletes finished (done or failed) tasks beyond the keep newest
+// ones, so the queue that Claim scans stays small.
+func (c *Coord) PruneTasks(ctx context.Context, keep int) (int, error) {
+	resp, err := c.cli.Get(ctx, c.key("tasks")+"/", clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend))
+	if err != nil {
+		return 0, fmt.Errorf("coord: prune tasks: %w", err)
+	}
+	pruned, finished := 0, 0
+	for _, kv := range resp.Kvs {
+		t := &Task{}
+		if json.Unmarshal(kv.Value, t) != nil || (t.State != StateDone && t.State != StateFailed) {
+			continue
+		}
+		if finished++; finished <= keep {
+			continue
+		}
+		// Only if unchanged since read: never delete a task someone requeued.
+		tr, err := c.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision)).
+			Then(clientv3.OpDelete(string(kv.Key))).Commit()
+		if err != nil {
+			return pruned, fmt.Errorf("coord: prune tasks: %w", err)
+		}
+		if tr.Succeeded {
+			pruned++
+		}
+	}
+	return pruned, nil
+}

@@ -536,6 +536,9 @@ func (m *Master) listWorkers(w http.ResponseWriter, r *http.Request) {
 	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"workers": ws})
 }
 
+// keepTasks is how many finished tasks stay visible in the task list.
+const keepTasks = 500
+
 // lead runs the scheduler and the task runner while this master leads.
 func (m *Master) lead(ctx context.Context) {
 	sess, err := concurrency.NewSession(m.coord.Client(), concurrency.WithTTL(15), concurrency.WithContext(ctx))
@@ -557,6 +560,9 @@ func (m *Master) lead(ctx context.Context) {
 		case <-sched.C:
 			if m.cfg.Maintenance {
 				m.schedule(ctx)
+			}
+			if _, err := m.coord.PruneTasks(ctx, keepTasks); err != nil {
+				m.log.Warn("prune tasks", "err", err)
 			}
 		case <-poll.C:
 			_ = m.coord.RequeueOrphans(ctx)

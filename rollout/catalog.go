@@ -87,13 +87,20 @@ func (c *Catalog) Open(ctx context.Context, name string) (*Store, error) {
 		return nil, fmt.Errorf("%w: %q", ErrNotFound, name)
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if s, ok := c.stores[name]; ok {
+	s, ok := c.stores[name]
+	c.mu.Unlock()
+	if ok {
 		return s, nil
 	}
+	// Open without the lock: one slow store must not stall the others.
 	s, err := openStore(ctx, name, c.storeRoot(name), c.shard, c.opts)
 	if err != nil {
 		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if prev, ok := c.stores[name]; ok {
+		return prev, nil // opened concurrently; keep the first
 	}
 	c.stores[name] = s
 	return s, nil

@@ -132,6 +132,12 @@ func (s *Store) snapshotLimit(ctx context.Context, withWAL bool, limit int) (*sn
 				sem <- struct{}{}
 				defer func() { <-sem }()
 				m, err := wal.LoadManifest(ctx, s.root, id)
+				if errors.Is(err, wal.ErrNoShard) {
+					// Registered, but its first claim has not committed a
+					// manifest (or never will: the claimer died in between).
+					// It holds nothing.
+					m, err = nil, nil
+				}
 				shards[i], errs[i] = shardView{id: id, man: m}, err
 			}()
 		}
@@ -139,6 +145,7 @@ func (s *Store) snapshotLimit(ctx context.Context, withWAL bool, limit int) (*sn
 		if err := errors.Join(errs...); err != nil {
 			return nil, err
 		}
+		shards = slices.DeleteFunc(shards, func(v shardView) bool { return v.man == nil })
 	}
 	base, err := table.Open(ctx, s.root)
 	if err != nil {
@@ -187,16 +194,14 @@ type walRow struct {
 // walRows returns the pending rows, one per id (the newest), ordered by
 // shard, generation and row.
 func (s *Store) walRows(ctx context.Context, snap *snapshot) ([]walRow, map[string]struct{}, error) {
+	datas, err := s.loadPending(ctx, snap)
+	if err != nil {
+		return nil, nil, err
+	}
 	var all []walRow
-	for _, sh := range snap.shards {
-		for _, g := range sh.pending {
-			d, err := s.opts.Cache.get(ctx, s.root, sh.id, g)
-			if err != nil {
-				return nil, nil, err
-			}
-			for r := range d.ids {
-				all = append(all, walRow{d, r})
-			}
+	for _, d := range datas {
+		for r := range d.ids {
+			all = append(all, walRow{d, r})
 		}
 	}
 	seen := make(map[string]struct{}, len(all))
@@ -215,6 +220,37 @@ func (s *Store) walRows(ctx context.Context, snap *snapshot) ([]walRow, map[stri
 		}
 	}
 	return out, seen, nil
+}
+
+// loadPending returns every pending generation, decoded, in (shard,
+// generation) order. Cold generations are read concurrently: with a long
+// backlog, one-by-one reads would dominate a cold list.
+func (s *Store) loadPending(ctx context.Context, snap *snapshot) ([]*genData, error) {
+	type job struct {
+		shard string
+		g     wal.Generation
+	}
+	var jobs []job
+	for _, sh := range snap.shards {
+		for _, g := range sh.pending {
+			jobs = append(jobs, job{sh.id, g})
+		}
+	}
+	out := make([]*genData, len(jobs))
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			out[i], errs[i] = s.opts.Cache.get(ctx, s.root, j.shard, j.g)
+		}()
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
 }
 
 func (w walRow) matches(fs []Filter) bool {

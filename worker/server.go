@@ -155,9 +155,15 @@ func (s *Server) storeStats(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteStore(w http.ResponseWriter, r *http.Request) {
-	if err := s.catalog.Delete(r.Context(), httpapi.PathParam(r, "name")); err != nil {
+	name := httpapi.PathParam(r, "name")
+	if err := s.catalog.Delete(r.Context(), name); err != nil {
 		httpapi.WriteError(w, r, err)
 		return
+	}
+	if s.Registry != nil {
+		if err := s.Registry.UnregisterStore(r.Context(), name); err != nil {
+			s.log.Warn("unregister store in etcd", "store", name, "err", err)
+		}
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -259,13 +265,22 @@ func decodeJSON(r io.Reader, v any) error {
 }
 
 func (s *Server) decodeJSONRecords(body io.Reader) ([]rollout.Record, error) {
+	// RecordJSON, not Record: one strict decoding pass over the body
+	// instead of a nested decoder per record.
 	var req struct {
-		Records []rollout.Record `json:"records"`
+		Records []rollout.RecordJSON `json:"records"`
 	}
 	if err := decodeJSON(body, &req); err != nil {
 		return nil, err
 	}
-	return req.Records, nil
+	if req.Records == nil {
+		return nil, nil
+	}
+	recs := make([]rollout.Record, len(req.Records))
+	for i := range req.Records {
+		recs[i] = req.Records[i].Record()
+	}
+	return recs, nil
 }
 
 // decodeMultipart reads a "metadata" part ({"records":[...]}) followed by
