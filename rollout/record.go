@@ -1,12 +1,14 @@
 package rollout
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -76,29 +78,47 @@ type Record struct {
 	Metadata *string `json:"metadata"`
 }
 
-// UnmarshalJSON accepts metadata as any JSON value.
-func (r *Record) UnmarshalJSON(b []byte) error {
-	type plain Record
-	var aux struct {
-		*plain
-		Metadata json.RawMessage `json:"metadata"`
-	}
-	aux.plain = (*plain)(r)
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&aux); err != nil {
-		return err
-	}
+// recordFields is Record without its methods, so that decoding into it
+// uses the default struct decoding.
+type recordFields Record
+
+// RecordJSON is an appended record as JSON: decode request bodies into it
+// with a strict decoder (DisallowUnknownFields reaches it, since it has no
+// UnmarshalJSON of its own) and convert with Record. Decoding a body of
+// []Record instead makes every record go through Record.UnmarshalJSON, a
+// second decoder and scan per record.
+type RecordJSON struct {
+	recordFields
+	// Metadata accepts any JSON value (see Record.Metadata).
+	Metadata json.RawMessage `json:"metadata"`
+}
+
+// Record returns the decoded record.
+func (w *RecordJSON) Record() Record {
+	r := Record(w.recordFields)
 	r.Metadata = nil
-	if len(aux.Metadata) > 0 && string(aux.Metadata) != "null" {
+	if len(w.Metadata) > 0 && string(w.Metadata) != "null" {
 		var s string
-		if json.Unmarshal(aux.Metadata, &s) == nil {
+		if json.Unmarshal(w.Metadata, &s) == nil {
 			r.Metadata = &s
 		} else {
-			m := string(aux.Metadata)
+			m := string(w.Metadata)
 			r.Metadata = &m
 		}
 	}
+	return r
+}
+
+// UnmarshalJSON accepts metadata as any JSON value and rejects unknown
+// fields.
+func (r *Record) UnmarshalJSON(b []byte) error {
+	var w RecordJSON
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
+		return err
+	}
+	*r = w.Record()
 	return nil
 }
 
@@ -161,11 +181,30 @@ func (r *Record) applyDefaults(index int, now time.Time) error {
 	return nil
 }
 
+// builders recycles record builders of Schema: making one costs about as
+// much as building a small batch with it. NewRecordBatch leaves a builder
+// empty and ready for reuse.
+var builders = sync.Pool{New: func() any { return array.NewRecordBuilder(memory.DefaultAllocator, Schema) }}
+
+var contentCol, payloadCol = Schema.FieldIndices("content")[0], Schema.FieldIndices(ColPayload)[0]
+
 // Build converts records (already defaulted) to one batch with Schema.
 func buildBatch(recs []Record) arrow.RecordBatch {
-	b := array.NewRecordBuilder(memory.DefaultAllocator, Schema)
-	defer b.Release()
+	b := builders.Get().(*array.RecordBuilder)
 	b.Reserve(len(recs))
+	// Size the value buffers of the big text columns once, instead of
+	// growing them by doubling (a copy and a zeroed allocation each time).
+	var idBytes, contentBytes, payloadBytes int
+	for i := range recs {
+		idBytes += len(recs[i].ID)
+		if recs[i].Content != nil {
+			contentBytes += len(*recs[i].Content)
+		}
+		payloadBytes += len(recs[i].BinaryPayload)
+	}
+	b.Field(0).(*array.StringBuilder).ReserveData(idBytes)
+	b.Field(contentCol).(*array.LargeStringBuilder).ReserveData(contentBytes)
+	b.Field(payloadCol).(*array.BinaryBuilder).ReserveData(payloadBytes)
 	for i := range recs {
 		r := &recs[i]
 		col := 0
@@ -219,7 +258,9 @@ func buildBatch(recs []Record) arrow.RecordBatch {
 		str(next(), r.ArtifactType)
 		str(next(), r.Metadata)
 	}
-	return b.NewRecordBatch()
+	rec := b.NewRecordBatch()
+	builders.Put(b) // only once emptied: a panic above drops the builder
+	return rec
 }
 
 func str(b array.Builder, v *string) {

@@ -231,12 +231,24 @@ func (s *Store) appendBatch(ctx context.Context, rec arrow.RecordBatch) error {
 
 // Flush seals buffered rows into a generation so they become readable. It
 // is a no-op when nothing is buffered.
+//
+// When this process has not claimed its shard yet (no write since it
+// started), an earlier process with the same shard may have crashed with
+// acknowledged rows still only in the WAL: Flush then claims the shard,
+// which replays and seals them. A shard without a manifest has nothing to
+// replay and is left alone.
 func (s *Store) Flush(ctx context.Context) error {
 	s.mu.Lock()
 	w := s.writer
 	s.mu.Unlock()
 	if w == nil {
-		return nil
+		if _, err := wal.LoadManifest(ctx, s.root, s.shard); errors.Is(err, wal.ErrNoShard) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		_, err := s.walWriter(ctx) // the claim replays and seals
+		return err
 	}
 	err := w.Seal(ctx)
 	if errors.Is(err, wal.ErrFenced) {

@@ -1,0 +1,624 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/spf13/cobra"
+
+	"github.com/lance-context/lance-context/objstore"
+	"github.com/lance-context/lance-context/rollout"
+	"github.com/lance-context/lance-context/worker"
+)
+
+// httpBenchMode is one load shape.
+type httpBenchMode struct {
+	Name        string
+	Format      string // json or arrow
+	Batch       int    // records per request
+	Concurrency int
+	Flush       bool // ?flush=true on every request
+}
+
+// httpBenchResult is what a mode prints.
+type httpBenchResult struct {
+	Mode           string  `json:"mode"`
+	Format         string  `json:"format"`
+	Batch          int     `json:"batch"`
+	Concurrency    int     `json:"concurrency"`
+	Flush          bool    `json:"flush"`
+	Requests       int64   `json:"requests"`
+	Records        int64   `json:"records"`
+	Errors         int64   `json:"errors"`
+	FirstError     string  `json:"first_error,omitempty"`
+	DurationSecs   float64 `json:"duration_secs"`
+	RecordsPerS    float64 `json:"records_per_s"`
+	RequestsPerS   float64 `json:"requests_per_s"`
+	MBPerS         float64 `json:"request_mb_per_s"`
+	P50Ms          float64 `json:"p50_ms"`
+	P90Ms          float64 `json:"p90_ms"`
+	P99Ms          float64 `json:"p99_ms"`
+	MaxMs          float64 `json:"max_ms"`
+	CPUSecs        float64 `json:"process_cpu_secs"` // CPU of this process (client, and the worker when in-process) while measured
+	CPUUsPerRecord float64 `json:"process_cpu_us_per_record"`
+	StoredRows     int64   `json:"stored_rows"`      // rows the store holds after a final flush
+	StoredExpected int64   `json:"stored_rows_want"` // acknowledged records, warm-up included
+}
+
+func newBenchHTTPCmd() *cobra.Command {
+	var (
+		url, dataDir, token, modes, cpuProfile, interopDir string
+		duration, warmup                                   time.Duration
+		conc, batchConc, arrowConc, arrowBatch, flushConc  int
+		contentBytes                                       int
+		lancedb                                            bool
+		oneRowCommits, batchedCommits, lanceBatch          int
+	)
+	cmd := &cobra.Command{
+		Use:   "http",
+		Short: "Load-test the worker's append API (in-process worker by default), side by side with LanceDB",
+		Long: `Load-test the worker's append API and print one JSON line per mode.
+
+Without --url it starts a worker in this process on --data-dir (default: a
+temp dir, removed afterwards) with a one-hour flush interval, so appends are
+measured without the sweeper; the load generator runs in the same process.
+Each mode writes to its own new store. Modes (--modes, comma-separated):
+
+  single      1-record JSON posts, --concurrency connections (default 64)
+  batch       100-record JSON posts, --batch-concurrency connections
+  arrow       Arrow IPC posts of --arrow-batch records (default 1000), --arrow-concurrency connections
+  flush-base  1-record JSON posts, --flush-concurrency connections (reference)
+  flush       the same with ?flush=true: the latency a seal adds
+
+Records carry ~1 KB of content (--content-bytes) and unique ids. Each mode
+runs --warmup (not measured) and then --duration. Latencies are client-side
+per request. stored_rows is read from the store's stats after a final flush.
+
+With --lancedb (default on when test/interop/node_modules exists) it then
+runs node test/interop/bench.mjs DIR --one-row-commits N and
+--batched-commits N --batch B and prints the ratio of our single-record
+records/s to LanceDB's one-row-commit rows/s, and a summary line with the
+goals.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			out := json.NewEncoder(cmd.OutOrStdout())
+			out.SetEscapeHTML(false)
+			if !cmd.Flags().Changed("lancedb") {
+				lancedb = haveLanceDB(interopDir) == nil
+			} else if lancedb {
+				if err := haveLanceDB(interopDir); err != nil {
+					return err
+				}
+			}
+			maxConc := max(conc, batchConc, arrowConc, flushConc)
+			var wk *inprocWorker
+			if url == "" {
+				var err error
+				if wk, err = startInprocWorker(ctx, dataDir); err != nil {
+					return err
+				}
+				defer wk.stop()
+				url, token = wk.url, wk.token
+			} else if token == "" {
+				token = os.Getenv("LC_API_TOKEN")
+			}
+			url = strings.TrimRight(url, "/")
+			cl := newBenchClient(url, token, maxConc)
+
+			all := map[string]httpBenchMode{
+				"single":     {Name: "single", Format: "json", Batch: 1, Concurrency: conc},
+				"batch":      {Name: "batch", Format: "json", Batch: 100, Concurrency: batchConc},
+				"arrow":      {Name: "arrow", Format: "arrow", Batch: arrowBatch, Concurrency: arrowConc},
+				"flush-base": {Name: "flush-base", Format: "json", Batch: 1, Concurrency: flushConc},
+				"flush":      {Name: "flush", Format: "json", Batch: 1, Concurrency: flushConc, Flush: true},
+			}
+			var run []httpBenchMode
+			for _, m := range strings.Split(modes, ",") {
+				mode, ok := all[strings.TrimSpace(m)]
+				if !ok {
+					return fmt.Errorf("unknown mode %q: use single, batch, arrow, flush-base, flush", m)
+				}
+				run = append(run, mode)
+			}
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return err
+				}
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer func() {
+					pprof.StopCPUProfile()
+					f.Close()
+				}()
+			}
+			pool := contentPool()
+			results := map[string]*httpBenchResult{}
+			runID := strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
+			for _, m := range run {
+				res, err := runHTTPMode(ctx, cl, m, "bench-"+m.Name+"-"+runID, pool, contentBytes, warmup, duration)
+				if err != nil {
+					return fmt.Errorf("mode %s: %w", m.Name, err)
+				}
+				results[m.Name] = res
+				if err := out.Encode(res); err != nil {
+					return err
+				}
+			}
+			if cpuProfile != "" {
+				pprof.StopCPUProfile()
+			}
+			if f, b := results["flush"], results["flush-base"]; f != nil && b != nil {
+				_ = out.Encode(map[string]any{
+					"mode": "flush_added_latency", "concurrency": f.Concurrency,
+					"p50_ms": f.P50Ms - b.P50Ms, "p90_ms": f.P90Ms - b.P90Ms, "p99_ms": f.P99Ms - b.P99Ms,
+				})
+			}
+
+			var oneRow float64
+			if lancedb {
+				dir, err := os.MkdirTemp("", "lc-bench-lancedb-")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(dir)
+				r1, err := runLanceDBBench(ctx, interopDir, dir, "--one-row-commits", strconv.Itoa(oneRowCommits))
+				if err != nil {
+					return err
+				}
+				r1["source"] = "lancedb"
+				_ = out.Encode(r1)
+				r2, err := runLanceDBBench(ctx, interopDir, dir, "--name", "bench_batched", "--batched-commits", strconv.Itoa(batchedCommits), "--batch", strconv.Itoa(lanceBatch))
+				if err != nil {
+					return err
+				}
+				r2["source"] = "lancedb"
+				_ = out.Encode(r2)
+				oneRow, _ = r1["rows_per_s"].(float64)
+			}
+			return out.Encode(httpBenchSummary(results, oneRow, wk != nil))
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&url, "url", "", "worker base URL (default: start one in this process)")
+	f.StringVar(&dataDir, "data-dir", "", "data dir or s3:// URL of the in-process worker (default: a temp dir, removed afterwards)")
+	f.StringVar(&token, "token", "", "bearer token for --url (default: $LC_API_TOKEN)")
+	f.StringVar(&modes, "modes", "single,batch,arrow,flush-base,flush", "modes to run, in order")
+	f.DurationVar(&duration, "duration", 5*time.Second, "measured time per mode")
+	f.DurationVar(&warmup, "warmup", time.Second, "unmeasured time before each mode")
+	f.IntVar(&conc, "concurrency", 64, "connections of the single mode")
+	f.IntVar(&batchConc, "batch-concurrency", 8, "connections of the batch mode")
+	f.IntVar(&arrowConc, "arrow-concurrency", 4, "connections of the arrow mode")
+	f.IntVar(&arrowBatch, "arrow-batch", 1000, "records per Arrow IPC request")
+	f.IntVar(&flushConc, "flush-concurrency", 4, "connections of the flush and flush-base modes")
+	f.IntVar(&contentBytes, "content-bytes", 1024, "content bytes per record (varies +-12%)")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the modes (client and in-process worker) to this file")
+	f.BoolVar(&lancedb, "lancedb", false, "also run the LanceDB baseline (default: when test/interop/node_modules exists)")
+	f.StringVar(&interopDir, "interop-dir", filepath.Join("test", "interop"), "directory of bench.mjs and its node_modules")
+	f.IntVar(&oneRowCommits, "lancedb-one-row-commits", 200, "LanceDB one-row commits")
+	f.IntVar(&batchedCommits, "lancedb-batched-commits", 50, "LanceDB batched commits")
+	f.IntVar(&lanceBatch, "lancedb-batch", 100, "rows per LanceDB batched commit")
+	return cmd
+}
+
+// ---------------------------------------------------------------- worker
+
+type inprocWorker struct {
+	url, token string
+	tmp        string
+	cancel     context.CancelFunc
+	done       chan error
+}
+
+// startInprocWorker serves the worker API from this process on a free
+// loopback port, with the environment's configuration except the data dir
+// and a one-hour flush interval.
+func startInprocWorker(ctx context.Context, dataDir string) (*inprocWorker, error) {
+	cfg, err := worker.FromEnv()
+	if err != nil {
+		return nil, err
+	}
+	w := &inprocWorker{done: make(chan error, 1)}
+	if dataDir == "" {
+		if w.tmp, err = os.MkdirTemp("", "lc-bench-http-"); err != nil {
+			return nil, err
+		}
+		dataDir = w.tmp
+	}
+	cfg.DataDir = dataDir
+	cfg.FlushInterval = time.Hour
+	cfg.CleanupInterval = 0
+	root, err := objstore.Open(ctx, cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	catalog := rollout.NewCatalog(root, rollout.ShardID(cfg.InstanceID), cfg.StoreOptions())
+	srv := worker.NewServer(cfg, catalog, worker.NewRegistry())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	w.cancel = cancel
+	w.url = "http://" + ln.Addr().String()
+	w.token = cfg.APIToken
+	go func() { w.done <- worker.Serve(sctx, ln, cfg, srv.Handler(), catalog, srv.RunSweepers) }()
+	fmt.Fprintf(os.Stderr, "bench http: in-process worker on %s, data dir %s, GOMAXPROCS %d\n", w.url, dataDir, runtime.GOMAXPROCS(0))
+	return w, nil
+}
+
+func (w *inprocWorker) stop() {
+	w.cancel()
+	if err := <-w.done; err != nil {
+		fmt.Fprintln(os.Stderr, "bench http: worker shutdown:", err)
+	}
+	if w.tmp != "" {
+		_ = os.RemoveAll(w.tmp)
+	}
+}
+
+// ---------------------------------------------------------------- client
+
+type benchClient struct {
+	url, token string
+	hc         *http.Client
+}
+
+func newBenchClient(url, token string, conns int) *benchClient {
+	tr := &http.Transport{
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        conns * 2,
+		MaxIdleConnsPerHost: conns * 2,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+		WriteBufferSize:     64 << 10,
+		ReadBufferSize:      16 << 10,
+	}
+	return &benchClient{url: url, token: token, hc: &http.Client{Transport: tr, Timeout: 2 * time.Minute}}
+}
+
+// do sends a request and returns the status and body.
+func (c *benchClient) do(ctx context.Context, method, path, ctype string, body []byte) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.url+path, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
+
+// ---------------------------------------------------------------- load
+
+// contentPool is printable ASCII without '"' and '\', so it can be put in
+// JSON strings as is.
+func contentPool() []byte {
+	rng := rand.New(rand.NewPCG(7, 7))
+	pool := make([]byte, 4<<20)
+	for i := range pool {
+		c := byte(32 + rng.IntN(95))
+		if c == '"' || c == '\\' {
+			c = 'x'
+		}
+		pool[i] = c
+	}
+	return pool
+}
+
+// bodyGen makes request bodies for one connection.
+type bodyGen struct {
+	mode    httpBenchMode
+	prefix  string
+	pool    []byte
+	content int
+	rng     *rand.Rand
+	seq     int
+	buf     []byte
+
+	schema *arrow.Schema
+	rb     *array.RecordBuilder
+	ipcBuf bytes.Buffer
+}
+
+var benchArrowSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "id", Type: arrow.BinaryTypes.String},
+	{Name: "rollout_id", Type: arrow.BinaryTypes.String},
+	{Name: "sequence_order", Type: arrow.PrimitiveTypes.Int32},
+	{Name: "content", Type: arrow.BinaryTypes.LargeString, Nullable: true},
+}, nil)
+
+func (g *bodyGen) text() []byte {
+	n := g.content + g.content/8 - g.rng.IntN(g.content/4+1)
+	off := g.rng.IntN(len(g.pool) - n)
+	return g.pool[off : off+n]
+}
+
+// next returns the next body (valid until the following call), its record
+// count and content type.
+func (g *bodyGen) next() ([]byte, string, error) {
+	if g.mode.Format == "arrow" {
+		if g.rb == nil {
+			g.rb = array.NewRecordBuilder(memory.DefaultAllocator, benchArrowSchema)
+		}
+		ids := g.rb.Field(0).(*array.StringBuilder)
+		rids := g.rb.Field(1).(*array.StringBuilder)
+		seqs := g.rb.Field(2).(*array.Int32Builder)
+		texts := g.rb.Field(3).(*array.LargeStringBuilder)
+		for i := 0; i < g.mode.Batch; i++ {
+			ids.Append(g.prefix + strconv.Itoa(g.seq))
+			rids.Append(g.prefix + "r" + strconv.Itoa(g.seq/16))
+			seqs.Append(int32(g.seq % 16))
+			texts.BinaryBuilder.Append(g.text())
+			g.seq++
+		}
+		rec := g.rb.NewRecordBatch()
+		defer rec.Release()
+		g.ipcBuf.Reset()
+		w := ipc.NewWriter(&g.ipcBuf, ipc.WithSchema(benchArrowSchema))
+		if err := w.Write(rec); err != nil {
+			return nil, "", err
+		}
+		if err := w.Close(); err != nil {
+			return nil, "", err
+		}
+		return g.ipcBuf.Bytes(), "application/vnd.apache.arrow.stream", nil
+	}
+	b := append(g.buf[:0], `{"records":[`...)
+	for i := 0; i < g.mode.Batch; i++ {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"id":"`...)
+		b = append(b, g.prefix...)
+		b = strconv.AppendInt(b, int64(g.seq), 10)
+		b = append(b, `","rollout_id":"`...)
+		b = append(b, g.prefix...)
+		b = append(b, 'r')
+		b = strconv.AppendInt(b, int64(g.seq/16), 10)
+		b = append(b, `","sequence_order":`...)
+		b = strconv.AppendInt(b, int64(g.seq%16), 10)
+		b = append(b, `,"content":"`...)
+		b = append(b, g.text()...)
+		b = append(b, `"}`...)
+		g.seq++
+	}
+	b = append(b, "]}"...)
+	g.buf = b
+	return b, "application/json", nil
+}
+
+func runHTTPMode(ctx context.Context, cl *benchClient, m httpBenchMode, store string, pool []byte, content int, warmup, duration time.Duration) (*httpBenchResult, error) {
+	if code, body, err := cl.do(ctx, "POST", "/api/v1/rollouts", "application/json", []byte(`{"name":"`+store+`"}`)); err != nil || code != http.StatusCreated {
+		return nil, fmt.Errorf("create store %s: %d %s %v", store, code, body, err)
+	}
+	path := "/api/v1/rollouts/" + store + "/records"
+	if m.Flush {
+		path += "?flush=true"
+	}
+	start := time.Now()
+	measureFrom := start.Add(warmup)
+	end := measureFrom.Add(duration)
+	var cpuFrom atomic.Int64
+	cpuFrom.Store(int64(processCPU()))
+	cpuTimer := time.AfterFunc(warmup, func() { cpuFrom.Store(int64(processCPU())) })
+	var (
+		wg                   sync.WaitGroup
+		errs, acked          atomic.Int64
+		firstErr             atomic.Value
+		lat                  = make([][]time.Duration, m.Concurrency)
+		reqs, recs, reqBytes = make([]int64, m.Concurrency), make([]int64, m.Concurrency), make([]int64, m.Concurrency)
+		lastDone             = make([]time.Time, m.Concurrency)
+	)
+	for c := 0; c < m.Concurrency; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g := &bodyGen{mode: m, prefix: fmt.Sprintf("%s-%d-", m.Name, c), pool: pool, content: content, rng: rand.New(rand.NewPCG(uint64(c), 99))}
+			lat[c] = make([]time.Duration, 0, 1<<14)
+			for {
+				body, ctype, err := g.next()
+				if err != nil {
+					firstErr.CompareAndSwap(nil, err.Error())
+					errs.Add(1)
+					return
+				}
+				t0 := time.Now()
+				if t0.After(end) || ctx.Err() != nil {
+					return
+				}
+				code, rb, err := cl.do(ctx, "POST", path, ctype, body)
+				t1 := time.Now()
+				if err != nil || code != http.StatusCreated {
+					if err == nil {
+						err = fmt.Errorf("status %d: %.200s", code, rb)
+					}
+					firstErr.CompareAndSwap(nil, err.Error())
+					errs.Add(1)
+					continue
+				}
+				acked.Add(int64(m.Batch))
+				if t0.Before(measureFrom) {
+					continue
+				}
+				lat[c] = append(lat[c], t1.Sub(t0))
+				reqs[c]++
+				recs[c] += int64(m.Batch)
+				reqBytes[c] += int64(len(body))
+				lastDone[c] = t1
+			}
+		}()
+	}
+	wg.Wait()
+	cpuTimer.Stop()
+	cpuUsed := processCPU() - time.Duration(cpuFrom.Load())
+	res := &httpBenchResult{Mode: m.Name, Format: m.Format, Batch: m.Batch, Concurrency: m.Concurrency, Flush: m.Flush, Errors: errs.Load()}
+	if e, ok := firstErr.Load().(string); ok {
+		res.FirstError = e
+	}
+	var all []time.Duration
+	var bytesSent int64
+	stop := measureFrom
+	for c := range lat {
+		all = append(all, lat[c]...)
+		res.Requests += reqs[c]
+		res.Records += recs[c]
+		bytesSent += reqBytes[c]
+		if lastDone[c].After(stop) {
+			stop = lastDone[c]
+		}
+	}
+	secs := stop.Sub(measureFrom).Seconds()
+	res.DurationSecs = secs
+	if secs > 0 {
+		res.RecordsPerS = float64(res.Records) / secs
+		res.RequestsPerS = float64(res.Requests) / secs
+		res.MBPerS = float64(bytesSent) / 1e6 / secs
+	}
+	res.CPUSecs = cpuUsed.Seconds()
+	if res.Records > 0 {
+		res.CPUUsPerRecord = float64(cpuUsed.Microseconds()) / float64(res.Records)
+	}
+	slices.Sort(all)
+	pct := func(p float64) float64 {
+		if len(all) == 0 {
+			return 0
+		}
+		i := min(len(all)-1, int(p*float64(len(all))))
+		return float64(all[i].Microseconds()) / 1000
+	}
+	res.P50Ms, res.P90Ms, res.P99Ms = pct(0.50), pct(0.90), pct(0.99)
+	if len(all) > 0 {
+		res.MaxMs = float64(all[len(all)-1].Microseconds()) / 1000
+	}
+
+	// Check what was stored: flush, then the store's row count.
+	res.StoredExpected = acked.Load()
+	if code, body, err := cl.do(ctx, "POST", "/api/v1/rollouts/"+store+"/flush", "", nil); err != nil || code != http.StatusOK {
+		return nil, fmt.Errorf("flush %s: %d %s %v", store, code, body, err)
+	}
+	code, body, err := cl.do(ctx, "GET", "/api/v1/rollouts/"+store, "", nil)
+	if err != nil || code != http.StatusOK {
+		return nil, fmt.Errorf("stats %s: %d %s %v", store, code, body, err)
+	}
+	var st struct {
+		Rows int64 `json:"rows"`
+	}
+	if err := json.Unmarshal(body, &st); err != nil {
+		return nil, err
+	}
+	res.StoredRows = st.Rows
+	if res.StoredRows != res.StoredExpected {
+		fmt.Fprintf(os.Stderr, "bench http: mode %s: the store holds %d rows, %d were acknowledged\n", m.Name, res.StoredRows, res.StoredExpected)
+	}
+	return res, nil
+}
+
+// processCPU returns the user and system CPU time of this process.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// ---------------------------------------------------------------- LanceDB
+
+func haveLanceDB(interopDir string) error {
+	if _, err := exec.LookPath("node"); err != nil {
+		return errors.New("--lancedb: node is not on PATH")
+	}
+	if _, err := os.Stat(filepath.Join(interopDir, "node_modules", "@lancedb", "lancedb", "package.json")); err != nil {
+		return fmt.Errorf("--lancedb: %s/node_modules has no @lancedb/lancedb (npm ci there, or set --interop-dir)", interopDir)
+	}
+	return nil
+}
+
+// runLanceDBBench runs bench.mjs DIR args... and returns its JSON line.
+func runLanceDBBench(ctx context.Context, interopDir, dir string, args ...string) (map[string]any, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", append([]string{filepath.Join(interopDir, "bench.mjs"), dir}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	b, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("node bench.mjs %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	var m map[string]any
+	if err := json.Unmarshal(bytes.TrimSpace(b), &m); err != nil {
+		return nil, fmt.Errorf("node bench.mjs %s: output %q: %w", strings.Join(args, " "), b, err)
+	}
+	return m, nil
+}
+
+// httpBenchSummary compares the figures with the goals (which hold for the
+// in-process worker on local disk of a 2-core machine).
+func httpBenchSummary(r map[string]*httpBenchResult, lanceOneRow float64, inproc bool) map[string]any {
+	out := map[string]any{"mode": "summary", "in_process_worker": inproc, "gomaxprocs": runtime.GOMAXPROCS(0)}
+	goals := map[string]any{}
+	if s := r["single"]; s != nil {
+		goals["single_records_per_s>=10000"] = s.RecordsPerS >= 10000
+		goals["single_p99_ms<=25"] = s.P99Ms <= 25
+		if lanceOneRow > 0 {
+			ratio := s.RecordsPerS / lanceOneRow
+			out["single_vs_lancedb_one_row_commits"] = ratio
+			goals["single_vs_lancedb>=50x"] = ratio >= 50
+		}
+	}
+	if b := r["batch"]; b != nil {
+		goals["batch_records_per_s>=100000"] = b.RecordsPerS >= 100000
+	}
+	if a := r["arrow"]; a != nil {
+		goals["arrow_records_per_s>=250000"] = a.RecordsPerS >= 250000
+	}
+	errs := int64(0)
+	for _, x := range r {
+		errs += x.Errors
+		if x.StoredRows != x.StoredExpected {
+			goals["stored_rows_match_acknowledged"] = false
+		}
+	}
+	if _, ok := goals["stored_rows_match_acknowledged"]; !ok && len(r) > 0 {
+		goals["stored_rows_match_acknowledged"] = true
+	}
+	goals["no_errors"] = errs == 0
+	out["goals"] = goals
+	return out
+}
