@@ -93,6 +93,32 @@ type Store struct {
 	mu     sync.Mutex
 	writer *wal.Writer
 	closed bool
+
+	// Small appends waiting to be built into one batch (see appendSmall).
+	amu      sync.Mutex
+	aqueue   []*smallAppend
+	adrivers int
+}
+
+// smallAppend is one caller's records waiting in Store.aqueue.
+type smallAppend struct {
+	recs []Record
+	size int // approximate bytes: content, payload and the other text
+	done chan error
+}
+
+func approxSize(recs []Record) int {
+	n := 0
+	for i := range recs {
+		r := &recs[i]
+		n += 256 + len(r.BinaryPayload) + len(r.InputTokens)*4 + len(r.OutputTokens)*4
+		for _, p := range []*string{r.Content, r.ModelInputString, r.ModelOutputString, r.Rationale, r.ProblemText, r.UserMetadata, r.Metadata} {
+			if p != nil {
+				n += len(*p)
+			}
+		}
+	}
+	return n
 }
 
 var lanceSchema = func() *schema.Schema {
@@ -197,9 +223,88 @@ func (s *Store) Append(ctx context.Context, recs []Record) ([]string, error) {
 		}
 		ids[i] = recs[i].ID
 	}
+	if len(recs) < combineBelowRecords {
+		return ids, s.appendSmall(ctx, recs)
+	}
 	rec := buildBatch(recs)
 	defer rec.Release()
 	return ids, s.appendBatch(ctx, rec)
+}
+
+const (
+	// combineBelowRecords: appends with fewer records are combined with
+	// concurrent ones into one batch. Building and encoding a batch of the
+	// 38-column schema has a fixed cost far above that of a small row.
+	combineBelowRecords = 64
+	// combineMaxRecords and combineMaxBytes bound one combined batch.
+	combineMaxRecords = 4096
+	combineMaxBytes   = 8 << 20
+	// combineDrivers is how many combined batches may be in flight at
+	// once: one being written while the next is built.
+	combineDrivers = 2
+	// combineTimeout bounds one combined append.
+	combineTimeout = 2 * time.Minute
+)
+
+// appendSmall queues recs to be appended together with other small appends
+// waiting at the same time, as one batch and one WAL write. It returns when
+// that batch is durable (or failed), or when ctx ends, in which case the
+// rows may still be written but are not acknowledged, as with wal.Append.
+func (s *Store) appendSmall(ctx context.Context, recs []Record) error {
+	a := &smallAppend{recs: recs, size: approxSize(recs), done: make(chan error, 1)}
+	s.amu.Lock()
+	s.aqueue = append(s.aqueue, a)
+	start := s.adrivers < combineDrivers
+	if start {
+		s.adrivers++
+	}
+	s.amu.Unlock()
+	if start {
+		go s.driveSmall()
+	}
+	select {
+	case err := <-a.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// driveSmall appends queued small appends, as many as are waiting (up to
+// combineMaxRecords rows) per batch, until the queue is empty.
+func (s *Store) driveSmall() {
+	for {
+		s.amu.Lock()
+		n, rows, size := 0, 0, 0
+		for n < len(s.aqueue) && (n == 0 || (rows+len(s.aqueue[n].recs) <= combineMaxRecords && size+s.aqueue[n].size <= combineMaxBytes)) {
+			rows += len(s.aqueue[n].recs)
+			size += s.aqueue[n].size
+			n++
+		}
+		if n == 0 {
+			s.adrivers--
+			s.amu.Unlock()
+			return
+		}
+		group := s.aqueue[:n:n]
+		s.aqueue = s.aqueue[n:]
+		s.amu.Unlock()
+		all := make([]Record, 0, rows)
+		for _, a := range group {
+			all = append(all, a.recs...)
+		}
+		rec := buildBatch(all)
+		// Not a caller's context: the batch carries several callers' rows.
+		// Each caller stops waiting on its own context; the bound keeps a
+		// stuck store from holding the driver forever.
+		ctx, cancel := context.WithTimeout(context.Background(), combineTimeout)
+		err := s.appendBatch(ctx, rec)
+		cancel()
+		rec.Release()
+		for _, a := range group {
+			a.done <- err
+		}
+	}
 }
 
 // AppendArrow appends a batch with a subset of Schema's columns.
