@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/lance-context/lance-context/objstore"
+	"github.com/lance-context/lance-context/wal"
 )
 
 // storeSuffix names a store's dataset directory: {name}.rollout.lance.
@@ -177,6 +178,35 @@ func (c *Catalog) Close(ctx context.Context) error {
 	for _, s := range c.Opened() {
 		if err := s.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("store %s: %w", s.name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Recover replays this process's shard of every store that has one: rows a
+// crashed predecessor (same instance id) acknowledged but never sealed
+// become readable without waiting for the next write to that store. Run it
+// at startup; stores are independent, so one failure does not stop the rest.
+func (c *Catalog) Recover(ctx context.Context) error {
+	names, err := c.List(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, name := range names {
+		root := c.storeRoot(name)
+		if _, err := wal.LoadManifest(ctx, root, c.shard); errors.Is(err, wal.ErrNoShard) {
+			continue
+		} else if err != nil {
+			errs = append(errs, fmt.Errorf("store %s: %w", name, err))
+			continue
+		}
+		s, err := c.Open(ctx, name)
+		if err == nil {
+			err = s.Flush(ctx) // claims the shard: replay, then seal
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("store %s: %w", name, err))
 		}
 	}
 	return errors.Join(errs...)

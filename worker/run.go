@@ -56,7 +56,13 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	background := []func(context.Context){srv.RunSweepers}
+	background := []func(context.Context){srv.RunSweepers, func(ctx context.Context) {
+		// Rows a crashed predecessor acknowledged become readable now, not
+		// at the next write to their store.
+		if err := catalog.Recover(ctx); err != nil {
+			slog.Warn("recovering this shard's WAL at startup", "err", err)
+		}
+	}}
 	if len(cfg.Etcd) > 0 {
 		ec := coord.ConfigFromEnv()
 		ec.Endpoints = cfg.Etcd
