@@ -45,7 +45,8 @@ step "build"
 go build -o bin/lance-context ./cmd/lance-context
 
 step "start versitygw (S3-compatible server)"
-scripts/versitygw.sh start "$work/s3"
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+LC_S3_PORT="$(free_port)" scripts/versitygw.sh start "$work/s3"
 eval "$(scripts/versitygw.sh env "$work/s3")"
 export LC_REQUIRE_INTEROP=1 LC_REQUIRE_S3=1
 
@@ -74,7 +75,7 @@ LC_HARNESS_DIR="$work/harness" test/harness/smoke.sh
 LC_HARNESS_DIR="$work/harness" test/harness/native-down.sh
 
 step "browser end-to-end test against lance-context dev (headless Chromium)"
-port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+port="$(free_port)"
 bin/lance-context dev --data-dir "$work/dev" --listen "127.0.0.1:$port" >"$work/dev.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 1 100); do curl -fsS -o /dev/null "http://127.0.0.1:$port/api/v1/health" && break; sleep 0.2; done
