@@ -80,6 +80,16 @@ func (c *GenCache) get(ctx context.Context, root objstore.Store, shard string, g
 	return d, nil
 }
 
+// peek returns a cached generation, or nil; it never loads one.
+func (c *GenCache) peek(root objstore.Store, shard string, g wal.Generation) *genData {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[cacheKey{root, wal.GenerationKey(shard, g)}]; ok {
+		return e.Value.(*cacheEntry).d
+	}
+	return nil
+}
+
 func loadGeneration(ctx context.Context, root objstore.Store, shard string, g wal.Generation) (*genData, error) {
 	r, err := wal.OpenGeneration(ctx, root, shard, g)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -78,14 +79,15 @@ func (s *Store) mergeWith(ctx context.Context, w *wal.Writer) (*MergeResult, err
 	}
 	wm := Watermark(base, id)
 	res := &MergeResult{Shard: id, Watermark: wm, BaseVersion: base.Version()}
+	pending := shard.Pending(wm)
 	// Reconcile: generations the base already holds (a crash after the base
-	// commit) are only drained.
-	if len(shard.Generations) > 0 && shard.Generations[0].Generation <= wm {
+	// commit) are only drained. With nothing to merge, the drop still runs:
+	// it sweeps generation files that a crash or a failed delete left behind.
+	if wm > 0 && (len(pending) == 0 || shard.Generations[0].Generation <= wm) {
 		if err := w.DropGenerations(ctx, wm); err != nil {
 			return nil, err
 		}
 	}
-	pending := shard.Pending(wm)
 	if len(pending) == 0 {
 		return res, nil
 	}
@@ -166,11 +168,11 @@ func (s *Store) writeMerged(ctx context.Context, shard string, gens []wal.Genera
 	type loc struct{ gen, row int }
 	newest := map[string]loc{}
 	for gi, g := range gens {
-		d, err := s.opts.Cache.get(ctx, s.root, shard, g)
+		gids, err := s.generationIDs(ctx, shard, g)
 		if err != nil {
 			return nil, nil, 0, err
 		}
-		for r, id := range d.ids {
+		for r, id := range gids {
 			newest[id] = loc{gi, r}
 		}
 	}
@@ -244,6 +246,39 @@ func (s *Store) writeMerged(ctx context.Context, shard string, gens []wal.Genera
 	}
 	frag, err := fw.Finish()
 	return frag, ids, rows, err
+}
+
+// generationIDs returns the ids of a generation in row order: from the
+// generation cache when it holds the generation, else by reading the id
+// column alone. A merge must not load whole generations it is about to drop
+// into the read cache: that costs memory (up to the cache's size) and evicts
+// what readers use.
+func (s *Store) generationIDs(ctx context.Context, shard string, g wal.Generation) ([]string, error) {
+	if d := s.opts.Cache.peek(s.root, shard, g); d != nil {
+		return d.ids, nil
+	}
+	r, err := wal.OpenGeneration(ctx, s.root, shard, g)
+	if err != nil {
+		return nil, err
+	}
+	f := r.Schema().Field(ColID)
+	if f == nil {
+		return nil, fmt.Errorf("rollout: generation %s has no %s column", g.Path, ColID)
+	}
+	rec, err := r.Read(ctx, []int32{f.ID}, 0, r.NumRows())
+	if err != nil {
+		return nil, fmt.Errorf("rollout: read generation %s: %w", g.Path, err)
+	}
+	defer rec.Release()
+	col, ok := rec.Column(0).(*array.String)
+	if !ok {
+		return nil, fmt.Errorf("rollout: generation %s: %s is %s, not utf8", g.Path, ColID, rec.Column(0).DataType())
+	}
+	ids := make([]string, col.Len())
+	for i := range ids {
+		ids[i] = strings.Clone(col.Value(i))
+	}
+	return ids, nil
 }
 
 func schemaNames() []string {

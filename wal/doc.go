@@ -80,5 +80,10 @@
 // Generation files are deleted only after a merge has committed them into the
 // base table together with the shard's merge watermark and the shard manifest
 // has dropped them (DropGenerations); readers skip generations at or below
-// the watermark, so a crash between those steps leaves reads correct.
+// the watermark, so a crash between those steps leaves reads correct. A
+// crash or a failed delete after the drain, or a seal whose manifest commit
+// failed, leaves files the manifest does not list; the first drop after a
+// claim or after such a failure sweeps gen/ and deletes every file numbered
+// at or below the watermark it drops to that the manifest does not list
+// (each such generation is either in the base table or was never visible).
 package wal

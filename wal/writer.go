@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,6 +98,11 @@ type Writer struct {
 	manifest atomic.Pointer[Manifest]
 	unsealed atomic.Int64
 	stats    Stats
+	// sweep is set when generation files may have been left behind: at
+	// claim (an earlier owner may have crashed between draining and
+	// deleting), after a failed delete and after a failed seal. The next
+	// drop sweeps.
+	sweep atomic.Bool
 }
 
 // Stats are counters of a writer's activity.
@@ -155,6 +163,7 @@ func Claim(ctx context.Context, opts Options) (*Writer, error) {
 		opts: opts, epoch: nm.Epoch, man: nm, nextPos: nm.ReplayAfter + 1,
 		ops: make(chan *op, 1024), stop: make(chan struct{}), done: make(chan struct{}),
 	}
+	w.sweep.Store(true)
 	w.publish()
 	if err := w.replay(ctx); err != nil {
 		w.mem.release()
@@ -292,6 +301,17 @@ func (w *Writer) do(ctx context.Context, o *op) error {
 	select {
 	case err := <-o.done:
 		return err
+	case <-w.done:
+		// The loop has stopped. The send above may have won the race with
+		// its exit (the channel is buffered), and then nobody will answer;
+		// or the loop answered o before it stopped (done is closed after
+		// the last answer).
+		select {
+		case err := <-o.done:
+			return err
+		default:
+			return ErrClosed
+		}
 	case <-ctx.Done():
 		// The operation may still complete; it is simply not acknowledged.
 		return ctx.Err()
@@ -527,7 +547,9 @@ func (w *Writer) seal(ctx context.Context) (bool, error) {
 		if errors.Is(err, ErrFenced) {
 			return false, w.fence(err)
 		}
-		// The generation file stays: the manifest may have landed.
+		// The generation file stays: the manifest may have landed. If it
+		// did not, the file is garbage; a later drop sweeps it.
+		w.sweep.Store(true)
 		return false, err
 	}
 	w.man = nm
@@ -536,7 +558,7 @@ func (w *Writer) seal(ctx context.Context) (bool, error) {
 	w.mem = memtable{}
 	w.unsealed.Store(0)
 	w.stats.Seals.Add(1)
-	w.collect(prevReplay+1, nm.ReplayAfter, nm.Version, nil)
+	w.collect(prevReplay+1, nm.ReplayAfter, nm.Version, nil, 0, nil)
 	if n := len(nm.Generations); n >= pendingWarn && n%pendingWarn == 0 {
 		w.opts.Logger.Warn("wal: many pending generations; merge this shard", "shard", w.opts.Shard, "pending", n)
 	}
@@ -550,8 +572,10 @@ const keepManifests = 16
 
 // collect deletes, in the background, WAL entries [from, to], manifest
 // versions older than keepManifests behind version, and the given
-// generation files. Failures only leave garbage.
-func (w *Writer) collect(from, to, version uint64, gens []string) {
+// generation files. When sweepUpTo > 0 it also sweeps the generation
+// directory (see sweepGenerations), skipping the paths in listed. Failures
+// only leave garbage; a failed generation delete schedules a sweep.
+func (w *Writer) collect(from, to, version uint64, gens []string, sweepUpTo uint64, listed map[string]bool) {
 	store, shard := w.opts.Store, w.opts.Shard
 	w.gcWG.Add(1)
 	go func() {
@@ -566,16 +590,54 @@ func (w *Writer) collect(from, to, version uint64, gens []string) {
 		if version > keepManifests {
 			_ = store.Delete(ctx, manifestKey(shard, version-keepManifests))
 		}
+		clean := true
 		for _, g := range gens {
-			_ = store.Delete(ctx, shardDir(shard)+g)
+			if store.Delete(ctx, shardDir(shard)+g) != nil {
+				clean = false
+			}
+		}
+		if sweepUpTo > 0 && !sweepGenerations(ctx, store, shard, sweepUpTo, listed) {
+			clean = false
+		}
+		if !clean {
+			w.sweep.Store(true)
 		}
 	}()
+}
+
+// sweepGenerations deletes the generation files of shard numbered <= upTo
+// that listed does not hold: files a crash or a failed delete left behind
+// after a merge drained them, and files of seals whose manifest commit
+// failed. upTo is a merge watermark, so every committed generation <= upTo
+// is in the base table and readers skip it; the others were never visible.
+// It reports whether everything went well.
+func sweepGenerations(ctx context.Context, store objstore.Store, shard string, upTo uint64, listed map[string]bool) bool {
+	dir := shardDir(shard)
+	objs, err := store.List(ctx, dir+"gen/")
+	if err != nil {
+		return false
+	}
+	ok := true
+	for _, o := range objs {
+		rel := strings.TrimPrefix(o.Key, dir)
+		num, _, _ := strings.Cut(path.Base(rel), "-")
+		n, err := strconv.ParseUint(num, 10, 64)
+		if err != nil || n > upTo || listed[rel] {
+			continue
+		}
+		if store.Delete(ctx, o.Key) != nil {
+			ok = false
+		}
+	}
+	return ok
 }
 
 // WaitCollect waits for background garbage collection (tests).
 func (w *Writer) WaitCollect() { w.gcWG.Wait() }
 
 // drop removes generations <= upTo from the manifest, then their files.
+// When files may have been left behind (after a claim, or a failed delete),
+// it also sweeps generation files <= upTo the manifest does not list.
 func (w *Writer) drop(ctx context.Context, upTo uint64) error {
 	nm := w.man.clone()
 	var keep []Generation
@@ -587,13 +649,20 @@ func (w *Writer) drop(ctx context.Context, upTo uint64) error {
 			keep = append(keep, g)
 		}
 	}
+	sweep := w.sweep.Swap(false)
 	if len(gone) == 0 {
+		if sweep {
+			w.collect(1, 0, 0, nil, upTo, listedPaths(w.man))
+		}
 		return nil
 	}
 	nm.Generations = keep
 	nm.Version++
 	nm.UpdatedAt = time.Now().UTC()
 	if err := commitManifest(ctx, w.opts.Store, w.opts.Shard, nm); err != nil {
+		if sweep {
+			w.sweep.Store(true)
+		}
 		if errors.Is(err, ErrFenced) {
 			return w.fence(err)
 		}
@@ -601,8 +670,20 @@ func (w *Writer) drop(ctx context.Context, upTo uint64) error {
 	}
 	w.man = nm
 	w.publish()
-	w.collect(1, 0, nm.Version, gone)
+	if sweep {
+		w.collect(1, 0, nm.Version, gone, upTo, listedPaths(nm))
+	} else {
+		w.collect(1, 0, nm.Version, gone, 0, nil)
+	}
 	return nil
+}
+
+func listedPaths(m *Manifest) map[string]bool {
+	out := make(map[string]bool, len(m.Generations))
+	for _, g := range m.Generations {
+		out[g.Path] = true
+	}
+	return out
 }
 
 // memtable holds acknowledged rows not yet sealed.

@@ -1,0 +1,275 @@
+package rollout
+
+// The kill -9 test: a child process (this test binary, re-executed) appends
+// concurrently, flushes and merges, and prints every acknowledged id; the
+// parent SIGKILLs it at a random moment, starts it again (same instance id:
+// it claims the same shard and replays the WAL), and after N cycles checks
+// that every acknowledged id is read exactly once.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	mrand "math/rand/v2"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lance-context/lance-context/objstore"
+)
+
+// Environment of the child process.
+const (
+	envCrashChild    = "LC_CRASH_CHILD"
+	envCrashURL      = "LC_CRASH_URL"
+	envCrashStore    = "LC_CRASH_STORE"
+	envCrashInstance = "LC_CRASH_INSTANCE"
+	envCrashPrefix   = "LC_CRASH_PREFIX"
+	envCrashSeed     = "LC_CRASH_SEED"
+)
+
+// ackLine prefixes each acknowledged id on the child's stdout.
+const ackLine = "ACK "
+
+// s3TestURL returns a fresh prefix under LC_TEST_S3_URL, or skips (fails when
+// LC_REQUIRE_S3=1) when it is not set.
+func s3TestURL(t *testing.T, what string) string {
+	t.Helper()
+	u := os.Getenv("LC_TEST_S3_URL")
+	if u == "" {
+		msg := "LC_TEST_S3_URL is not set (run scripts/versitygw.sh start DIR and eval \"$(scripts/versitygw.sh env DIR)\")"
+		if os.Getenv("LC_REQUIRE_S3") == "1" {
+			t.Fatal(msg + ", and LC_REQUIRE_S3=1")
+		}
+		t.Skip(msg)
+	}
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return strings.TrimSuffix(u, "/") + "/" + what + "-" + hex.EncodeToString(b)
+}
+
+// TestCrashKill9 kills a writing process at random moments. LC_CRASH_CYCLES
+// sets the number of kills (default 5; 50 for the long run), LC_CRASH_SEED
+// replays a run's kill schedule and workload.
+func TestCrashKill9(t *testing.T) {
+	cycles := 5
+	if v := os.Getenv("LC_CRASH_CYCLES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("LC_CRASH_CYCLES=%q", v)
+		}
+		cycles = n
+	}
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("LC_CRASH_SEED"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("LC_CRASH_SEED=%q", v)
+		}
+		seed = n
+	}
+	t.Logf("seed %d, %d cycles (replay the schedule: LC_CRASH_SEED=%d LC_CRASH_CYCLES=%d)", seed, cycles, seed, cycles)
+	backends := []struct {
+		name string
+		url  func(t *testing.T) string
+	}{
+		{"local", func(t *testing.T) string { return t.TempDir() }},
+		{"s3", func(t *testing.T) string { return s3TestURL(t, "crash") }},
+	}
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) { runCrash(t, b.url(t), cycles, seed) })
+	}
+}
+
+func runCrash(t *testing.T, url string, cycles int, seed uint64) {
+	ctx := context.Background()
+	const name, instance = "crash", "crash-worker"
+	root, err := objstore.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setup := NewCatalog(root, ShardID("setup"), quiet(Options{}))
+	if _, err := setup.Create(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	rng := mrand.New(mrand.NewPCG(seed, 0))
+	acked := map[string]bool{}
+	for cycle := 0; cycle < cycles; cycle++ {
+		n, how := crashCycle(t, url, name, instance, cycle, rng.Uint64(), rng, acked)
+		t.Logf("cycle %d: %s; %d ids acknowledged (%d in all)", cycle, how, n, len(acked))
+	}
+	if len(acked) == 0 {
+		t.Fatal("no append was ever acknowledged: the test proved nothing")
+	}
+	// The survivor: same instance id, so it claims the shard and replays.
+	s := mustStore(t, newCatalog(t, root, instance, quiet(Options{})), name)
+	settle(t, s)
+	verifyExactlyOnce(t, s, acked)
+}
+
+// crashCycle runs one child and kills it. It adds the ids the child
+// acknowledged to acked and returns how many there were.
+func crashCycle(t *testing.T, url, name, instance string, cycle int, childSeed uint64, rng *mrand.Rand, acked map[string]bool) (int, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(),
+		envCrashChild+"=1", envCrashURL+"="+url, envCrashStore+"="+name, envCrashInstance+"="+instance,
+		envCrashPrefix+"="+fmt.Sprintf("c%03d", cycle), envCrashSeed+"="+strconv.FormatUint(childSeed, 10))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu       sync.Mutex
+		ids      []string
+		other    []string // the child's other output (test failures), for diagnostics
+		firstAck = make(chan struct{})
+		once     sync.Once
+		readDone = make(chan struct{})
+	)
+	go func() {
+		defer close(readDone)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() { // a line cut by the kill has no newline: Scan still returns it, so check the prefix and length
+			line := sc.Text()
+			if id, ok := strings.CutPrefix(line, ackLine); ok && strings.HasSuffix(id, ";") {
+				mu.Lock()
+				ids = append(ids, strings.TrimSuffix(id, ";"))
+				mu.Unlock()
+				once.Do(func() { close(firstAck) })
+			} else if len(other) < 50 {
+				mu.Lock()
+				other = append(other, line)
+				mu.Unlock()
+			}
+		}
+	}()
+	exited := make(chan error, 1)
+	go func() { <-readDone; exited <- cmd.Wait() }()
+
+	// One kill in four lands at a random moment from the start (it may hit
+	// the claim, the replay or the seal); the others after the first ack.
+	var how string
+	if rng.IntN(4) == 0 {
+		d := time.Duration(rng.IntN(800)) * time.Millisecond
+		how = fmt.Sprintf("killed %v after start", d)
+		select {
+		case err := <-exited:
+			t.Fatalf("cycle %d: the child exited by itself: %v\n%s\n%s", cycle, err, strings.Join(other, "\n"), tail(stderr.String()))
+		case <-time.After(d):
+		}
+	} else {
+		select {
+		case <-firstAck:
+		case err := <-exited:
+			t.Fatalf("cycle %d: the child exited by itself: %v\n%s\n%s", cycle, err, strings.Join(other, "\n"), tail(stderr.String()))
+		case <-time.After(2 * time.Minute):
+			_ = cmd.Process.Kill()
+			<-exited
+			t.Fatalf("cycle %d: no acknowledgement in 2 minutes\n%s%s", cycle, strings.Join(other, "\n"), tail(stderr.String()))
+		}
+		d := time.Duration(50+rng.IntN(1450)) * time.Millisecond
+		how = fmt.Sprintf("killed %v after the first ack", d)
+		select {
+		case err := <-exited:
+			t.Fatalf("cycle %d: the child exited by itself: %v\n%s\n%s", cycle, err, strings.Join(other, "\n"), tail(stderr.String()))
+		case <-time.After(d):
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatalf("cycle %d: kill: %v", cycle, err)
+	}
+	err = <-exited
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("cycle %d: the child was not killed by SIGKILL: %v\n%s", cycle, err, tail(stderr.String()))
+	}
+	if out := stderr.String(); strings.Contains(out, "DATA RACE") || strings.Contains(out, "panic:") {
+		t.Fatalf("cycle %d: the child failed:\n%s", cycle, tail(out))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, id := range ids {
+		if acked[id] {
+			t.Fatalf("cycle %d: id %s acknowledged twice", cycle, id)
+		}
+		acked[id] = true
+	}
+	return len(ids), how
+}
+
+func tail(s string) string {
+	if len(s) > 4000 {
+		return "..." + s[len(s)-4000:]
+	}
+	return s
+}
+
+// TestCrashChild is the writing process of TestCrashKill9; it does nothing
+// unless started by it. It runs until killed (at most a minute).
+func TestCrashChild(t *testing.T) {
+	if os.Getenv(envCrashChild) != "1" {
+		t.Skip("helper process of TestCrashKill9")
+	}
+	ctx := context.Background()
+	seed, _ := strconv.ParseUint(os.Getenv(envCrashSeed), 10, 64)
+	prefix := os.Getenv(envCrashPrefix)
+	root, err := objstore.Open(ctx, os.Getenv(envCrashURL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewCatalog(root, ShardID(os.Getenv(envCrashInstance)), quiet(Options{MergeMaxGenerations: 4, MaxMemtableRows: 500}))
+	s, err := c.Open(ctx, os.Getenv(envCrashStore))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outMu sync.Mutex
+	deadline := time.Now().Add(time.Minute)
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := mrand.New(mrand.NewPCG(seed, uint64(g)))
+			for n := 0; time.Now().Before(deadline); n++ {
+				batch := make([]Record, 1+rng.IntN(4))
+				for i := range batch {
+					batch[i] = Record{
+						ID: fmt.Sprintf("%s-g%d-%05d-%d", prefix, g, n, i), RolloutID: fmt.Sprintf("%s-g%d", prefix, g),
+						SequenceOrder: int32(i), Content: ptr(strings.Repeat("x", 200)),
+					}
+				}
+				if _, err := s.Append(ctx, batch); err == nil {
+					// One write per batch: a pipe write this small is atomic,
+					// and every id line ends in ';' so a torn line is detectable.
+					var b strings.Builder
+					for _, r := range batch {
+						b.WriteString(ackLine + r.ID + ";\n")
+					}
+					outMu.Lock()
+					_, _ = os.Stdout.WriteString(b.String())
+					outMu.Unlock()
+				}
+				switch {
+				case rng.IntN(12) == 0:
+					_ = s.Flush(ctx) // ?flush=true
+				case g == 0 && rng.IntN(25) == 0:
+					_, _ = s.Merge(ctx)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
