@@ -283,9 +283,10 @@ func (m *Master) Mount(r chi.Router, withHealth bool) {
 	r.Get("/api/v1/experiments", m.listExperiments)
 	r.Route("/api/v1/experiments/{name}", func(r chi.Router) {
 		r.Get("/", m.getExperiment)
-		r.Get("/records", m.listRecords)
-		r.Get("/records/{id}", m.getRecord)
-		r.Get("/records/{id}/blob", m.getBlob)
+		reads := worker.RecordReads{Catalog: m.catalog, MaxLimit: 100}
+		r.Get("/records", reads.List)
+		r.Get("/records/{id}", reads.Get)
+		r.Get("/records/{id}/blob", reads.Blob)
 		r.Post("/compact", m.enqueueFor(coord.KindCompact))
 		r.Post("/merge", m.enqueueFor(coord.KindMerge))
 	})
@@ -397,58 +398,6 @@ func (m *Master) getExperiment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httpapi.WriteJSON(w, http.StatusOK, m.experiment(name, &cached))
-}
-
-func (m *Master) store(r *http.Request) (*rollout.Store, error) {
-	return m.catalog.Open(r.Context(), httpapi.PathParam(r, "name"))
-}
-
-func (m *Master) listRecords(w http.ResponseWriter, r *http.Request) {
-	st, err := m.store(r)
-	if err != nil {
-		httpapi.WriteError(w, r, err)
-		return
-	}
-	o, err := worker.ListQuery(r, 100)
-	if err != nil {
-		httpapi.WriteError(w, r, err)
-		return
-	}
-	res, err := st.List(r.Context(), o)
-	if err != nil {
-		httpapi.WriteError(w, r, err)
-		return
-	}
-	httpapi.WriteJSON(w, http.StatusOK, worker.ListResponse(res, o))
-}
-
-func (m *Master) getRecord(w http.ResponseWriter, r *http.Request) {
-	st, err := m.store(r)
-	if err != nil {
-		httpapi.WriteError(w, r, err)
-		return
-	}
-	rec, err := st.Get(r.Context(), httpapi.PathParam(r, "id"))
-	if err != nil {
-		httpapi.WriteError(w, r, err)
-		return
-	}
-	httpapi.WriteJSON(w, http.StatusOK, rec)
-}
-
-func (m *Master) getBlob(w http.ResponseWriter, r *http.Request) {
-	st, err := m.store(r)
-	if err != nil {
-		httpapi.WriteError(w, r, err)
-		return
-	}
-	id := httpapi.PathParam(r, "id")
-	data, ctype, err := st.Blob(r.Context(), id)
-	if err != nil {
-		httpapi.WriteError(w, r, err)
-		return
-	}
-	worker.ServeBlob(w, id, data, ctype)
 }
 
 func (m *Master) enqueueFor(kind string) http.HandlerFunc {

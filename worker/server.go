@@ -90,9 +90,10 @@ func (s *Server) Mount(r chi.Router) {
 			r.Get("/", s.storeStats)
 			r.Delete("/", s.deleteStore)
 			r.Post("/records", s.appendRecords)
-			r.Get("/records", s.listRecords)
-			r.Get("/records/{id}", s.getRecord)
-			r.Get("/records/{id}/blob", s.getBlob)
+			reads := RecordReads{Catalog: s.catalog, MaxLimit: 1000}
+			r.Get("/records", reads.List)
+			r.Get("/records/{id}", reads.Get)
+			r.Get("/records/{id}/blob", reads.Blob)
 			r.Get("/trajectories/{rollout_id}", s.trajectory)
 			r.Post("/flush", s.flush)
 			r.Post("/merge", s.merge)
@@ -401,72 +402,6 @@ func ListQuery(r *http.Request, maxLimit int) (rollout.ListOptions, error) {
 	}
 	o.Filters, err = rollout.ParseFilters(filters)
 	return o, err
-}
-
-func (s *Server) listRecords(w http.ResponseWriter, r *http.Request) {
-	st, err := s.store(r)
-	if err != nil {
-		httpapi.WriteError(w, r, err)
-		return
-	}
-	o, err := ListQuery(r, 1000)
-	if err != nil {
-		httpapi.WriteError(w, r, err)
-		return
-	}
-	res, err := st.List(r.Context(), o)
-	if err != nil {
-		httpapi.WriteError(w, r, err)
-		return
-	}
-	httpapi.WriteJSON(w, http.StatusOK, ListResponse(res, o))
-}
-
-// ListResponse is the JSON of a list page.
-func ListResponse(res *rollout.ListResult, o rollout.ListOptions) map[string]any {
-	recs := res.Records
-	if recs == nil {
-		recs = []rollout.Record{}
-	}
-	return map[string]any{"records": recs, "has_more": res.HasMore, "limit": o.Limit, "offset": o.Offset, "source": o.Source}
-}
-
-func (s *Server) getRecord(w http.ResponseWriter, r *http.Request) {
-	st, err := s.store(r)
-	if err != nil {
-		httpapi.WriteError(w, r, err)
-		return
-	}
-	rec, err := st.Get(r.Context(), httpapi.PathParam(r, "id"))
-	if err != nil {
-		httpapi.WriteError(w, r, err)
-		return
-	}
-	httpapi.WriteJSON(w, http.StatusOK, rec)
-}
-
-func (s *Server) getBlob(w http.ResponseWriter, r *http.Request) {
-	st, err := s.store(r)
-	if err != nil {
-		httpapi.WriteError(w, r, err)
-		return
-	}
-	id := httpapi.PathParam(r, "id")
-	data, ctype, err := st.Blob(r.Context(), id)
-	if err != nil {
-		httpapi.WriteError(w, r, err)
-		return
-	}
-	ServeBlob(w, id, data, ctype)
-}
-
-// ServeBlob writes a payload as a download.
-func ServeBlob(w http.ResponseWriter, id string, data []byte, ctype string) {
-	w.Header().Set("Content-Type", ctype)
-	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
-	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": id + ".bin"}))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(data)
 }
 
 func (s *Server) trajectory(w http.ResponseWriter, r *http.Request) {
