@@ -89,6 +89,28 @@ func (l *Local) Get(ctx context.Context, key string) ([]byte, error) {
 }
 
 // GetRange implements Store. It reads with pread (ReadAt).
+// GetRangeInto reads exactly len(dst) bytes at offset into dst (see
+// RangeIntoReader): a scan reads large pages straight into its output
+// buffers instead of into a fresh buffer and then copying.
+func (l *Local) GetRangeInto(ctx context.Context, key string, offset int64, dst []byte) error {
+	f, fi, err := l.open(ctx, key)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := checkRange(key, fi.Size(), offset, int64(len(dst))); err != nil {
+		return err
+	}
+	if offset+int64(len(dst)) > fi.Size() {
+		return fmt.Errorf("%w: %s: [%d, +%d) runs past the end (%d bytes)", ErrInvalidRange, key, offset, len(dst), fi.Size())
+	}
+	n, err := f.ReadAt(dst, offset)
+	if err != nil && !(errors.Is(err, io.EOF) && n == len(dst)) {
+		return fmt.Errorf("objstore: local read %s: %w", key, err)
+	}
+	return nil
+}
+
 func (l *Local) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
 	f, fi, err := l.open(ctx, key)
 	if err != nil {

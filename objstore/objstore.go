@@ -90,3 +90,12 @@ type Reader interface {
 	List(ctx context.Context, prefix string) ([]ObjectInfo, error)
 	Head(ctx context.Context, key string) (ObjectInfo, error)
 }
+
+// RangeIntoReader is implemented by stores that can read a range into a
+// caller's buffer (Local). It is optional: readers check for it and fall
+// back to GetRange.
+type RangeIntoReader interface {
+	// GetRangeInto reads exactly len(dst) bytes at offset into dst; a range
+	// past the end of the object is an error.
+	GetRangeInto(ctx context.Context, key string, offset int64, dst []byte) error
+}

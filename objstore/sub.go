@@ -45,6 +45,26 @@ func (s *subStore) Get(ctx context.Context, key string) ([]byte, error) {
 	return s.inner.Get(ctx, k)
 }
 
+// GetRangeInto forwards to the inner store when it supports it.
+func (s *subStore) GetRangeInto(ctx context.Context, key string, offset int64, dst []byte) error {
+	k, err := s.key(key)
+	if err != nil {
+		return err
+	}
+	if in, ok := s.inner.(RangeIntoReader); ok {
+		return in.GetRangeInto(ctx, k, offset, dst)
+	}
+	b, err := s.inner.GetRange(ctx, k, offset, int64(len(dst)))
+	if err != nil {
+		return err
+	}
+	if len(b) != len(dst) {
+		return fmt.Errorf("%w: %s: [%d, +%d) runs past the end", ErrInvalidRange, key, offset, len(dst))
+	}
+	copy(dst, b)
+	return nil
+}
+
 func (s *subStore) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
 	k, err := s.key(key)
 	if err != nil {

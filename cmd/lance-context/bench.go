@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -93,7 +95,7 @@ func scanRawBytes(rec arrow.RecordBatch) int64 {
 }
 
 func newBenchTableCmd() *cobra.Command {
-	var dir string
+	var dir, cpuProfile string
 	var rows, batch int
 	cmd := &cobra.Command{
 		Use:   "table",
@@ -146,6 +148,17 @@ func newBenchTableCmd() *cobra.Command {
 			}
 			writeSecs := time.Since(start).Seconds()
 
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
+			}
 			start = time.Now()
 			var scanRows, scanRaw int64
 			err = d.Scan(ctx, table.ScanOptions{}, func(rec arrow.RecordBatch) error {
@@ -170,6 +183,7 @@ func newBenchTableCmd() *cobra.Command {
 	cmd.Flags().StringVar(&dir, "dir", "", "empty directory or s3:// URL for the table (required)")
 	cmd.Flags().IntVar(&rows, "rows", 1_000_000, "rows to write")
 	cmd.Flags().IntVar(&batch, "batch", 10_000, "rows per generated record batch")
+	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the scan to this file")
 	_ = cmd.MarkFlagRequired("dir")
 	return cmd
 }

@@ -82,3 +82,26 @@ func (o objectSource) ReadRange(ctx context.Context, off, n int64) ([]byte, erro
 	}
 	return b, nil
 }
+
+// objectSourceInto is an objectSource over a store that reads into the
+// caller's buffers (file.SourceInto), which saves a copy per page on scans.
+type objectSourceInto struct {
+	objectSource
+	into objstore.RangeIntoReader
+}
+
+func (o objectSourceInto) ReadRangeInto(ctx context.Context, off int64, dst []byte) error {
+	if err := o.into.GetRangeInto(ctx, o.key, off, dst); err != nil {
+		return fmt.Errorf("read %s [%d,+%d): %w", o.key, off, len(dst), err)
+	}
+	return nil
+}
+
+// sourceFor returns the best file.Source for an object of store.
+func sourceFor(store objstore.Store, key string) file.Source {
+	src := objectSource{store, key}
+	if in, ok := store.(objstore.RangeIntoReader); ok {
+		return objectSourceInto{src, in}
+	}
+	return src
+}
