@@ -1,7 +1,6 @@
 package master
 
 import (
-	"context"
 	"net/http"
 	"strings"
 
@@ -25,6 +24,3 @@ func (m *Master) Handler(reg *prometheus.Registry, token string) http.Handler {
 	r.Handle("/*", web.Handler())
 	return r
 }
-
-// Serve runs the master's loops until ctx ends.
-func (m *Master) Serve(ctx context.Context) { m.Run(ctx) }

@@ -140,9 +140,6 @@ func (d *Dataset) Manifest() *pb.Manifest { return d.manifest }
 // HasIndexSection reports whether the version carries index metadata.
 func (d *Dataset) HasIndexSection() bool { return d.indexSection != nil }
 
-// Store returns the object store rooted at the table.
-func (d *Dataset) Store() objstore.Store { return d.store }
-
 // CountRows returns the number of live rows, from the manifest alone.
 func (d *Dataset) CountRows() int64 {
 	var n int64
