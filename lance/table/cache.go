@@ -12,61 +12,51 @@ import (
 )
 
 // fileCache keeps opened data file readers (their footers and column
-// metadata) and decoded deletion files. Both are immutable once written, so
-// entries never go stale; the cache is bounded by entry count and evicts at
-// random, which is cheap and good enough for a working set of open files.
+// metadata) and decoded deletion files. Both are immutable once written (a
+// deletion file's name holds the fragment id, read version and a random id,
+// so a new one never reuses a name), so entries never go stale.
 type fileCache struct {
-	mu        sync.Mutex
-	readers   map[cacheKey]*file.Reader
-	deletions map[cacheKey]*roaring.Bitmap
-	max       int
+	readers   immutableCache[*file.Reader]
+	deletions immutableCache[*roaring.Bitmap]
 }
+
+var sharedFileCache = &fileCache{readers: newImmutableCache[*file.Reader](4096), deletions: newImmutableCache[*roaring.Bitmap](4096)}
 
 type cacheKey struct {
 	store objstore.Store
 	key   string
 }
 
-var sharedFileCache = &fileCache{readers: map[cacheKey]*file.Reader{}, deletions: map[cacheKey]*roaring.Bitmap{}, max: 4096}
-
-func (c *fileCache) reader(s objstore.Store, key string) (*file.Reader, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	r, ok := c.readers[cacheKey{s, key}]
-	return r, ok
+// immutableCache maps (store, key) to a value derived from an immutable
+// object. It is bounded by entry count and evicts at random, which is cheap
+// and good enough for a working set of open files.
+type immutableCache[V any] struct {
+	mu  sync.Mutex
+	m   map[cacheKey]V
+	max int
 }
 
-func (c *fileCache) putReader(s objstore.Store, key string, r *file.Reader) {
+func newImmutableCache[V any](max int) immutableCache[V] {
+	return immutableCache[V]{m: map[cacheKey]V{}, max: max}
+}
+
+func (c *immutableCache[V]) get(s objstore.Store, key string) (V, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.readers) >= c.max {
-		for k := range c.readers {
-			delete(c.readers, k)
+	v, ok := c.m[cacheKey{s, key}]
+	return v, ok
+}
+
+func (c *immutableCache[V]) put(s objstore.Store, key string, v V) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= c.max {
+		for k := range c.m {
+			delete(c.m, k)
 			break
 		}
 	}
-	c.readers[cacheKey{s, key}] = r
-}
-
-// deletion files are keyed by store and path; the name holds the fragment
-// id, read version and a random id, so a new deletion file never reuses one.
-func (c *fileCache) deletion(s objstore.Store, key string) (*roaring.Bitmap, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	bm, ok := c.deletions[cacheKey{s, key}]
-	return bm, ok
-}
-
-func (c *fileCache) putDeletion(s objstore.Store, key string, bm *roaring.Bitmap) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.deletions) >= c.max {
-		for k := range c.deletions {
-			delete(c.deletions, k)
-			break
-		}
-	}
-	c.deletions[cacheKey{s, key}] = bm
+	c.m[cacheKey{s, key}] = v
 }
 
 // objectSource adapts an object to file.Source.
