@@ -425,3 +425,38 @@ func TestManifestDiscovery(t *testing.T) {
 		}
 	}
 }
+
+// TestClaimSweepsPredecessorsLeftovers: WAL entries below the replay
+// position and old manifest versions that a crashed writer never collected
+// are deleted by the next claim; nothing above the replay position is.
+func TestClaimSweepsPredecessorsLeftovers(t *testing.T) {
+	ctx := context.Background()
+	store := objstore.NewMemory()
+	w := claim(t, opts(store))
+	for i := 0; i < 20; i++ {
+		_ = appendIDs(t, w, fmt.Sprintf("r%d", i))
+		if err := w.Seal(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.WaitCollect()
+	// Leftovers as if collection had never run: old entries and versions.
+	for _, k := range []string{entryKey("s1", 3), entryKey("s1", 7), manifestKey("s1", 2)} {
+		if err := store.Put(ctx, k, []byte("stale")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = appendIDs(t, w, "unsealed") // position 21, above replay_after
+	w.Abandon()
+	w2 := claim(t, opts(store))
+	defer w2.Abandon()
+	w2.WaitCollect()
+	for _, k := range []string{entryKey("s1", 3), entryKey("s1", 7), manifestKey("s1", 2)} {
+		if _, err := store.Head(ctx, k); !errors.Is(err, objstore.ErrNotFound) {
+			t.Errorf("%s survived the claim: %v", k, err)
+		}
+	}
+	if got := sealedIDs(t, store, "s1"); !slices.Contains(got, "unsealed") || len(got) != 21 {
+		t.Fatalf("rows after claim: %d %v", len(got), got)
+	}
+}

@@ -174,6 +174,7 @@ func Claim(ctx context.Context, opts Options) (*Writer, error) {
 		return nil, err
 	}
 	opts.Logger.Info("wal: shard claimed", "shard", opts.Shard, "epoch", w.epoch, "manifest_version", w.man.Version, "next_position", w.nextPos)
+	w.sweepLog(w.man.ReplayAfter, w.man.Version)
 	go w.loop()
 	return w, nil
 }
@@ -630,6 +631,37 @@ func sweepGenerations(ctx context.Context, store objstore.Store, shard string, u
 		}
 	}
 	return ok
+}
+
+// sweepLog deletes, in the background, what a predecessor that crashed
+// before its own collection left behind: WAL entries at or below
+// replayAfter (sealed; safe to delete by the argument in doc.go) and
+// manifest versions more than keepManifests behind version.
+func (w *Writer) sweepLog(replayAfter, version uint64) {
+	store, shard := w.opts.Store, w.opts.Shard
+	w.gcWG.Add(1)
+	go func() {
+		defer w.gcWG.Done()
+		w.gcMu.Lock()
+		defer w.gcMu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if objs, err := store.List(ctx, shardDir(shard)+"wal/"); err == nil {
+			for _, o := range objs {
+				num, _, _ := strings.Cut(path.Base(o.Key), ".")
+				if p, err := strconv.ParseUint(num, 10, 64); err == nil && p <= replayAfter {
+					_ = store.Delete(ctx, o.Key)
+				}
+			}
+		}
+		if objs, err := store.List(ctx, shardDir(shard)+"manifest/"); err == nil {
+			for _, o := range objs {
+				if v, ok := parseManifestKey(o.Key); ok && v+keepManifests < version {
+					_ = store.Delete(ctx, o.Key)
+				}
+			}
+		}
+	}()
 }
 
 // WaitCollect waits for background garbage collection (tests).
