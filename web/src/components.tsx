@@ -71,3 +71,40 @@ export function Updated({ at }: { at: number | undefined }) {
     </span>
   );
 }
+
+/** The placeholder rows of a table body: an empty-state message once loaded
+ * with no rows, and "Loading…" while the first fetch is in flight. */
+export function StatusRows({
+  cols,
+  loading,
+  error,
+  count,
+  empty,
+  emptyTestId,
+}: {
+  cols: number;
+  loading: boolean;
+  error: unknown;
+  count: number;
+  empty: ReactNode;
+  emptyTestId?: string;
+}) {
+  return (
+    <>
+      {!loading && count === 0 ? (
+        <tr>
+          <td colSpan={cols} className="empty" data-testid={emptyTestId}>
+            {empty}
+          </td>
+        </tr>
+      ) : null}
+      {loading && !error ? (
+        <tr>
+          <td colSpan={cols} className="empty">
+            Loading…
+          </td>
+        </tr>
+      ) : null}
+    </>
+  );
+}

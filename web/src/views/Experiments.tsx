@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'react';
 import { api, PAGE_SIZE } from '../api';
-import { Badge, ErrorBanner, Pager, RelTime, Updated } from '../components';
+import { Badge, ErrorBanner, Pager, RelTime, StatusRows, Updated } from '../components';
 import { fmtInt } from '../format';
 import { useDebounced, usePoll } from '../live';
 import { intParam, Link, updateQuery, useLocation } from '../router';
@@ -107,20 +107,7 @@ export function ExperimentsView() {
                 </td>
               </tr>
             ))}
-            {!loading && rows.length === 0 ? (
-              <tr>
-                <td colSpan={6} className="empty">
-                  {q ? `No experiment matches “${q}”.` : 'No experiments yet.'}
-                </td>
-              </tr>
-            ) : null}
-            {loading && !error ? (
-              <tr>
-                <td colSpan={6} className="empty">
-                  Loading…
-                </td>
-              </tr>
-            ) : null}
+            <StatusRows cols={6} loading={loading} error={error} count={rows.length} empty={q ? `No experiment matches “${q}”.` : 'No experiments yet.'} />
           </tbody>
         </table>
       </div>

@@ -11,7 +11,7 @@ import {
   type RolloutRecord,
   type Source,
 } from '../api';
-import { ErrorBanner, Pager, Updated } from '../components';
+import { ErrorBanner, Pager, StatusRows, Updated } from '../components';
 import { compactArray, fmtBytes, fmtInt, fmtNum, preview, relTime, shortTime, absTime } from '../format';
 import { usePoll } from '../live';
 import { intParam, updateQuery, useLocation } from '../router';
@@ -176,20 +176,7 @@ export function RecordsView({ name }: { name: string }) {
                 </Fragment>
               );
             })}
-            {!loading && records.length === 0 ? (
-              <tr>
-                <td colSpan={7} className="empty" data-testid="records-empty">
-                  {Object.keys(filters).length ? 'No record matches these filters.' : 'No records in this source.'}
-                </td>
-              </tr>
-            ) : null}
-            {loading && !error ? (
-              <tr>
-                <td colSpan={7} className="empty">
-                  Loading…
-                </td>
-              </tr>
-            ) : null}
+            <StatusRows cols={7} loading={loading} error={error} count={records.length} empty={Object.keys(filters).length ? 'No record matches these filters.' : 'No records in this source.'} emptyTestId="records-empty" />
           </tbody>
         </table>
       </div>

@@ -1,6 +1,6 @@
 import { useState, type FormEvent } from 'react';
 import { api, type Task, type TaskKind } from '../api';
-import { ErrorBanner, RelTime, StateBadge, Updated } from '../components';
+import { ErrorBanner, RelTime, StateBadge, StatusRows, Updated } from '../components';
 import { usePoll } from '../live';
 import { Link } from '../router';
 import { experimentHref } from './Experiments';
@@ -58,20 +58,7 @@ export function TasksView() {
                 <td className="error-text">{t.error ?? ''}</td>
               </tr>
             ))}
-            {!loading && tasks.length === 0 ? (
-              <tr>
-                <td colSpan={8} className="empty">
-                  No tasks.
-                </td>
-              </tr>
-            ) : null}
-            {loading && !error ? (
-              <tr>
-                <td colSpan={8} className="empty">
-                  Loading…
-                </td>
-              </tr>
-            ) : null}
+            <StatusRows cols={8} loading={loading} error={error} count={tasks.length} empty="No tasks." />
           </tbody>
         </table>
       </div>

@@ -1,5 +1,5 @@
 import { api } from '../api';
-import { ErrorBanner, RelTime, Updated } from '../components';
+import { ErrorBanner, RelTime, StatusRows, Updated } from '../components';
 import { usePoll } from '../live';
 
 export function WorkersView() {
@@ -38,20 +38,7 @@ export function WorkersView() {
                 </td>
               </tr>
             ))}
-            {!loading && workers.length === 0 ? (
-              <tr>
-                <td colSpan={5} className="empty">
-                  No live workers.
-                </td>
-              </tr>
-            ) : null}
-            {loading && !error ? (
-              <tr>
-                <td colSpan={5} className="empty">
-                  Loading…
-                </td>
-              </tr>
-            ) : null}
+            <StatusRows cols={5} loading={loading} error={error} count={workers.length} empty="No live workers." />
           </tbody>
         </table>
       </div>
