@@ -316,13 +316,14 @@ func (s *Store) AppendArrow(ctx context.Context, rec arrow.RecordBatch) ([]strin
 	return s.Append(ctx, recs)
 }
 
-func (s *Store) appendBatch(ctx context.Context, rec arrow.RecordBatch) error {
+// appendBatch makes recs (with Schema) durable in one WAL entry.
+func (s *Store) appendBatch(ctx context.Context, recs ...arrow.RecordBatch) error {
 	for attempt := 0; ; attempt++ {
 		w, err := s.walWriter(ctx)
 		if err != nil {
 			return err
 		}
-		err = w.Append(ctx, rec)
+		err = w.Append(ctx, recs...)
 		if errors.Is(err, wal.ErrFenced) && attempt == 0 {
 			// Someone claimed our shard (an orphan merge); take it back.
 			// Retrying is safe: ids make the append idempotent.

@@ -125,7 +125,7 @@ const (
 
 type op struct {
 	kind opKind
-	rec  arrow.RecordBatch
+	recs []arrow.RecordBatch // opAppend: rows that must land in one entry
 	upTo uint64
 	done chan error
 }
@@ -241,15 +241,23 @@ func (w *Writer) UnsealedRows() int64 { return w.unsealed.Load() }
 // Stats returns the writer's counters.
 func (w *Writer) Stats() *Stats { return &w.stats }
 
-// Append makes rec durable in the WAL. It returns nil only once the rows are
-// in a durable entry and the writer has checked it still owns the shard.
-// The rows become readable at the next seal.
-func (w *Writer) Append(ctx context.Context, rec arrow.RecordBatch) error {
-	if !sameFields(rec.Schema(), w.opts.Schema) {
-		return fmt.Errorf("wal: append: batch schema %s does not match the shard schema", rec.Schema())
+// Append makes recs durable in the WAL, all in one entry (all or none). It
+// returns nil only once the rows are in a durable entry and the writer has
+// checked it still owns the shard. The rows become readable at the next
+// seal.
+func (w *Writer) Append(ctx context.Context, recs ...arrow.RecordBatch) error {
+	if len(recs) == 0 {
+		return nil
 	}
-	rec.Retain()
-	return w.do(ctx, &op{kind: opAppend, rec: rec})
+	for _, rec := range recs {
+		if !sameFields(rec.Schema(), w.opts.Schema) {
+			return fmt.Errorf("wal: append: batch schema %s does not match the shard schema", rec.Schema())
+		}
+	}
+	for _, rec := range recs {
+		rec.Retain()
+	}
+	return w.do(ctx, &op{kind: opAppend, recs: recs})
 }
 
 // Seal writes the memtable as a new generation. It reports whether anything
@@ -289,14 +297,10 @@ func (w *Writer) do(ctx context.Context, o *op) error {
 	select {
 	case w.ops <- o:
 	case <-w.done:
-		if o.rec != nil {
-			o.rec.Release()
-		}
+		o.release()
 		return ErrClosed
 	case <-ctx.Done():
-		if o.rec != nil {
-			o.rec.Release()
-		}
+		o.release()
 		return ctx.Err()
 	}
 	select {
@@ -347,7 +351,9 @@ func (w *Writer) loop() {
 		// Consecutive appends form one entry, up to MaxEntryBytes.
 		n, size := 0, int64(0)
 		for n < len(queue) && queue[n].kind == opAppend {
-			size += recordBytes(queue[n].rec)
+			for _, r := range queue[n].recs {
+				size += recordBytes(r)
+			}
 			n++
 			if size >= w.opts.MaxEntryBytes {
 				break
@@ -388,11 +394,15 @@ func (w *Writer) loop() {
 	}
 }
 
+func (o *op) release() {
+	for _, r := range o.recs {
+		r.Release()
+	}
+}
+
 func (w *Writer) failQueued(queue []*op, err error) {
 	for _, o := range queue {
-		if o.rec != nil {
-			o.rec.Release()
-		}
+		o.release()
 		o.done <- err
 	}
 }
@@ -410,13 +420,13 @@ func (w *Writer) failAll(err error) {
 }
 
 func (w *Writer) appendGroup(ctx context.Context, group []*op) {
-	recs := make([]arrow.RecordBatch, len(group))
-	for i, o := range group {
-		recs[i] = o.rec
+	var recs []arrow.RecordBatch
+	for _, o := range group {
+		recs = append(recs, o.recs...)
 	}
 	err := w.writeEntry(ctx, recs)
 	for _, o := range group {
-		o.rec.Release()
+		o.release()
 		o.done <- err
 	}
 	w.stats.LastGroupLen.Store(int64(len(group)))
