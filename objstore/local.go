@@ -20,7 +20,8 @@ import (
 // to paths below the root with '/' as the separator. See the package
 // documentation for its durability and atomicity guarantees.
 type Local struct {
-	root string
+	root   string
+	spares spares // files of recycled objects (see Recycle)
 }
 
 var _ Store = (*Local)(nil)
@@ -165,9 +166,10 @@ func (l *Local) Put(ctx context.Context, key string, data []byte) error {
 	return w.Close()
 }
 
-// PutIfAbsent implements Store: temporary file, fsync, link(2) to the name
-// (fails with EEXIST if it exists, across processes), remove the temporary
-// name, fsync the directory.
+// PutIfAbsent implements Store: temporary file (a recycled one when the
+// directory has a spare, see Recycle), fsync, link(2) to the name (fails
+// with EEXIST if it exists, across processes), remove the temporary name,
+// fsync the directory.
 func (l *Local) PutIfAbsent(ctx context.Context, key string, data []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -180,9 +182,11 @@ func (l *Local) PutIfAbsent(ctx context.Context, key string, data []byte) error 
 	if err := ensureDir(dir); err != nil {
 		return fmt.Errorf("objstore: local put %s: %w", key, err)
 	}
-	f, tmp, err := createTemp(dir)
-	if err != nil {
-		return fmt.Errorf("objstore: local put %s: %w", key, err)
+	f, tmp, reused := l.takeSpare(dir)
+	if !reused {
+		if f, tmp, err = createTemp(dir); err != nil {
+			return fmt.Errorf("objstore: local put %s: %w", key, err)
+		}
 	}
 	defer os.Remove(tmp) // no-op once removed below
 	_, err = f.Write(data)

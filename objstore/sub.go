@@ -128,3 +128,12 @@ func (s *subStore) List(ctx context.Context, prefix string) ([]ObjectInfo, error
 	}
 	return infos, nil
 }
+
+// Recycle forwards to the inner store's Recycle, or deletes.
+func (s *subStore) Recycle(ctx context.Context, key string) error {
+	k, err := s.key(key)
+	if err != nil {
+		return err
+	}
+	return Recycle(ctx, s.inner, k)
+}
