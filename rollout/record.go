@@ -449,12 +449,12 @@ func listSetter[T any](get func(*Record) *[]T, values func(arrow.Array) ([]T, bo
 		if !ok {
 			return invalid("want list items of another type, got %s", l.ListValues().DataType())
 		}
-		offs := l.Offsets()
 		for i := range out {
 			if l.IsNull(i) {
 				continue
 			}
-			s, e := offs[i], offs[i+1]
+			// ValueOffsets, not Offsets()[i]: the batch may be a slice.
+			s, e := l.ValueOffsets(i)
 			*get(&out[i]) = append(make([]T, 0, e-s), vals[s:e]...)
 		}
 		return nil
@@ -541,13 +541,13 @@ var setters = map[string]setter{
 		if !ok1 || !ok2 || !ok3 {
 			return invalid("want list<struct<target_id utf8, relation utf8, weight float32>>, got %s", col.DataType())
 		}
-		offs := l.Offsets()
 		for i := range out {
 			if l.IsNull(i) {
 				continue
 			}
-			rs := make([]Relationship, 0, offs[i+1]-offs[i])
-			for j := int(offs[i]); j < int(offs[i+1]); j++ {
+			s, e := l.ValueOffsets(i) // the batch may be a slice
+			rs := make([]Relationship, 0, e-s)
+			for j := int(s); j < int(e); j++ {
 				var r Relationship
 				if !tgt.IsNull(j) {
 					s := strings.Clone(tgt.Value(j))

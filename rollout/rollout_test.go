@@ -337,3 +337,42 @@ func TestOrphanMerge(t *testing.T) {
 		t.Fatalf("orphan shard manifest %+v", m)
 	}
 }
+
+// TestRegression_PendingRowListsAreTheirOwn: reading a row of a pending
+// generation decoded list columns (tokens, logprobs, relationships) with
+// the offsets of the first row of the batch, because the row is a slice
+// and the offsets were indexed without the slice's offset.
+func TestRegression_PendingRowListsAreTheirOwn(t *testing.T) {
+	ctx := context.Background()
+	c := newCatalog(t, objstore.NewMemory(), "w1", Options{})
+	s := mustStore(t, c, "exp")
+	appendFlush(t, s, []Record{
+		{ID: "a", RolloutID: "r", InputTokens: []int32{1, 2}, OutputLogprobs: []float32{-1}, Relationships: []Relationship{{TargetID: ptr("x")}}},
+		{ID: "b", RolloutID: "r", InputTokens: []int32{7, 8, 9}, OutputLogprobs: []float32{-2, -3}, Relationships: []Relationship{{TargetID: ptr("y")}, {TargetID: ptr("z")}}},
+	})
+	check := func(when string) {
+		t.Helper()
+		b, err := s.Get(ctx, "b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(b.InputTokens, []int32{7, 8, 9}) || !slices.Equal(b.OutputLogprobs, []float32{-2, -3}) ||
+			len(b.Relationships) != 2 || *b.Relationships[1].TargetID != "z" {
+			t.Fatalf("%s: row b read back as tokens %v, logprobs %v, %d relationships", when, b.InputTokens, b.OutputLogprobs, len(b.Relationships))
+		}
+		res, err := s.List(ctx, ListOptions{Source: SourceAll})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res.Records {
+			if r.ID == "b" && !slices.Equal(r.InputTokens, []int32{7, 8, 9}) {
+				t.Fatalf("%s: list gives row b tokens %v", when, r.InputTokens)
+			}
+		}
+	}
+	check("pending")
+	if _, err := s.Merge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("merged")
+}
