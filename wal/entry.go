@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 const (
@@ -22,29 +23,69 @@ func entryKey(shard string, pos uint64) string {
 // encodeEntry writes batches (all with schema s) as one Arrow IPC stream
 // whose schema metadata records who wrote it and where.
 func encodeEntry(s *arrow.Schema, batches []arrow.RecordBatch, shard string, epoch, pos uint64) ([]byte, error) {
+	msgs := make([][]byte, len(batches))
+	for i, b := range batches {
+		m, err := encodeBatch(b)
+		if err != nil {
+			return nil, err
+		}
+		msgs[i] = m
+	}
+	return assembleEntry(s, msgs, shard, epoch, pos)
+}
+
+// encodeBatch returns rec as one IPC record batch message, the unit an
+// entry is made of after its schema message. Appenders encode their own
+// batches, in parallel, so that the writer's loop only concatenates.
+func encodeBatch(rec arrow.RecordBatch) ([]byte, error) {
+	p, err := ipc.GetRecordBatchPayload(rec)
+	if err != nil {
+		return nil, fmt.Errorf("wal: encode batch: %w", err)
+	}
+	defer p.Release()
+	var buf bytes.Buffer
+	buf.Grow(int(recordBytes(rec)) + 64*rec.Schema().NumFields() + 1024)
+	if _, err := p.WritePayload(&buf); err != nil {
+		return nil, fmt.Errorf("wal: encode batch: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// endOfStream is the IPC stream's end marker: a continuation and a zero
+// metadata length.
+var endOfStream = []byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0}
+
+// assembleEntry makes an entry of batch messages from encodeBatch: the
+// schema message with the entry's metadata, the messages, the end marker.
+func assembleEntry(s *arrow.Schema, msgs [][]byte, shard string, epoch, pos uint64) ([]byte, error) {
 	md := arrow.NewMetadata(
 		[]string{metaEpoch, metaShard, metaPosition},
 		[]string{strconv.FormatUint(epoch, 10), shard, strconv.FormatUint(pos, 10)},
 	)
-	ws := arrow.NewSchema(s.Fields(), &md)
-	var buf bytes.Buffer
-	w := ipc.NewWriter(&buf, ipc.WithSchema(ws))
-	for _, b := range batches {
-		rec := arrowRecordWithSchema(ws, b)
-		if err := w.Write(rec); err != nil {
-			return nil, fmt.Errorf("wal: encode entry: %w", err)
-		}
+	sp := ipc.GetSchemaPayload(arrow.NewSchema(s.Fields(), &md), memory.DefaultAllocator)
+	defer sp.Release()
+	n := 4096 + len(endOfStream)
+	for _, m := range msgs {
+		n += len(m)
 	}
-	if err := w.Close(); err != nil {
+	var buf bytes.Buffer
+	buf.Grow(n)
+	if _, err := sp.WritePayload(&buf); err != nil {
 		return nil, fmt.Errorf("wal: encode entry: %w", err)
 	}
+	for _, m := range msgs {
+		buf.Write(m)
+	}
+	buf.Write(endOfStream)
 	return buf.Bytes(), nil
 }
 
 // entry is a decoded WAL entry.
 type entry struct {
-	epoch   uint64
-	batches []arrow.RecordBatch
+	epoch    uint64
+	shard    string
+	position uint64
+	batches  []arrow.RecordBatch
 }
 
 func decodeEntry(b []byte) (*entry, error) {
@@ -57,6 +98,12 @@ func decodeEntry(b []byte) (*entry, error) {
 	md := r.Schema().Metadata()
 	if i := md.FindKey(metaEpoch); i >= 0 {
 		e.epoch, _ = strconv.ParseUint(md.Values()[i], 10, 64)
+	}
+	if i := md.FindKey(metaShard); i >= 0 {
+		e.shard = md.Values()[i]
+	}
+	if i := md.FindKey(metaPosition); i >= 0 {
+		e.position, _ = strconv.ParseUint(md.Values()[i], 10, 64)
 	}
 	plain := arrow.NewSchema(r.Schema().Fields(), nil)
 	for r.Next() {

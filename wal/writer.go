@@ -35,7 +35,13 @@ type Options struct {
 	MaxEntryBytes    int64 // bytes per WAL entry before a group is split; default 16 MiB
 	MaxMemtableRows  int64 // seal when reached; default 200,000
 	MaxMemtableBytes int64 // seal when reached; default 128 MiB
-	Logger           *slog.Logger
+	// GroupWindow is the least time between the starts of two entries
+	// while appends keep arriving (the loop never waits when it was idle).
+	// Under load an entry then carries every append of the window instead
+	// of those of one put: fewer, larger writes, each of which costs far
+	// more than its bytes. Default 2 ms; negative: no window.
+	GroupWindow time.Duration
+	Logger      *slog.Logger
 }
 
 func (o *Options) setDefaults() {
@@ -47,6 +53,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.MaxMemtableBytes <= 0 {
 		o.MaxMemtableBytes = 128 << 20
+	}
+	if o.GroupWindow == 0 {
+		o.GroupWindow = 2 * time.Millisecond
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -93,6 +102,11 @@ type Writer struct {
 	pending bool // the put at nextPos failed ambiguously; resolve before reuse
 	mem     memtable
 	err     error // sticky: ErrFenced or ErrClosed
+	// sealing is the seal running in the background, if any: its
+	// generation file is being written off the loop, which then commits it
+	// (finishSeal) when sealDone delivers the result.
+	sealing  *sealJob
+	sealDone chan sealResult
 
 	// published for concurrent readers
 	manifest atomic.Pointer[Manifest]
@@ -126,6 +140,7 @@ const (
 type op struct {
 	kind opKind
 	recs []arrow.RecordBatch // opAppend: rows that must land in one entry
+	msgs [][]byte            // opAppend: recs encoded by encodeBatch
 	upTo uint64
 	done chan error
 }
@@ -162,6 +177,7 @@ func Claim(ctx context.Context, opts Options) (*Writer, error) {
 	w := &Writer{
 		opts: opts, epoch: nm.Epoch, man: nm, nextPos: nm.ReplayAfter + 1,
 		ops: make(chan *op, 1024), stop: make(chan struct{}), done: make(chan struct{}),
+		sealDone: make(chan sealResult, 1),
 	}
 	w.sweep.Store(true)
 	w.publish()
@@ -208,6 +224,12 @@ func (w *Writer) adopt(b []byte) error {
 		return fmt.Errorf("wal: shard %s position %d: %w", w.opts.Shard, w.nextPos, err)
 	}
 	defer e.release()
+	// An entry names its shard and position. A mismatch means the file was
+	// recycled for a later entry while we read it, which only a fenced
+	// writer can do (see doc.go): refuse it rather than adopt its rows.
+	if e.shard != w.opts.Shard || e.position != w.nextPos {
+		return fmt.Errorf("wal: shard %s position %d holds the entry of shard %s position %d (recycled while read)", w.opts.Shard, w.nextPos, e.shard, e.position)
+	}
 	for _, rec := range e.batches {
 		c, err := w.opts.Conform(rec)
 		if err != nil {
@@ -218,7 +240,7 @@ func (w *Writer) adopt(b []byte) error {
 		w.stats.AdoptedRows.Add(c.NumRows())
 	}
 	w.nextPos++
-	w.unsealed.Store(w.mem.rows)
+	w.publishUnsealed()
 	return nil
 }
 
@@ -249,15 +271,22 @@ func (w *Writer) Append(ctx context.Context, recs ...arrow.RecordBatch) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	for _, rec := range recs {
+	msgs := make([][]byte, len(recs))
+	for i, rec := range recs {
 		if !sameFields(rec.Schema(), w.opts.Schema) {
 			return fmt.Errorf("wal: append: batch schema %s does not match the shard schema", rec.Schema())
 		}
+		// Encoded here, on the caller's goroutine: the loop is serial.
+		m, err := encodeBatch(rec)
+		if err != nil {
+			return err
+		}
+		msgs[i] = m
 	}
 	for _, rec := range recs {
 		rec.Retain()
 	}
-	return w.do(ctx, &op{kind: opAppend, recs: recs})
+	return w.do(ctx, &op{kind: opAppend, recs: recs, msgs: msgs})
 }
 
 // Seal writes the memtable as a new generation. It reports whether anything
@@ -326,16 +355,37 @@ func (w *Writer) do(ctx context.Context, o *op) error {
 func (w *Writer) loop() {
 	defer close(w.done)
 	defer w.mem.release()
+	defer w.abandonSeal()
 	ctx := context.Background()
 	var queue []*op
+	var lastEntry time.Time // when the last entry started
 	for {
+		idle := false
 		if len(queue) == 0 {
 			select {
 			case o := <-w.ops:
+				idle = true
 				queue = append(queue, o)
+			case res := <-w.sealDone:
+				w.finishSeal(ctx, res)
+				continue
 			case <-w.stop:
 				w.failAll(ErrClosed)
 				return
+			}
+		}
+		// A background seal that has finished is committed first, so that
+		// its rows become readable as soon as possible.
+		select {
+		case res := <-w.sealDone:
+			w.finishSeal(ctx, res)
+		default:
+		}
+		// Under load (work was waiting when the last entry finished), let
+		// the group window fill before the next entry.
+		if !idle && queue[0].kind == opAppend && w.opts.GroupWindow > 0 {
+			if wait := w.opts.GroupWindow - time.Since(lastEntry); wait > 0 {
+				time.Sleep(wait)
 			}
 		}
 		// Take everything already waiting: this is the group commit.
@@ -360,6 +410,7 @@ func (w *Writer) loop() {
 			}
 		}
 		if n > 0 {
+			lastEntry = time.Now()
 			w.appendGroup(ctx, queue[:n])
 			queue = queue[n:]
 			continue
@@ -376,8 +427,16 @@ func (w *Writer) loop() {
 		}
 		switch o.kind {
 		case opSeal:
-			_, err := w.seal(ctx)
-			o.done <- err
+			// Answered once every row acknowledged so far is in a
+			// committed generation.
+			switch {
+			case w.mem.rows > 0:
+				w.startSeal(ctx, o.done)
+			case w.sealing != nil:
+				w.sealing.waiters = append(w.sealing.waiters, o.done)
+			default:
+				o.done <- nil
+			}
 		case opDrop:
 			o.done <- w.drop(ctx, o.upTo)
 		case opClose:
@@ -421,25 +480,25 @@ func (w *Writer) failAll(err error) {
 
 func (w *Writer) appendGroup(ctx context.Context, group []*op) {
 	var recs []arrow.RecordBatch
+	var msgs [][]byte
 	for _, o := range group {
 		recs = append(recs, o.recs...)
+		msgs = append(msgs, o.msgs...)
 	}
-	err := w.writeEntry(ctx, recs)
+	err := w.writeEntry(ctx, recs, msgs)
 	for _, o := range group {
 		o.release()
 		o.done <- err
 	}
 	w.stats.LastGroupLen.Store(int64(len(group)))
 	if err == nil && w.mem.full(&w.opts) {
-		if _, err := w.seal(ctx); err != nil {
-			w.opts.Logger.Warn("wal: automatic seal failed", "shard", w.opts.Shard, "err", err)
-		}
+		w.startSeal(ctx, nil)
 	}
 }
 
-// writeEntry makes recs durable at the next free position and adds them to
-// the memtable. A nil return is the acknowledgement.
-func (w *Writer) writeEntry(ctx context.Context, recs []arrow.RecordBatch) error {
+// writeEntry makes recs (encoded as msgs) durable at the next free position
+// and adds them to the memtable. A nil return is the acknowledgement.
+func (w *Writer) writeEntry(ctx context.Context, recs []arrow.RecordBatch, msgs [][]byte) error {
 	if w.err != nil {
 		return w.err
 	}
@@ -450,7 +509,7 @@ func (w *Writer) writeEntry(ctx context.Context, recs []arrow.RecordBatch) error
 	}
 	for {
 		pos := w.nextPos
-		data, err := encodeEntry(w.opts.Schema, recs, w.opts.Shard, w.epoch, pos)
+		data, err := assembleEntry(w.opts.Schema, msgs, w.opts.Shard, w.epoch, pos)
 		if err != nil {
 			return err
 		}
@@ -493,7 +552,7 @@ func (w *Writer) writeEntry(ctx context.Context, recs []arrow.RecordBatch) error
 		rows += r.NumRows()
 	}
 	w.nextPos++
-	w.unsealed.Store(w.mem.rows)
+	w.publishUnsealed()
 	w.stats.Entries.Add(1)
 	w.stats.EntryRows.Add(rows)
 	return w.checkFence(ctx)
@@ -535,8 +594,111 @@ func (w *Writer) fence(err error) error {
 	return w.err
 }
 
-// seal writes the memtable as a generation and commits it to the manifest.
+// sealJob is a memtable being written as a generation in the background.
+type sealJob struct {
+	mem     memtable
+	gen     uint64       // its generation number
+	lastPos uint64       // the last WAL position whose rows it holds
+	waiters []chan error // Seal calls answered when it commits
+}
+
+type sealResult struct {
+	job *sealJob
+	gen Generation
+	err error
+}
+
+// startSeal moves the memtable into a background seal, after waiting for
+// the one in flight (so at most two memtables are held: the bound on a
+// writer's memory). done, if not nil, is answered when it commits. The
+// loop keeps appending meanwhile: sealing a full memtable (128 MiB) takes
+// far longer than a group commit, and appends must not wait for it.
+func (w *Writer) startSeal(ctx context.Context, done chan error) {
+	if w.sealing != nil {
+		w.finishSeal(ctx, <-w.sealDone)
+	}
+	if w.err != nil {
+		if done != nil {
+			done <- w.err
+		}
+		return
+	}
+	if w.mem.rows == 0 {
+		if done != nil {
+			done <- nil
+		}
+		return
+	}
+	job := &sealJob{mem: w.mem, gen: w.man.NextGeneration, lastPos: w.nextPos - 1}
+	if done != nil {
+		job.waiters = append(job.waiters, done)
+	}
+	w.mem = memtable{}
+	w.sealing = job
+	w.publishUnsealed()
+	store, shard, key := w.opts.Store, w.opts.Shard, w.opts.KeyColumn
+	go func() {
+		g, err := writeGeneration(ctx, store, shard, job.gen, key, job.mem.batches)
+		w.sealDone <- sealResult{job: job, gen: g, err: err}
+	}()
+}
+
+// finishSeal commits a finished background seal to the manifest and
+// answers its waiters. On failure its rows go back in front of the
+// memtable: they are acknowledged, and the next seal retries them.
+func (w *Writer) finishSeal(ctx context.Context, res sealResult) {
+	job := res.job
+	w.sealing = nil
+	err := res.err
+	if err == nil {
+		err = w.commitSeal(ctx, res.gen, job.lastPos)
+	}
+	if err != nil {
+		if w.err == nil {
+			w.opts.Logger.Warn("wal: seal failed; its rows stay buffered", "shard", w.opts.Shard, "generation", job.gen, "err", err)
+		}
+		job.mem.batches = append(job.mem.batches, w.mem.batches...)
+		job.mem.rows += w.mem.rows
+		job.mem.bytes += w.mem.bytes
+		w.mem = job.mem
+	} else {
+		job.mem.release()
+	}
+	w.publishUnsealed()
+	for _, d := range job.waiters {
+		d <- err
+	}
+}
+
+// abandonSeal waits for a seal in flight when the loop stops, and drops it
+// uncommitted (its rows are in the WAL; a successor replays them).
+func (w *Writer) abandonSeal() {
+	if w.sealing == nil {
+		return
+	}
+	res := <-w.sealDone
+	w.sealing = nil
+	res.job.mem.release()
+	w.sweep.Store(true)
+	for _, d := range res.job.waiters {
+		d <- ErrClosed
+	}
+}
+
+func (w *Writer) publishUnsealed() {
+	n := w.mem.rows
+	if w.sealing != nil {
+		n += w.sealing.mem.rows
+	}
+	w.unsealed.Store(n)
+}
+
+// seal writes the memtable as a generation and commits it to the manifest,
+// waiting for it (and for any seal in flight first).
 func (w *Writer) seal(ctx context.Context) (bool, error) {
+	if w.sealing != nil {
+		w.finishSeal(ctx, <-w.sealDone)
+	}
 	if w.err != nil {
 		return false, w.err
 	}
@@ -547,33 +709,46 @@ func (w *Writer) seal(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	if err := w.commitSeal(ctx, gen, w.nextPos-1); err != nil {
+		return false, err
+	}
+	w.mem.release()
+	w.mem = memtable{}
+	w.publishUnsealed()
+	return true, nil
+}
+
+// commitSeal adds a written generation holding the rows of WAL positions
+// up to lastPos to the manifest, then collects those positions.
+func (w *Writer) commitSeal(ctx context.Context, gen Generation, lastPos uint64) error {
+	if w.err != nil {
+		w.sweep.Store(true) // the file will never be committed
+		return w.err
+	}
 	nm := w.man.clone()
 	nm.Version++
 	nm.NextGeneration++
 	prevReplay := nm.ReplayAfter
-	nm.ReplayAfter = w.nextPos - 1
+	nm.ReplayAfter = lastPos
 	nm.Generations = append(nm.Generations, gen)
 	nm.UpdatedAt = time.Now().UTC()
 	if err := commitManifest(ctx, w.opts.Store, w.opts.Shard, nm); err != nil {
-		if errors.Is(err, ErrFenced) {
-			return false, w.fence(err)
-		}
 		// The generation file stays: the manifest may have landed. If it
 		// did not, the file is garbage; a later drop sweeps it.
 		w.sweep.Store(true)
-		return false, err
+		if errors.Is(err, ErrFenced) {
+			return w.fence(err)
+		}
+		return err
 	}
 	w.man = nm
 	w.publish()
-	w.mem.release()
-	w.mem = memtable{}
-	w.unsealed.Store(0)
 	w.stats.Seals.Add(1)
 	w.collect(prevReplay+1, nm.ReplayAfter, nm.Version, nil, 0, nil)
 	if n := len(nm.Generations); n >= pendingWarn && n%pendingWarn == 0 {
 		w.opts.Logger.Warn("wal: many pending generations; merge this shard", "shard", w.opts.Shard, "pending", n)
 	}
-	return true, nil
+	return nil
 }
 
 const pendingWarn = 256
@@ -596,7 +771,7 @@ func (w *Writer) collect(from, to, version uint64, gens []string, sweepUpTo uint
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		for p := from; p <= to && p > 0; p++ {
-			_ = store.Delete(ctx, entryKey(shard, p))
+			_ = objstore.Recycle(ctx, store, entryKey(shard, p))
 		}
 		if version > keepManifests {
 			_ = store.Delete(ctx, manifestKey(shard, version-keepManifests))
@@ -660,7 +835,7 @@ func (w *Writer) sweepLog(replayAfter, version uint64) {
 			for _, o := range objs {
 				num, _, _ := strings.Cut(path.Base(o.Key), ".")
 				if p, err := strconv.ParseUint(num, 10, 64); err == nil && p <= replayAfter {
-					_ = store.Delete(ctx, o.Key)
+					_ = objstore.Recycle(ctx, store, o.Key)
 				}
 			}
 		}
