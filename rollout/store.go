@@ -307,13 +307,38 @@ func (s *Store) driveSmall() {
 	}
 }
 
-// AppendArrow appends a batch with a subset of Schema's columns.
-func (s *Store) AppendArrow(ctx context.Context, rec arrow.RecordBatch) ([]string, error) {
-	recs, err := recordsFromBatch(rec)
-	if err != nil {
+// AppendArrow appends the rows of batches whose columns are any subset of
+// Schema's (see ConformArrow), with the defaults and validation of Append,
+// without converting them to Records. Every batch is checked before
+// anything is written, and all of them land in one WAL entry: all rows are
+// stored or none. Row indexes in errors count across the batches. It
+// returns the ids in row order. Rows become readable at the next Flush.
+func (s *Store) AppendArrow(ctx context.Context, recs ...arrow.RecordBatch) ([]string, error) {
+	now := time.Now().UTC()
+	conformed := make([]arrow.RecordBatch, 0, len(recs))
+	defer func() {
+		for _, c := range conformed {
+			c.Release()
+		}
+	}()
+	var ids []string
+	for _, rec := range recs {
+		c, cids, err := conformAppended(rec, now, len(ids))
+		if err != nil {
+			return nil, err
+		}
+		if c != nil { // nil: no rows
+			conformed = append(conformed, c)
+			ids = append(ids, cids...)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, invalid("no records: send at least one")
+	}
+	if err := s.appendBatch(ctx, conformed...); err != nil {
 		return nil, err
 	}
-	return s.Append(ctx, recs)
+	return ids, nil
 }
 
 // appendBatch makes recs (with Schema) durable in one WAL entry.

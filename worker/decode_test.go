@@ -1,0 +1,61 @@
+package worker
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/lance-context/lance-context/httpapi"
+)
+
+// The JSON record decoder must keep encoding/json's rules (the API's
+// contract) while being fast: these cases pin the rules that matter.
+func TestDecodeJSONRecords(t *testing.T) {
+	s := &Server{}
+	t.Run("fields, metadata as any JSON, base64 payload", func(t *testing.T) {
+		body := `{"records":[
+			{"id":"a","rollout_id":"r","sequence_order":2,"content":"line\n\"quoted\" é","metadata":{"k":[1,2]},"binary_payload":"aGVsbG8=","input_tokens":[1,2,3],"reward":0.5,"relationships":[{"target_id":"b","relation":"next","weight":1}]},
+			{"rollout_id":"r","metadata":"plain text","ROLE":"user"}
+		]}`
+		recs, err := s.decodeJSONRecords(strings.NewReader(body), int64(len(body)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) != 2 {
+			t.Fatalf("got %d records", len(recs))
+		}
+		a, b := recs[0], recs[1]
+		if a.ID != "a" || a.RolloutID != "r" || a.SequenceOrder != 2 || *a.Content != "line\n\"quoted\" é" {
+			t.Errorf("record 0 fields: %+v", a)
+		}
+		if a.Metadata == nil || *a.Metadata != `{"k":[1,2]}` {
+			t.Errorf("object metadata kept as JSON text: got %v", a.Metadata)
+		}
+		if string(a.BinaryPayload) != "hello" || len(a.InputTokens) != 3 || *a.Reward != 0.5 || *a.Relationships[0].TargetID != "b" {
+			t.Errorf("record 0 payload/tokens/reward/relationships: %+v", a)
+		}
+		if b.Metadata == nil || *b.Metadata != "plain text" {
+			t.Errorf("string metadata stored as given: got %v", b.Metadata)
+		}
+		if b.Role != "user" {
+			t.Errorf("field names match case-insensitively, as encoding/json does: role %q", b.Role)
+		}
+	})
+	bad := []struct{ name, body, want string }{
+		{"unknown record field", `{"records":[{"rollout_id":"r","bogus":1}]}`, "bogus"},
+		{"unknown top-level field", `{"records":[],"extra":1}`, "extra"},
+		{"trailing value", `{"records":[]} {}`, "more than one value"},
+		{"truncated", `{"records":[{"rollout_id":"r"`, "invalid JSON body"},
+		{"wrong type", `{"records":[{"rollout_id":7}]}`, "invalid JSON body"},
+		{"bad base64", `{"records":[{"rollout_id":"r","binary_payload":"%%%"}]}`, "invalid JSON body"},
+	}
+	for _, c := range bad {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := s.decodeJSONRecords(strings.NewReader(c.body), -1)
+			var he *httpapi.Error
+			if !errors.As(err, &he) || he.Status != 400 || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want a 400 mentioning %q", err, c.want)
+			}
+		})
+	}
+}
