@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -70,12 +71,12 @@ type httpBenchResult struct {
 
 func newBenchHTTPCmd() *cobra.Command {
 	var (
-		url, dataDir, token, modes, cpuProfile, interopDir string
-		duration, warmup                                   time.Duration
-		conc, batchConc, arrowConc, arrowBatch, flushConc  int
-		contentBytes                                       int
-		lancedb                                            bool
-		oneRowCommits, batchedCommits, lanceBatch          int
+		url, dataDir, token, modes, cpuProfile, interopDir, client string
+		duration, warmup                                           time.Duration
+		conc, batchConc, arrowConc, arrowBatch, flushConc          int
+		contentBytes                                               int
+		lancedb                                                    bool
+		oneRowCommits, batchedCommits, lanceBatch                  int
 	)
 	cmd := &cobra.Command{
 		Use:   "http",
@@ -92,6 +93,13 @@ Each mode writes to its own new store. Modes (--modes, comma-separated):
   arrow       Arrow IPC posts of --arrow-batch records (default 1000), --arrow-concurrency connections
   flush-base  1-record JSON posts, --flush-concurrency connections (reference)
   flush       the same with ?flush=true: the latency a seal adds
+
+The load generator (--client) is "conn" by default: each connection is a
+goroutine writing requests and reading responses on its own keep-alive TCP
+connection, like wrk, so that most of the machine's CPU goes to the worker
+under test. "nethttp" uses Go's http.Client instead (its transport runs two
+goroutines per connection and costs about as much CPU per request as the
+server does).
 
 Records carry ~1 KB of content (--content-bytes) and unique ids. Each mode
 runs --warmup (not measured) and then --duration. Latencies are client-side
@@ -127,7 +135,11 @@ goals.`,
 				token = os.Getenv("LC_API_TOKEN")
 			}
 			url = strings.TrimRight(url, "/")
+			if client != "conn" && client != "nethttp" {
+				return fmt.Errorf("--client %q: use conn or nethttp", client)
+			}
 			cl := newBenchClient(url, token, maxConc)
+			cl.raw = client == "conn"
 
 			all := map[string]httpBenchMode{
 				"single":     {Name: "single", Format: "json", Batch: 1, Concurrency: conc},
@@ -208,6 +220,7 @@ goals.`,
 	f.StringVar(&url, "url", "", "worker base URL (default: start one in this process)")
 	f.StringVar(&dataDir, "data-dir", "", "data dir or s3:// URL of the in-process worker (default: a temp dir, removed afterwards)")
 	f.StringVar(&token, "token", "", "bearer token for --url (default: $LC_API_TOKEN)")
+	f.StringVar(&client, "client", "conn", "load generator: conn (one raw keep-alive connection per goroutine) or nethttp (http.Client)")
 	f.StringVar(&modes, "modes", "single,batch,arrow,flush-base,flush", "modes to run, in order")
 	f.DurationVar(&duration, "duration", 5*time.Second, "measured time per mode")
 	f.DurationVar(&warmup, "warmup", time.Second, "unmeasured time before each mode")
@@ -287,6 +300,104 @@ func (w *inprocWorker) stop() {
 type benchClient struct {
 	url, token string
 	hc         *http.Client
+	raw        bool // load through connClient instead of hc
+}
+
+// poster sends one POST of the load and returns the status and body.
+type poster interface {
+	post(ctx context.Context, path, ctype string, body []byte) (int, []byte, error)
+}
+
+// poster returns what one load goroutine sends requests with.
+func (c *benchClient) poster() (poster, error) {
+	if !c.raw {
+		return c, nil
+	}
+	return dialConnClient(c.url, c.token)
+}
+
+func (c *benchClient) post(ctx context.Context, path, ctype string, body []byte) (int, []byte, error) {
+	return c.do(ctx, "POST", path, ctype, body)
+}
+
+// connClient is one keep-alive HTTP/1.1 connection driven by its caller's
+// goroutine: the request is written by hand and the response read with
+// http.ReadResponse, with no transport goroutines in between.
+type connClient struct {
+	host, auth string
+	conn       net.Conn
+	br         *bufio.Reader
+	req        []byte
+	resp       []byte
+}
+
+func dialConnClient(url, token string) (*connClient, error) {
+	host, ok := strings.CutPrefix(url, "http://")
+	if !ok {
+		return nil, fmt.Errorf("--client conn speaks plain http only, not %s (use --client nethttp)", url)
+	}
+	conn, err := net.DialTimeout("tcp", host, 10*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	c := &connClient{host: host, conn: conn, br: bufio.NewReaderSize(conn, 16<<10)}
+	if token != "" {
+		c.auth = "Authorization: Bearer " + token + "\r\n"
+	}
+	return c, nil
+}
+
+func (c *connClient) post(ctx context.Context, path, ctype string, body []byte) (int, []byte, error) {
+	if c.conn == nil { // the last exchange broke the connection
+		conn, err := net.DialTimeout("tcp", c.host, 10*time.Second)
+		if err != nil {
+			return 0, nil, err
+		}
+		c.conn = conn
+		c.br.Reset(conn)
+	}
+	code, b, err := c.exchange(ctx, path, ctype, body)
+	if err != nil && c.conn != nil {
+		c.conn.Close()
+		c.conn = nil
+	}
+	return code, b, err
+}
+
+func (c *connClient) exchange(ctx context.Context, path, ctype string, body []byte) (int, []byte, error) {
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.conn.SetDeadline(dl)
+	} else {
+		_ = c.conn.SetDeadline(time.Now().Add(2 * time.Minute))
+	}
+	r := append(c.req[:0], "POST "...)
+	r = append(r, path...)
+	r = append(r, " HTTP/1.1\r\nHost: "...)
+	r = append(r, c.host...)
+	r = append(r, "\r\nContent-Type: "...)
+	r = append(r, ctype...)
+	r = append(r, "\r\nContent-Length: "...)
+	r = strconv.AppendInt(r, int64(len(body)), 10)
+	r = append(r, "\r\n"...)
+	r = append(r, c.auth...)
+	r = append(r, "\r\n"...)
+	c.req = r
+	if _, err := (&net.Buffers{r, body}).WriteTo(c.conn); err != nil {
+		return 0, nil, err
+	}
+	resp, err := http.ReadResponse(c.br, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	buf := bytes.NewBuffer(c.resp[:0])
+	_, err = buf.ReadFrom(resp.Body)
+	resp.Body.Close()
+	c.resp = buf.Bytes()
+	if err == nil && resp.Close {
+		c.conn.Close()
+		c.conn = nil
+	}
+	return resp.StatusCode, c.resp, err
 }
 
 func newBenchClient(url, token string, conns int) *benchClient {
@@ -450,6 +561,19 @@ func runHTTPMode(ctx context.Context, cl *benchClient, m httpBenchMode, store st
 		go func() {
 			defer wg.Done()
 			g := &bodyGen{mode: m, prefix: fmt.Sprintf("%s-%d-", m.Name, c), pool: pool, content: content, rng: rand.New(rand.NewPCG(uint64(c), 99))}
+			pc, err := cl.poster()
+			if err != nil {
+				firstErr.CompareAndSwap(nil, err.Error())
+				errs.Add(1)
+				return
+			}
+			if cc, ok := pc.(*connClient); ok {
+				defer func() {
+					if cc.conn != nil {
+						cc.conn.Close()
+					}
+				}()
+			}
 			lat[c] = make([]time.Duration, 0, 1<<14)
 			for {
 				body, ctype, err := g.next()
@@ -462,7 +586,7 @@ func runHTTPMode(ctx context.Context, cl *benchClient, m httpBenchMode, store st
 				if t0.After(end) || ctx.Err() != nil {
 					return
 				}
-				code, rb, err := cl.do(ctx, "POST", path, ctype, body)
+				code, rb, err := pc.post(ctx, path, ctype, body)
 				t1 := time.Now()
 				if err != nil || code != http.StatusCreated {
 					if err == nil {
