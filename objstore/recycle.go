@@ -40,8 +40,8 @@ type spares struct {
 	n     int
 }
 
-// Recycle implements Recycler. The object is gone when it returns, as with
-// Delete, but its file is renamed to a temporary name in its directory and
+// Recycle implements Recycler. The object is gone when it returns (durably
+// so only once its directory is next synced), but its file is renamed to a temporary name in its directory and
 // emptied, and a later PutIfAbsent in that directory writes into it instead
 // of creating a file: on some filesystems allocating an inode costs far
 // more CPU than the rest of a durable put (on the virtual disks this
@@ -101,9 +101,12 @@ func (l *Local) Recycle(ctx context.Context, key string) error {
 		}
 		return fmt.Errorf("objstore: local recycle %s: %w", key, err)
 	}
-	if err := syncDir(dir); err != nil {
-		return fmt.Errorf("objstore: local recycle %s: %w", key, err)
-	}
+	// The directory is not synced here: the put that reuses the spare syncs
+	// it (which makes this rename durable too, as an earlier change of the
+	// same directory), and until then a crash can at worst bring the
+	// object back, emptied. Recycled objects are ones nobody reads, so that
+	// costs nothing, and every synced directory is a journal commit that
+	// the WAL's own fsyncs would wait behind.
 	return nil
 }
 

@@ -98,6 +98,7 @@ type Store struct {
 	amu      sync.Mutex
 	aqueue   []*smallAppend
 	adrivers int
+	alast    time.Time // when a driver last took from aqueue
 }
 
 // smallAppend is one caller's records waiting in Store.aqueue.
@@ -244,6 +245,11 @@ const (
 	combineDrivers = 2
 	// combineTimeout bounds one combined append.
 	combineTimeout = 2 * time.Minute
+	// combineWindow is the least time between two takes from the queue
+	// while appends keep coming: the fixed cost of a batch (building and
+	// encoding 38 columns, about 170 µs) is then shared by every append of
+	// the window instead of the few that arrived during the last take.
+	combineWindow = 2 * time.Millisecond
 )
 
 // appendSmall queues recs to be appended together with other small appends
@@ -275,6 +281,14 @@ func (s *Store) appendSmall(ctx context.Context, recs []Record) error {
 func (s *Store) driveSmall() {
 	for {
 		s.amu.Lock()
+		// Wait out the window only while the other driver's batch is in
+		// flight: an idle store appends at once.
+		if wait := combineWindow - time.Since(s.alast); wait > 0 && s.adrivers > 1 && len(s.aqueue) > 0 && len(s.aqueue) < combineMaxRecords/4 {
+			s.amu.Unlock()
+			time.Sleep(wait)
+			s.amu.Lock()
+		}
+		s.alast = time.Now()
 		n, rows, size := 0, 0, 0
 		for n < len(s.aqueue) && (n == 0 || (rows+len(s.aqueue[n].recs) <= combineMaxRecords && size+s.aqueue[n].size <= combineMaxBytes)) {
 			rows += len(s.aqueue[n].recs)

@@ -33,10 +33,23 @@
 //
 // An entry is an Arrow IPC stream (one or more record batches with the
 // store's row schema) whose schema metadata carries lc.epoch, lc.shard and
-// lc.position. Entries sit at dense positions starting at 1 and are written
+// lc.position (the position as 20 zero-padded digits, so that a writer
+// builds its schema message once and patches the digits per entry).
+// Entries sit at dense positions starting at 1 and are written
 // put-if-absent. Group commit: the shard's single writer goroutine takes every
 // append waiting for it, writes them as one entry, and acknowledges each only
-// after that entry is durable and the fence check below has passed.
+// after that entry is durable and the fence check below has passed. Each
+// appender encodes its own record batch messages; the writer goroutine only
+// concatenates them. Under load (appends were waiting when the last entry
+// finished) it lets GroupWindow (2 ms) pass between the starts of two
+// entries, so an entry carries every append of the window.
+//
+// A full memtable is sealed in the background: its generation file is
+// written off the writer goroutine, which keeps appending and commits the
+// generation to the manifest when the file is done (at most one seal in
+// flight; a second full memtable waits for it). A failed seal puts its rows
+// back in front of the memtable. Seal (flush) answers once every row
+// acknowledged before it is in a committed generation.
 //
 // A writer resolves every position before using the next one. When a put
 // fails ambiguously (an error, which may hide a lost acknowledgement), the
@@ -67,7 +80,11 @@
 // # Garbage collection, and why a stalled writer cannot lose an acknowledged write
 //
 // After a seal commits replay_after = R, entries at positions <= R are
-// deleted. The known hazard: a writer stalled since before the claim wakes up
+// deleted (on local disk recycled: objstore.Recycle keeps the file, emptied,
+// for a later entry of the same directory, sparing an inode allocation).
+// Nobody reads an entry at or below R but a deposed writer, which can no
+// longer acknowledge; and an entry names its shard and position, so a
+// reader refuses a file recycled under it for a later position. The known hazard: a writer stalled since before the claim wakes up
 // and puts an entry at a position p <= R that GC already deleted; the
 // put-if-absent succeeds (the name is free again), but no replay will ever
 // read p, since replay starts after R. If that writer acknowledged, the write

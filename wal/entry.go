@@ -58,26 +58,63 @@ var endOfStream = []byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0}
 // assembleEntry makes an entry of batch messages from encodeBatch: the
 // schema message with the entry's metadata, the messages, the end marker.
 func assembleEntry(s *arrow.Schema, msgs [][]byte, shard string, epoch, pos uint64) ([]byte, error) {
+	h, err := newEntryHeader(s, shard, epoch)
+	if err != nil {
+		return nil, err
+	}
+	return h.assemble(msgs, pos), nil
+}
+
+// entryHeader is the schema message of a writer's entries, built once: the
+// position is written as 20 digits (zero-padded, the width of any uint64),
+// so each entry only patches those bytes. Building the message costs about
+// as much as writing a small entry.
+type entryHeader struct {
+	msg    []byte
+	posOff int // where the 20 position digits start in msg
+}
+
+const positionWidth = 20
+
+func newEntryHeader(s *arrow.Schema, shard string, epoch uint64) (*entryHeader, error) {
+	const sentinel = "98765432109876543210" // positionWidth characters, found once below
 	md := arrow.NewMetadata(
 		[]string{metaEpoch, metaShard, metaPosition},
-		[]string{strconv.FormatUint(epoch, 10), shard, strconv.FormatUint(pos, 10)},
+		[]string{strconv.FormatUint(epoch, 10), shard, sentinel},
 	)
 	sp := ipc.GetSchemaPayload(arrow.NewSchema(s.Fields(), &md), memory.DefaultAllocator)
 	defer sp.Release()
-	n := 4096 + len(endOfStream)
+	var buf bytes.Buffer
+	if _, err := sp.WritePayload(&buf); err != nil {
+		return nil, fmt.Errorf("wal: encode entry schema: %w", err)
+	}
+	msg := buf.Bytes()
+	off := bytes.Index(msg, []byte(sentinel))
+	if off < 0 || bytes.Index(msg[off+1:], []byte(sentinel)) >= 0 {
+		return nil, fmt.Errorf("wal: entry schema: cannot place the position")
+	}
+	return &entryHeader{msg: msg, posOff: off}, nil
+}
+
+// assemble returns the entry at pos made of msgs.
+func (h *entryHeader) assemble(msgs [][]byte, pos uint64) []byte {
+	n := len(h.msg) + len(endOfStream)
 	for _, m := range msgs {
 		n += len(m)
 	}
-	var buf bytes.Buffer
-	buf.Grow(n)
-	if _, err := sp.WritePayload(&buf); err != nil {
-		return nil, fmt.Errorf("wal: encode entry: %w", err)
+	out := make([]byte, 0, n)
+	out = append(out, h.msg...)
+	var digits [positionWidth]byte
+	v := pos
+	for i := positionWidth - 1; i >= 0; i-- {
+		digits[i] = byte('0' + v%10)
+		v /= 10
 	}
+	copy(out[h.posOff:], digits[:])
 	for _, m := range msgs {
-		buf.Write(m)
+		out = append(out, m...)
 	}
-	buf.Write(endOfStream)
-	return buf.Bytes(), nil
+	return append(out, endOfStream...)
 }
 
 // entry is a decoded WAL entry.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -139,5 +141,50 @@ func TestRecycledEntryReadIsRefused(t *testing.T) {
 	}
 	if w.mem.rows != 0 {
 		t.Fatalf("rows adopted: %d", w.mem.rows)
+	}
+}
+
+// TestCollectedEntriesAreRecycled: on local disk, the entries a seal
+// collects become spare files that later entries are written into.
+func TestCollectedEntriesAreRecycled(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	local, err := objstore.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := claim(t, opts(objstore.Sub(local, "ds")))
+	defer w.Abandon()
+	for i := range 20 {
+		if err := appendIDs(t, w, fmt.Sprint("a", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Seal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.WaitCollect()
+	spares := func() (n int) {
+		ents, err := os.ReadDir(filepath.Join(dir, "ds", shardDir("s1"), "wal"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			if strings.Contains(e.Name(), "spare") {
+				n++
+			}
+		}
+		return n
+	}
+	if n := spares(); n != 20 {
+		t.Fatalf("%d spares after collecting 20 entries", n)
+	}
+	for i := range 5 {
+		if err := appendIDs(t, w, fmt.Sprint("b", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := spares(); n != 15 {
+		t.Fatalf("%d spares after 5 more entries, want 15", n)
 	}
 }

@@ -88,13 +88,14 @@ func sameFields(a, b *arrow.Schema) bool {
 // concurrent use; all work happens on one goroutine, which is what makes
 // group commit and the position discipline simple.
 type Writer struct {
-	opts  Options
-	epoch uint64
-	ops   chan *op
-	stop  chan struct{}
-	done  chan struct{}
-	gcMu  sync.Mutex     // one collection at a time
-	gcWG  sync.WaitGroup // collections in flight
+	opts   Options
+	epoch  uint64
+	header *entryHeader // schema message of this writer's entries
+	ops    chan *op
+	stop   chan struct{}
+	done   chan struct{}
+	gcMu   sync.Mutex     // one collection at a time
+	gcWG   sync.WaitGroup // collections in flight
 
 	// state owned by the loop goroutine
 	man     *Manifest
@@ -174,8 +175,12 @@ func Claim(ctx context.Context, opts Options) (*Writer, error) {
 			return nil, fmt.Errorf("wal: claim shard %s: %w", opts.Shard, err)
 		}
 	}
+	header, err := newEntryHeader(opts.Schema, opts.Shard, nm.Epoch)
+	if err != nil {
+		return nil, err
+	}
 	w := &Writer{
-		opts: opts, epoch: nm.Epoch, man: nm, nextPos: nm.ReplayAfter + 1,
+		opts: opts, epoch: nm.Epoch, header: header, man: nm, nextPos: nm.ReplayAfter + 1,
 		ops: make(chan *op, 1024), stop: make(chan struct{}), done: make(chan struct{}),
 		sealDone: make(chan sealResult, 1),
 	}
@@ -509,12 +514,9 @@ func (w *Writer) writeEntry(ctx context.Context, recs []arrow.RecordBatch, msgs 
 	}
 	for {
 		pos := w.nextPos
-		data, err := assembleEntry(w.opts.Schema, msgs, w.opts.Shard, w.epoch, pos)
-		if err != nil {
-			return err
-		}
+		data := w.header.assemble(msgs, pos)
 		key := entryKey(w.opts.Shard, pos)
-		err = retry(ctx, func() error { return w.opts.Store.PutIfAbsent(ctx, key, data) })
+		err := retry(ctx, func() error { return w.opts.Store.PutIfAbsent(ctx, key, data) })
 		if errors.Is(err, objstore.ErrExists) {
 			got, gerr := w.opts.Store.Get(ctx, key)
 			if gerr != nil {
