@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -71,12 +72,12 @@ type httpBenchResult struct {
 
 func newBenchHTTPCmd() *cobra.Command {
 	var (
-		url, dataDir, token, modes, cpuProfile, interopDir, client string
-		duration, warmup                                           time.Duration
-		conc, batchConc, arrowConc, arrowBatch, flushConc          int
-		contentBytes                                               int
-		lancedb                                                    bool
-		oneRowCommits, batchedCommits, lanceBatch                  int
+		url, dataDir, token, modes, cpuProfile, traceFile, interopDir, client string
+		duration, warmup, flushEvery                                          time.Duration
+		conc, batchConc, arrowConc, arrowBatch, flushConc                     int
+		contentBytes                                                          int
+		lancedb                                                               bool
+		oneRowCommits, batchedCommits, lanceBatch                             int
 	)
 	cmd := &cobra.Command{
 		Use:   "http",
@@ -126,7 +127,7 @@ goals.`,
 			var wk *inprocWorker
 			if url == "" {
 				var err error
-				if wk, err = startInprocWorker(ctx, dataDir); err != nil {
+				if wk, err = startInprocWorker(ctx, dataDir, flushEvery); err != nil {
 					return err
 				}
 				defer wk.stop()
@@ -166,6 +167,19 @@ goals.`,
 				}
 				defer func() {
 					pprof.StopCPUProfile()
+					f.Close()
+				}()
+			}
+			if traceFile != "" {
+				f, err := os.Create(traceFile)
+				if err != nil {
+					return err
+				}
+				if err := trace.Start(f); err != nil {
+					return err
+				}
+				defer func() {
+					trace.Stop()
 					f.Close()
 				}()
 			}
@@ -224,6 +238,7 @@ goals.`,
 	f.StringVar(&modes, "modes", "single,batch,arrow,flush-base,flush", "modes to run, in order")
 	f.DurationVar(&duration, "duration", 5*time.Second, "measured time per mode")
 	f.DurationVar(&warmup, "warmup", time.Second, "unmeasured time before each mode")
+	f.DurationVar(&flushEvery, "flush-interval", time.Hour, "flush sweeper interval of the in-process worker (seals, and so WAL collection, happen during the run when shorter than it)")
 	f.IntVar(&conc, "concurrency", 64, "connections of the single mode")
 	f.IntVar(&batchConc, "batch-concurrency", 8, "connections of the batch mode")
 	f.IntVar(&arrowConc, "arrow-concurrency", 4, "connections of the arrow mode")
@@ -231,6 +246,7 @@ goals.`,
 	f.IntVar(&flushConc, "flush-concurrency", 4, "connections of the flush and flush-base modes")
 	f.IntVar(&contentBytes, "content-bytes", 1024, "content bytes per record (varies +-12%)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the modes (client and in-process worker) to this file")
+	f.StringVar(&traceFile, "trace", "", "write an execution trace of the modes to this file (go tool trace)")
 	f.BoolVar(&lancedb, "lancedb", false, "also run the LanceDB baseline (default: when test/interop/node_modules exists)")
 	f.StringVar(&interopDir, "interop-dir", filepath.Join("test", "interop"), "directory of bench.mjs and its node_modules")
 	f.IntVar(&oneRowCommits, "lancedb-one-row-commits", 200, "LanceDB one-row commits")
@@ -250,8 +266,8 @@ type inprocWorker struct {
 
 // startInprocWorker serves the worker API from this process on a free
 // loopback port, with the environment's configuration except the data dir
-// and a one-hour flush interval.
-func startInprocWorker(ctx context.Context, dataDir string) (*inprocWorker, error) {
+// and the flush interval.
+func startInprocWorker(ctx context.Context, dataDir string, flushEvery time.Duration) (*inprocWorker, error) {
 	cfg, err := worker.FromEnv()
 	if err != nil {
 		return nil, err
@@ -264,7 +280,7 @@ func startInprocWorker(ctx context.Context, dataDir string) (*inprocWorker, erro
 		dataDir = w.tmp
 	}
 	cfg.DataDir = dataDir
-	cfg.FlushInterval = time.Hour
+	cfg.FlushInterval = flushEvery
 	cfg.CleanupInterval = 0
 	root, err := objstore.Open(ctx, cfg.DataDir)
 	if err != nil {
