@@ -1,7 +1,11 @@
 package worker
 
 import (
+	"encoding/json"
 	"errors"
+	"net/http/httptest"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -57,5 +61,28 @@ func TestDecodeJSONRecords(t *testing.T) {
 				t.Fatalf("got %v, want a 400 mentioning %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestWriteAppended: the hand-built append response is the JSON that
+// encoding/json makes of the same value, escapes included.
+func TestWriteAppended(t *testing.T) {
+	for _, ids := range [][]string{{"a"}, {"0193-abc", `q"uote`, `back\slash`, "tab\t", "é✓", "<html>&"}} {
+		rec := httptest.NewRecorder()
+		writeAppended(rec, ids, true)
+		var got struct {
+			IDs     []string `json:"ids"`
+			Count   int      `json:"count"`
+			Flushed bool     `json:"flushed"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+			t.Fatalf("%q: %v", rec.Body.String(), err)
+		}
+		if !slices.Equal(got.IDs, ids) || got.Count != len(ids) || !got.Flushed || rec.Code != 201 {
+			t.Fatalf("got %+v (%d) for %q", got, rec.Code, ids)
+		}
+		if rec.Header().Get("Content-Length") != strconv.Itoa(rec.Body.Len()) {
+			t.Fatalf("content-length %s for %d bytes", rec.Header().Get("Content-Length"), rec.Body.Len())
+		}
 	}
 }
