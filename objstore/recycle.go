@@ -28,8 +28,8 @@ func Recycle(ctx context.Context, s Store, key string) error {
 // Bounds of the spare files a Local keeps, per directory and in all. A
 // spare is an empty file: it costs an inode, no data blocks.
 var (
-	maxSparesPerDir = 4096
-	maxSpares       = 16384
+	maxSparesPerDir = 16384
+	maxSpares       = 65536
 )
 
 // spares are files of recycled objects, renamed to temporary names in their

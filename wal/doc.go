@@ -41,8 +41,8 @@
 // after that entry is durable and the fence check below has passed. Each
 // appender encodes its own record batch messages; the writer goroutine only
 // concatenates them. Under load (appends were waiting when the last entry
-// finished) it lets GroupWindow (2 ms) pass between the starts of two
-// entries, so an entry carries every append of the window.
+// finished, and it carried several) it lets GroupWindow (2 ms) pass between
+// the starts of two entries, so an entry carries every append of the window.
 //
 // A full memtable is sealed in the background: its generation file is
 // written off the writer goroutine, which keeps appending and commits the

@@ -36,7 +36,8 @@ type Options struct {
 	MaxMemtableRows  int64 // seal when reached; default 200,000
 	MaxMemtableBytes int64 // seal when reached; default 128 MiB
 	// GroupWindow is the least time between the starts of two entries
-	// while appends keep arriving (the loop never waits when it was idle).
+	// while appends keep arriving and the last entry carried several (the
+	// loop never waits when it was idle).
 	// Under load an entry then carries every append of the window instead
 	// of those of one put: fewer, larger writes, each of which costs far
 	// more than its bytes. Default 2 ms; negative: no window.
@@ -364,6 +365,7 @@ func (w *Writer) loop() {
 	ctx := context.Background()
 	var queue []*op
 	var lastEntry time.Time // when the last entry started
+	lastOps := 0            // appends in the last entry
 	for {
 		idle := false
 		if len(queue) == 0 {
@@ -386,9 +388,11 @@ func (w *Writer) loop() {
 			w.finishSeal(ctx, res)
 		default:
 		}
-		// Under load (work was waiting when the last entry finished), let
-		// the group window fill before the next entry.
-		if !idle && queue[0].kind == opAppend && w.opts.GroupWindow > 0 {
+		// Under load (work was waiting when the last entry finished, and
+		// that entry carried several appends), let the group window fill
+		// before the next entry. An appender that combines its own appends
+		// into one batch (rollout's small appends) has a window of its own.
+		if !idle && lastOps > 1 && queue[0].kind == opAppend && w.opts.GroupWindow > 0 {
 			if wait := w.opts.GroupWindow - time.Since(lastEntry); wait > 0 {
 				time.Sleep(wait)
 			}
@@ -415,7 +419,7 @@ func (w *Writer) loop() {
 			}
 		}
 		if n > 0 {
-			lastEntry = time.Now()
+			lastEntry, lastOps = time.Now(), n
 			w.appendGroup(ctx, queue[:n])
 			queue = queue[n:]
 			continue
