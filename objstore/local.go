@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Local is a Store in a directory tree on a local (POSIX) filesystem. Keys map
@@ -21,7 +22,8 @@ import (
 // documentation for its durability and atomicity guarantees.
 type Local struct {
 	root   string
-	spares spares // files of recycled objects (see Recycle)
+	spares spares    // files of recycled objects (see Recycle)
+	opened time.Time // files of spares older than this are a dead process's
 }
 
 var _ Store = (*Local)(nil)
@@ -38,7 +40,8 @@ func NewLocal(dir string) (*Local, error) {
 	if err := ensureDir(abs); err != nil {
 		return nil, fmt.Errorf("objstore: local root %q: %w", dir, err)
 	}
-	return &Local{root: abs}, nil
+	// Truncated to the second: some filesystems keep coarse mtimes.
+	return &Local{root: abs, opened: time.Now().Truncate(time.Second)}, nil
 }
 
 // Root returns the directory the store is rooted at.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -130,4 +131,49 @@ func (l *Local) takeSpare(dir string) (*os.File, string, bool) {
 		}
 		os.Remove(path) // gone or unusable: try the next one
 	}
+}
+
+// SpareSweeper is implemented by stores that keep spare files (Local).
+type SpareSweeper interface {
+	// SweepSpares deletes the spare files in the directory of key that
+	// this store does not hold for reuse: those a crashed process left.
+	SweepSpares(ctx context.Context, key string) error
+}
+
+// SweepSpares implements SpareSweeper: it deletes the spare files last
+// modified before this store was opened, which no spare of its own is (a
+// recycled file was written, then emptied, by this process). Another live
+// process's spare may be in use by a put at that moment; that put then
+// fails (ENOENT on its link) and is not acknowledged, so sweep only
+// directories whose other writers are fenced, as a WAL directory is at a
+// claim.
+func (l *Local) SweepSpares(ctx context.Context, key string) error {
+	p, err := l.path(key)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(p)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if notFound(err) {
+			return nil
+		}
+		return fmt.Errorf("objstore: local sweep spares %s: %w", key, err)
+	}
+	for _, e := range ents {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if !strings.HasPrefix(e.Name(), tmpPrefix+"spare_") {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil || !fi.ModTime().Before(l.opened) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !notFound(err) {
+			return fmt.Errorf("objstore: local sweep spares %s: %w", key, err)
+		}
+	}
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func (l *Local) spareCount(dir string) int {
@@ -126,5 +127,55 @@ func TestLocalRecycleBounded(t *testing.T) {
 		if fi, err := e.Info(); err != nil || fi.Size() != 0 {
 			t.Fatalf("spare %s: %v, %d bytes (spares must hold no data)", e.Name(), err, fi.Size())
 		}
+	}
+}
+
+// TestLocalSweepSpares: spare files a dead process left are deleted, the
+// store's own are kept and still reused.
+func TestLocalSweepSpares(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	dead, err := NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"w/1", "w/2"} {
+		if err := dead.PutIfAbsent(ctx, k, []byte("old")); err != nil {
+			t.Fatal(err)
+		}
+		if err := dead.Recycle(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The dead process's spares were last modified before the next opens.
+	old := time.Now().Add(-time.Hour)
+	ents, _ := os.ReadDir(filepath.Join(dir, "w"))
+	for _, e := range ents {
+		if err := os.Chtimes(filepath.Join(dir, "w", e.Name()), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.PutIfAbsent(ctx, "w/3", []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Recycle(ctx, "w/3"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.SweepSpares(ctx, "w/x"); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ = os.ReadDir(filepath.Join(dir, "w"))
+	if len(ents) != 1 || l.spareCount("w") != 1 {
+		t.Fatalf("%d files left (want only this store's spare), %d spares held", len(ents), l.spareCount("w"))
+	}
+	if err := l.PutIfAbsent(ctx, "w/4", []byte("reused")); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := l.Get(ctx, "w/4"); string(got) != "reused" || l.spareCount("w") != 0 {
+		t.Fatalf("got %q, %d spares", got, l.spareCount("w"))
 	}
 }

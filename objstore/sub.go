@@ -137,3 +137,15 @@ func (s *subStore) Recycle(ctx context.Context, key string) error {
 	}
 	return Recycle(ctx, s.inner, k)
 }
+
+// SweepSpares forwards to the inner store when it keeps spares.
+func (s *subStore) SweepSpares(ctx context.Context, key string) error {
+	k, err := s.key(key)
+	if err != nil {
+		return err
+	}
+	if sw, ok := s.inner.(SpareSweeper); ok {
+		return sw.SweepSpares(ctx, k)
+	}
+	return nil
+}

@@ -826,8 +826,9 @@ func sweepGenerations(ctx context.Context, store objstore.Store, shard string, u
 
 // sweepLog deletes, in the background, what a predecessor that crashed
 // before its own collection left behind: WAL entries at or below
-// replayAfter (sealed; safe to delete by the argument in doc.go) and
-// manifest versions more than keepManifests behind version.
+// replayAfter (sealed; safe to delete by the argument in doc.go), its spare
+// entry files, and manifest versions more than keepManifests behind
+// version.
 func (w *Writer) sweepLog(replayAfter, version uint64) {
 	store, shard := w.opts.Store, w.opts.Shard
 	w.gcWG.Add(1)
@@ -837,6 +838,10 @@ func (w *Writer) sweepLog(replayAfter, version uint64) {
 		defer w.gcMu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
+		// Spare files (see objstore.Recycle) a crashed predecessor kept.
+		if sw, ok := store.(objstore.SpareSweeper); ok {
+			_ = sw.SweepSpares(ctx, entryKey(shard, 0))
+		}
 		if objs, err := store.List(ctx, shardDir(shard)+"wal/"); err == nil {
 			for _, o := range objs {
 				num, _, _ := strings.Cut(path.Base(o.Key), ".")
