@@ -68,7 +68,20 @@ func conformAppended(rec arrow.RecordBatch, now time.Time, base int) (arrow.Reco
 // conformArrow is ConformArrow allocating from mem. base is added to row
 // indexes in messages, for batches after the first of one append. A batch
 // of zero rows whose columns are acceptable gives a nil batch and no error.
-func conformArrow(mem memory.Allocator, rec arrow.RecordBatch, now time.Time, base int) (arrow.RecordBatch, []string, error) {
+func conformArrow(mem memory.Allocator, rec arrow.RecordBatch, now time.Time, base int) (out arrow.RecordBatch, ids []string, err error) {
+	// The batch comes from a client's IPC stream: buffers may disagree with
+	// their offsets. Structural checks first; a panic on a shape they miss
+	// (non-monotonic offsets, say) is still the client's bad input.
+	defer func() {
+		if r := recover(); r != nil {
+			out, ids, err = nil, nil, invalid("invalid Arrow data: %v", r)
+		}
+	}()
+	for ci, f := range rec.Schema().Fields() {
+		if err := validateArray(rec.Column(ci)); err != nil {
+			return nil, nil, invalid("column %q: invalid Arrow data: %v", f.Name, err)
+		}
+	}
 	n := int(rec.NumRows())
 	cols := make([]arrow.Array, Schema.NumFields())
 	defer func() {
@@ -181,7 +194,7 @@ func conformArrow(mem memory.Allocator, rec arrow.RecordBatch, now time.Time, ba
 	// One copy for all ids: they outlive the batch's buffers.
 	idArr := cols[idCol].(*array.String)
 	all, offs := string(idArr.ValueBytes()), idArr.ValueOffsets()
-	ids := make([]string, n)
+	ids = make([]string, n)
 	for i := range ids {
 		ids[i] = all[offs[i]-offs[0] : offs[i+1]-offs[0]]
 	}
@@ -745,4 +758,56 @@ func payloadSums(mem memory.Allocator, p *array.LargeBinary, sum *array.String, 
 		}
 	}
 	return b.NewArray()
+}
+
+// validateArray runs arrow-go's structural checks (buffer sizes, first and
+// last offsets in bounds) on a and its children, and checks that offsets
+// never run backwards (Validate does not; ValidateFull would, but also
+// re-checks UTF-8 value by value, which conformColumn does once per buffer).
+func validateArray(a arrow.Array) error {
+	if v, ok := a.(interface{ Validate() error }); ok {
+		if err := v.Validate(); err != nil {
+			return err
+		}
+	}
+	if a.Len() == 0 {
+		return nil
+	}
+	var err error
+	switch t := a.(type) {
+	case interface{ ValueOffsets() []int32 }:
+		err = monotonic(t.ValueOffsets())
+	case interface{ ValueOffsets() []int64 }:
+		err = monotonic(t.ValueOffsets())
+	case interface{ Offsets() []int32 }: // lists
+		err = monotonic(t.Offsets())
+	case interface{ Offsets() []int64 }:
+		err = monotonic(t.Offsets())
+	}
+	if err != nil {
+		return err
+	}
+	switch t := a.(type) {
+	case array.ListLike:
+		return validateArray(t.ListValues())
+	case *array.Struct:
+		for i := 0; i < t.NumField(); i++ {
+			if err := validateArray(t.Field(i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func monotonic[O int32 | int64](offs []O) error {
+	for i := 1; i < len(offs); i++ {
+		if offs[i] < offs[i-1] {
+			return fmt.Errorf("offsets run backwards at value %d (%d after %d)", i-1, offs[i], offs[i-1])
+		}
+	}
+	if len(offs) > 0 && offs[0] < 0 {
+		return fmt.Errorf("negative offset %d", offs[0])
+	}
+	return nil
 }

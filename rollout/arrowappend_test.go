@@ -722,3 +722,51 @@ func BenchmarkConformArrow(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
 }
+
+// TestRegression_MalformedArrowIsBadInput: an IPC stream's buffers are the
+// client's; offsets that run backwards must give a ValidationError (HTTP
+// 400), not a panic in the handler.
+func TestRegression_MalformedArrowIsBadInput(t *testing.T) {
+	mk := func(offsets []int32, data string) arrow.Array {
+		ob := memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(offsets))
+		d := array.NewData(arrow.BinaryTypes.String, len(offsets)-1, []*memory.Buffer{nil, ob, memory.NewBufferBytes([]byte(data))}, nil, 0, 0)
+		defer d.Release()
+		return array.MakeFromData(d)
+	}
+	// (Offsets past the data never get here: arrow-go refuses to build such
+	// an array, and its IPC reader turns that into a read error.)
+	tokens := func() arrow.Array {
+		vals := array.NewInt32Builder(memory.DefaultAllocator)
+		defer vals.Release()
+		vals.AppendValues([]int32{1, 2, 3}, nil)
+		v := vals.NewArray()
+		defer v.Release()
+		ob := memory.NewBufferBytes(arrow.Int32Traits.CastToBytes([]int32{0, 3, 1}))
+		d := array.NewData(arrow.ListOf(arrow.PrimitiveTypes.Int32), 2, []*memory.Buffer{nil, ob}, []arrow.ArrayData{v.Data()}, 0, 0)
+		defer d.Release()
+		return array.MakeFromData(d)
+	}
+	for name, col := range map[string]arrow.Array{
+		"offsets run backwards":        mk([]int32{0, 2, 1}, "ab"),
+		"offsets run backwards, later": mk([]int32{0, 1, 2, 0, 2}, "ab"),
+		"list offsets run backwards":   tokens(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			fname := "rollout_id"
+			if col.DataType().ID() == arrow.LIST {
+				fname = "input_tokens"
+			}
+			schema := arrow.NewSchema([]arrow.Field{{Name: fname, Type: col.DataType()}}, nil)
+			rec := array.NewRecordBatch(schema, []arrow.Array{col}, int64(col.Len()))
+			defer rec.Release()
+			out, _, err := ConformArrow(rec, time.Now())
+			var ve *ValidationError
+			if !errors.As(err, &ve) || !strings.Contains(err.Error(), "invalid Arrow data") {
+				t.Fatalf("got %v, want a ValidationError about invalid Arrow data", err)
+			}
+			if out != nil {
+				out.Release()
+			}
+		})
+	}
+}
