@@ -445,14 +445,19 @@ type AppendResult struct {
 	Flushed bool     `json:"flushed"`
 }
 
-// Append makes records durable. Records without an id get a UUIDv7 before
-// the first attempt (the caller's slice is not modified), so retries are
-// idempotent; the ids are in the result, in input order.
+// Append makes records durable. Records without an id get a UUIDv7, and
+// records without created_at the time of the call, before the first attempt
+// (the caller's slice is not modified), so a retry writes exactly the same
+// rows; the ids are in the result, in input order.
 func (c *Client) Append(ctx context.Context, store string, recs []rollout.Record, o AppendOptions) (*AppendResult, error) {
 	recs = slices.Clone(recs)
+	now := time.Now().UTC().Truncate(time.Microsecond) // the column's unit
 	for i := range recs {
 		if recs[i].ID == "" {
 			recs[i].ID = newID()
+		}
+		if recs[i].CreatedAt == nil {
+			recs[i].CreatedAt = &now
 		}
 	}
 	body, err := jsonBody(struct {

@@ -176,6 +176,11 @@ func TestAppendFillsIDsBeforeFirstAttempt(t *testing.T) {
 			if body[i].ID != first[i].ID {
 				t.Fatalf("attempt %d record %d id %q; first attempt had %q", a, i, body[i].ID, first[i].ID)
 			}
+			// created_at too is fixed before the first attempt: a retry
+			// must not write the row again with a later server time.
+			if body[i].CreatedAt == nil || !body[i].CreatedAt.Equal(*first[i].CreatedAt) {
+				t.Fatalf("attempt %d record %d created_at %v; first attempt had %v", a, i, body[i].CreatedAt, first[i].CreatedAt)
+			}
 		}
 		if !bytes.Equal(body[0].BinaryPayload, []byte{0, 1, 2}) {
 			t.Fatalf("payload %v", body[0].BinaryPayload)
@@ -184,7 +189,7 @@ func TestAppendFillsIDsBeforeFirstAttempt(t *testing.T) {
 	if res.Count != 3 || !res.Flushed || res.IDs[0] != first[0].ID || res.IDs[1] != "given" {
 		t.Fatalf("result %+v", res)
 	}
-	if in[0].ID != "" {
+	if in[0].ID != "" || in[0].CreatedAt != nil {
 		t.Fatal("Append modified the caller's records")
 	}
 }

@@ -101,8 +101,9 @@ def _filter_value(v: Any) -> str:
 
 
 def _prepare(rec: Mapping[str, Any]) -> Dict[str, Any]:
-    """Copies a record for the wire: fills a missing id, base64-encodes bytes
-    payloads and formats datetimes (naive ones are taken as UTC)."""
+    """Copies a record for the wire: fills a missing id and created_at (so a
+    retry resends exactly the same row), base64-encodes bytes payloads and
+    formats datetimes (naive ones are taken as UTC)."""
     if not isinstance(rec, Mapping):
         raise TypeError(f"a record must be a dict, got {type(rec).__name__}")
     out = dict(rec)
@@ -112,6 +113,8 @@ def _prepare(rec: Mapping[str, Any]) -> Dict[str, Any]:
     if isinstance(payload, (bytes, bytearray, memoryview)):
         out["binary_payload"] = base64.b64encode(bytes(payload)).decode("ascii")
     created = out.get("created_at")
+    if created is None:
+        created = _dt.datetime.now(_dt.timezone.utc)
     if isinstance(created, _dt.datetime):
         if created.tzinfo is None:
             created = created.replace(tzinfo=_dt.timezone.utc)

@@ -266,6 +266,7 @@ class StubServerTest(unittest.TestCase):
         self.assertTrue(first[0]["id"])
         self.assertEqual(first[0]["id"][14], "7")  # UUIDv7
         self.assertEqual(first[1]["id"], "mine")
+        self.assertTrue(first[0]["created_at"].endswith("+00:00"), "created_at is fixed before the first attempt")
         self.assertEqual(first[0]["binary_payload"], "AAE=")
         self.assertEqual(res["ids"], [first[0]["id"], "mine"])
         method, path, _, headers = _Stub.seen[0]
