@@ -14,7 +14,9 @@
 // on unrelated key prefixes (object stores partition by prefix); the latest
 // version is found from the hint by probing upward (HEAD of version+1 until
 // it is absent), or by listing when the hint is missing or names a version
-// that was garbage-collected.
+// that was garbage-collected. A writer updates the hint in the background
+// after its commits (at a claim, before it returns): a stale hint costs a
+// reader a few probes, never a wrong answer.
 //
 // # Shard manifest (JSON)
 //

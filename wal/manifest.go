@@ -192,8 +192,14 @@ func commitManifest(ctx context.Context, store objstore.Store, shard string, m *
 	if err != nil {
 		return fmt.Errorf("wal: commit shard %s manifest %d: %w", shard, m.Version, err)
 	}
-	_ = store.Put(ctx, hintKey(shard), []byte(fmt.Sprintf(`{"version":%d}`, m.Version)))
 	return nil
+}
+
+// writeHint records version as the shard's latest manifest version. The
+// hint only shortens LoadManifest's search (which probes upward from it),
+// so a failed or late hint costs nothing but a few probes.
+func writeHint(ctx context.Context, store objstore.Store, shard string, version uint64) {
+	_ = store.Put(ctx, hintKey(shard), []byte(fmt.Sprintf(`{"version":%d}`, version)))
 }
 
 // retry runs op until it succeeds, fails with ErrExists or ErrNotFound, or

@@ -109,6 +109,8 @@ type Writer struct {
 	// (finishSeal) when sealDone delivers the result.
 	sealing  *sealJob
 	sealDone chan sealResult
+	// hintKick wakes writeHints after a manifest commit (see publish).
+	hintKick chan struct{}
 
 	// published for concurrent readers
 	manifest atomic.Pointer[Manifest]
@@ -170,6 +172,7 @@ func Claim(ctx context.Context, opts Options) (*Writer, error) {
 		nm.UpdatedAt = time.Now().UTC()
 		err = commitManifest(ctx, opts.Store, opts.Shard, nm)
 		if err == nil {
+			writeHint(ctx, opts.Store, opts.Shard, nm.Version)
 			break
 		}
 		if !errors.Is(err, ErrFenced) || attempt >= 20 {
@@ -183,7 +186,7 @@ func Claim(ctx context.Context, opts Options) (*Writer, error) {
 	w := &Writer{
 		opts: opts, epoch: nm.Epoch, header: header, man: nm, nextPos: nm.ReplayAfter + 1,
 		ops: make(chan *op, 1024), stop: make(chan struct{}), done: make(chan struct{}),
-		sealDone: make(chan sealResult, 1),
+		sealDone: make(chan sealResult, 1), hintKick: make(chan struct{}, 1),
 	}
 	w.sweep.Store(true)
 	w.publish()
@@ -199,6 +202,28 @@ func Claim(ctx context.Context, opts Options) (*Writer, error) {
 	w.sweepLog(w.man.ReplayAfter, w.man.Version)
 	go w.loop()
 	return w, nil
+}
+
+// writeHints writes the hint of the latest committed manifest version in
+// the background: a seal or a drop should not wait for a file (on local
+// disk an inode and two flushes) that only speeds up readers' search.
+// It runs for the life of the loop, which stops it before closing done.
+func (w *Writer) writeHints(stop <-chan struct{}, stopped chan<- struct{}) {
+	defer close(stopped)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var written uint64
+	for {
+		select {
+		case <-w.hintKick:
+		case <-stop:
+			return
+		}
+		if v := w.Manifest().Version; v > written {
+			writeHint(ctx, w.opts.Store, w.opts.Shard, v)
+			written = v
+		}
+	}
 }
 
 // replay reads entries after the replay position into the memtable,
@@ -252,6 +277,10 @@ func (w *Writer) adopt(b []byte) error {
 
 func (w *Writer) publish() {
 	w.manifest.Store(w.man.clone())
+	select {
+	case w.hintKick <- struct{}{}:
+	default:
+	}
 }
 
 // Manifest returns the latest manifest this writer committed.
@@ -360,6 +389,12 @@ func (w *Writer) do(ctx context.Context, o *op) error {
 
 func (w *Writer) loop() {
 	defer close(w.done)
+	hintStop, hintStopped := make(chan struct{}), make(chan struct{})
+	go w.writeHints(hintStop, hintStopped)
+	defer func() {
+		close(hintStop)
+		<-hintStopped
+	}()
 	defer w.mem.release()
 	defer w.abandonSeal()
 	ctx := context.Background()
