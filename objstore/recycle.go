@@ -26,6 +26,44 @@ func Recycle(ctx context.Context, s Store, key string) error {
 	return s.Delete(ctx, key)
 }
 
+// Discarder is implemented by stores whose Delete makes the deletion
+// durable at a cost (Local syncs the directory) and that can delete without
+// it.
+type Discarder interface {
+	// Discard deletes key; the deletion becomes durable with the
+	// directory's next sync, and a crash before that may bring the object
+	// back.
+	Discard(ctx context.Context, key string) error
+}
+
+// Discard deletes garbage: an object whose return after a crash is
+// harmless (a collector will find it again). It uses s's Discard when it
+// has one, else Delete.
+func Discard(ctx context.Context, s Store, key string) error {
+	if d, ok := s.(Discarder); ok {
+		return d.Discard(ctx, key)
+	}
+	return s.Delete(ctx, key)
+}
+
+// Discard implements Discarder: unlink without syncing the directory.
+func (l *Local) Discard(ctx context.Context, key string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p, err := l.path(key)
+	if err != nil {
+		return err
+	}
+	if fi, err := os.Lstat(p); err != nil || fi.IsDir() {
+		return nil // no object of that name
+	}
+	if err := os.Remove(p); err != nil && !notFound(err) {
+		return fmt.Errorf("objstore: local discard %s: %w", key, err)
+	}
+	return nil
+}
+
 // Bounds of the spare files a Local keeps, per directory and in all. A
 // spare is an empty file: it costs an inode, no data blocks.
 var (

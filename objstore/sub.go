@@ -149,3 +149,12 @@ func (s *subStore) SweepSpares(ctx context.Context, key string) error {
 	}
 	return nil
 }
+
+// Discard forwards to the inner store's Discard, or deletes.
+func (s *subStore) Discard(ctx context.Context, key string) error {
+	k, err := s.key(key)
+	if err != nil {
+		return err
+	}
+	return Discard(ctx, s.inner, k)
+}

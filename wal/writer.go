@@ -204,6 +204,9 @@ func Claim(ctx context.Context, opts Options) (*Writer, error) {
 	return w, nil
 }
 
+// hintInterval is the least time between two hint writes of a writer.
+const hintInterval = 250 * time.Millisecond
+
 // writeHints writes the hint of the latest committed manifest version in
 // the background: a seal or a drop should not wait for a file (on local
 // disk an inode and two flushes) that only speeds up readers' search.
@@ -222,6 +225,13 @@ func (w *Writer) writeHints(stop <-chan struct{}, stopped chan<- struct{}) {
 		if v := w.Manifest().Version; v > written {
 			writeHint(ctx, w.opts.Store, w.opts.Shard, v)
 			written = v
+			// At most a few hints a second: each is a durable file write
+			// that the writer's own flushes would queue behind.
+			select {
+			case <-time.After(hintInterval):
+			case <-stop:
+				return
+			}
 		}
 	}
 }
@@ -814,12 +824,14 @@ func (w *Writer) collect(from, to, version uint64, gens []string, sweepUpTo uint
 		for p := from; p <= to && p > 0; p++ {
 			_ = objstore.Recycle(ctx, store, entryKey(shard, p))
 		}
+		// Garbage only: a file a crash brings back is found again by the
+		// sweeps, so no directory sync is paid for (see objstore.Discard).
 		if version > keepManifests {
-			_ = store.Delete(ctx, manifestKey(shard, version-keepManifests))
+			_ = objstore.Discard(ctx, store, manifestKey(shard, version-keepManifests))
 		}
 		clean := true
 		for _, g := range gens {
-			if store.Delete(ctx, shardDir(shard)+g) != nil {
+			if objstore.Discard(ctx, store, shardDir(shard)+g) != nil {
 				clean = false
 			}
 		}
@@ -852,7 +864,7 @@ func sweepGenerations(ctx context.Context, store objstore.Store, shard string, u
 		if err != nil || n > upTo || listed[rel] {
 			continue
 		}
-		if store.Delete(ctx, o.Key) != nil {
+		if objstore.Discard(ctx, store, o.Key) != nil {
 			ok = false
 		}
 	}
@@ -888,7 +900,7 @@ func (w *Writer) sweepLog(replayAfter, version uint64) {
 		if objs, err := store.List(ctx, shardDir(shard)+"manifest/"); err == nil {
 			for _, o := range objs {
 				if v, ok := parseManifestKey(o.Key); ok && v+keepManifests < version {
-					_ = store.Delete(ctx, o.Key)
+					_ = objstore.Discard(ctx, store, o.Key)
 				}
 			}
 		}
