@@ -51,7 +51,9 @@
 // generation to the manifest when the file is done (at most one seal in
 // flight; a second full memtable waits for it). A failed seal puts its rows
 // back in front of the memtable. Seal (flush) answers once every row
-// acknowledged before it is in a committed generation.
+// acknowledged before it is in a committed generation; a Seal that arrives
+// while a seal is in flight is served by the seal started as soon as that
+// one commits, and appends go on meanwhile.
 //
 // A writer resolves every position before using the next one. When a put
 // fails ambiguously (an error, which may hide a lost acknowledgement), the

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -186,5 +187,52 @@ func TestCollectedEntriesAreRecycled(t *testing.T) {
 	}
 	if n := spares(); n != 15 {
 		t.Fatalf("%d spares after 5 more entries, want 15", n)
+	}
+}
+
+// TestSealBehindSealDoesNotBlockAppends: a Seal that arrives while a seal
+// is in flight waits for the next one, but appends go on meanwhile.
+func TestSealBehindSealDoesNotBlockAppends(t *testing.T) {
+	ctx := context.Background()
+	gate := &genGate{Store: objstore.NewMemory(), hold: make(chan struct{})}
+	o := opts(gate)
+	o.MaxMemtableRows = 2
+	w := claim(t, o)
+	defer w.Abandon()
+	release := sync.OnceFunc(func() { close(gate.hold) })
+	defer release()                                   // before Abandon, which waits for the held seal
+	if err := appendIDs(t, w, "a", "b"); err != nil { // full: a seal starts and is held
+		t.Fatal(err)
+	}
+	if err := appendIDs(t, w, "c"); err != nil {
+		t.Fatal(err)
+	}
+	sealed := make(chan error, 1)
+	go func() { sealed <- w.Seal(ctx) }() // must cover "c": waits for the next seal
+	time.Sleep(50 * time.Millisecond)
+	appended := make(chan error, 1)
+	go func() { appended <- appendIDs(t, w, "d") }()
+	select {
+	case err := <-appended:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("an append waited behind a Seal queued after the seal in flight")
+	}
+	select {
+	case err := <-sealed:
+		t.Fatalf("Seal returned (%v) while the seal in flight is held", err)
+	default:
+	}
+	release()
+	if err := <-sealed; err != nil {
+		t.Fatal(err)
+	}
+	got := sealedIDs(t, gate, "s1")
+	for _, id := range []string{"a", "b", "c"} {
+		if !slices.Contains(got, id) {
+			t.Fatalf("sealed %v: %s missing after Seal returned", got, id)
+		}
 	}
 }

@@ -109,6 +109,7 @@ type Writer struct {
 	// (finishSeal) when sealDone delivers the result.
 	sealing  *sealJob
 	sealDone chan sealResult
+	sealNext []chan error // Seal calls waiting for the seal after the one in flight
 	// hintKick wakes writeHints after a manifest commit (see publish).
 	hintKick chan struct{}
 
@@ -484,6 +485,10 @@ func (w *Writer) loop() {
 			// Answered once every row acknowledged so far is in a
 			// committed generation.
 			switch {
+			case w.mem.rows > 0 && w.sealing != nil:
+				// Sealed right after the one in flight, without holding
+				// up appends until then (finishSeal starts it).
+				w.sealNext = append(w.sealNext, o.done)
 			case w.mem.rows > 0:
 				w.startSeal(ctx, o.done)
 			case w.sealing != nil:
@@ -546,7 +551,7 @@ func (w *Writer) appendGroup(ctx context.Context, group []*op) {
 	}
 	w.stats.LastGroupLen.Store(int64(len(group)))
 	if err == nil && w.mem.full(&w.opts) {
-		w.startSeal(ctx, nil)
+		w.startSeal(ctx)
 	}
 }
 
@@ -661,29 +666,20 @@ type sealResult struct {
 
 // startSeal moves the memtable into a background seal, after waiting for
 // the one in flight (so at most two memtables are held: the bound on a
-// writer's memory). done, if not nil, is answered when it commits. The
+// writer's memory). The waiters are answered when it commits. The
 // loop keeps appending meanwhile: sealing a full memtable (128 MiB) takes
 // far longer than a group commit, and appends must not wait for it.
-func (w *Writer) startSeal(ctx context.Context, done chan error) {
-	if w.sealing != nil {
+func (w *Writer) startSeal(ctx context.Context, waiters ...chan error) {
+	for w.sealing != nil { // finishing one may start the next (sealNext)
 		w.finishSeal(ctx, <-w.sealDone)
 	}
-	if w.err != nil {
-		if done != nil {
-			done <- w.err
+	if w.err != nil || w.mem.rows == 0 {
+		for _, d := range waiters {
+			d <- w.err
 		}
 		return
 	}
-	if w.mem.rows == 0 {
-		if done != nil {
-			done <- nil
-		}
-		return
-	}
-	job := &sealJob{mem: w.mem, gen: w.man.NextGeneration, lastPos: w.nextPos - 1}
-	if done != nil {
-		job.waiters = append(job.waiters, done)
-	}
+	job := &sealJob{mem: w.mem, gen: w.man.NextGeneration, lastPos: w.nextPos - 1, waiters: waiters}
 	w.mem = memtable{}
 	w.sealing = job
 	w.publishUnsealed()
@@ -719,11 +715,19 @@ func (w *Writer) finishSeal(ctx context.Context, res sealResult) {
 	for _, d := range job.waiters {
 		d <- err
 	}
+	if next := w.sealNext; len(next) > 0 {
+		w.sealNext = nil
+		w.startSeal(ctx, next...)
+	}
 }
 
 // abandonSeal waits for a seal in flight when the loop stops, and drops it
 // uncommitted (its rows are in the WAL; a successor replays them).
 func (w *Writer) abandonSeal() {
+	for _, d := range w.sealNext {
+		d <- ErrClosed
+	}
+	w.sealNext = nil
 	if w.sealing == nil {
 		return
 	}
@@ -747,7 +751,7 @@ func (w *Writer) publishUnsealed() {
 // seal writes the memtable as a generation and commits it to the manifest,
 // waiting for it (and for any seal in flight first).
 func (w *Writer) seal(ctx context.Context) (bool, error) {
-	if w.sealing != nil {
+	for w.sealing != nil { // finishing one may start the next (sealNext)
 		w.finishSeal(ctx, <-w.sealDone)
 	}
 	if w.err != nil {
