@@ -223,6 +223,11 @@ func (l *Local) PutIfAbsent(ctx context.Context, key string, data []byte) error 
 // Delete implements Store. Directories left empty are kept: removing them
 // could race with a concurrent write below them.
 func (l *Local) Delete(ctx context.Context, key string) error {
+	return l.remove(ctx, key, true)
+}
+
+// remove unlinks the object key, then, when durable, syncs its directory.
+func (l *Local) remove(ctx context.Context, key string, durable bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -242,6 +247,9 @@ func (l *Local) Delete(ctx context.Context, key string) error {
 	}
 	if err := os.Remove(p); err != nil && !notFound(err) {
 		return fmt.Errorf("objstore: local delete %s: %w", key, err)
+	}
+	if !durable {
+		return nil
 	}
 	if err := syncDir(filepath.Dir(p)); err != nil {
 		return fmt.Errorf("objstore: local delete %s: %w", key, err)

@@ -46,22 +46,9 @@ func Discard(ctx context.Context, s Store, key string) error {
 	return s.Delete(ctx, key)
 }
 
-// Discard implements Discarder: unlink without syncing the directory.
+// Discard implements Discarder: Delete without the directory sync.
 func (l *Local) Discard(ctx context.Context, key string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	p, err := l.path(key)
-	if err != nil {
-		return err
-	}
-	if fi, err := os.Lstat(p); err != nil || fi.IsDir() {
-		return nil // no object of that name
-	}
-	if err := os.Remove(p); err != nil && !notFound(err) {
-		return fmt.Errorf("objstore: local discard %s: %w", key, err)
-	}
-	return nil
+	return l.remove(ctx, key, false)
 }
 
 // Bounds of the spare files a Local keeps, per directory and in all. A
@@ -80,9 +67,9 @@ type spares struct {
 }
 
 // Recycle implements Recycler. The object is gone when it returns (durably
-// so only once its directory is next synced), but its file is renamed to a temporary name in its directory and
-// emptied, and a later PutIfAbsent in that directory writes into it instead
-// of creating a file: on some filesystems allocating an inode costs far
+// so only once its directory is next synced), but its file is renamed to a
+// temporary name in its directory and emptied, and a later PutIfAbsent in
+// that directory writes into it instead of creating a file: on some filesystems allocating an inode costs far
 // more CPU than the rest of a durable put (on the virtual disks this
 // project is benchmarked on, about 0.9-1.7 ms against 0.25 ms for writing,
 // fsyncing and linking a spare). The file changes in place when reused,

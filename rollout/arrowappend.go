@@ -164,7 +164,7 @@ func conformArrow(mem memory.Allocator, rec arrow.RecordBatch, now time.Time, ba
 	for _, d := range [...]struct {
 		col int
 		def string
-	}{{roleCol, "assistant"}, {contentTypeCol, "text/plain"}} {
+	}{{roleCol, defaultRole}, {contentTypeCol, defaultContentType}} {
 		if a, _ := cols[d.col].(*array.String); a == nil {
 			cols[d.col] = constStrings(mem, d.def, n)
 		} else if hasBlank(a) {
@@ -650,7 +650,7 @@ func checkRollout(a *array.String, limit int) (int, error) {
 func checkRoles(a *array.String, limit int) (int, error) {
 	for i := range limit {
 		if a.IsValid(i) && a.ValueLen(i) > 0 && !roles[a.Value(i)] {
-			return i, fmt.Errorf("role %q is not one of assistant, user, system, tool, grade, artifact", a.Value(i))
+			return i, fmt.Errorf("role %q is not one of %s", a.Value(i), roleList)
 		}
 	}
 	return limit, nil

@@ -134,6 +134,15 @@ func invalid(format string, args ...any) error {
 // Roles a record may have.
 var roles = map[string]bool{"assistant": true, "user": true, "system": true, "tool": true, "grade": true, "artifact": true}
 
+// roleList names the roles in messages.
+const roleList = "assistant, user, system, tool, grade, artifact"
+
+// Defaults of the role and content type, for JSON and Arrow appends alike.
+const (
+	defaultRole        = "assistant"
+	defaultContentType = "text/plain"
+)
+
 // applyDefaults fills server-side defaults and checks required fields.
 // index is the record's position in its request, for messages.
 func (r *Record) applyDefaults(index int, now time.Time) error {
@@ -147,13 +156,13 @@ func (r *Record) applyDefaults(index int, now time.Time) error {
 		r.ProblemID = r.RolloutID
 	}
 	if r.Role == "" {
-		r.Role = "assistant"
+		r.Role = defaultRole
 	}
 	if !roles[r.Role] {
-		return invalid("record %d: role %q is not one of assistant, user, system, tool, grade, artifact", index, r.Role)
+		return invalid("record %d: role %q is not one of %s", index, r.Role, roleList)
 	}
 	if r.ContentType == "" {
-		r.ContentType = "text/plain"
+		r.ContentType = defaultContentType
 	}
 	if r.CreatedAt == nil {
 		t := now

@@ -20,20 +20,6 @@ func entryKey(shard string, pos uint64) string {
 	return fmt.Sprintf("%swal/%020d.arrow", shardDir(shard), pos)
 }
 
-// encodeEntry writes batches (all with schema s) as one Arrow IPC stream
-// whose schema metadata records who wrote it and where.
-func encodeEntry(s *arrow.Schema, batches []arrow.RecordBatch, shard string, epoch, pos uint64) ([]byte, error) {
-	msgs := make([][]byte, len(batches))
-	for i, b := range batches {
-		m, err := encodeBatch(b)
-		if err != nil {
-			return nil, err
-		}
-		msgs[i] = m
-	}
-	return assembleEntry(s, msgs, shard, epoch, pos)
-}
-
 // encodeBatch returns rec as one IPC record batch message, the unit an
 // entry is made of after its schema message. Appenders encode their own
 // batches, in parallel, so that the writer's loop only concatenates.
@@ -54,16 +40,6 @@ func encodeBatch(rec arrow.RecordBatch) ([]byte, error) {
 // endOfStream is the IPC stream's end marker: a continuation and a zero
 // metadata length.
 var endOfStream = []byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0}
-
-// assembleEntry makes an entry of batch messages from encodeBatch: the
-// schema message with the entry's metadata, the messages, the end marker.
-func assembleEntry(s *arrow.Schema, msgs [][]byte, shard string, epoch, pos uint64) ([]byte, error) {
-	h, err := newEntryHeader(s, shard, epoch)
-	if err != nil {
-		return nil, err
-	}
-	return h.assemble(msgs, pos), nil
-}
 
 // entryHeader is the schema message of a writer's entries, built once: the
 // position is written as 20 digits (zero-padded, the width of any uint64),

@@ -45,3 +45,20 @@ func TestEntryIsAnArrowStream(t *testing.T) {
 		t.Fatalf("decoded %+v", e)
 	}
 }
+
+// encodeEntry makes the entry at pos of batches, as a writer would (tests).
+func encodeEntry(s *arrow.Schema, batches []arrow.RecordBatch, shard string, epoch, pos uint64) ([]byte, error) {
+	msgs := make([][]byte, len(batches))
+	for i, b := range batches {
+		m, err := encodeBatch(b)
+		if err != nil {
+			return nil, err
+		}
+		msgs[i] = m
+	}
+	h, err := newEntryHeader(s, shard, epoch)
+	if err != nil {
+		return nil, err
+	}
+	return h.assemble(msgs, pos), nil
+}
