@@ -47,6 +47,13 @@ func NewLocal(dir string) (*Local, error) {
 // Root returns the directory the store is rooted at.
 func (l *Local) Root() string { return l.root }
 
+// LocalPath returns the filesystem path of key, for data kept in files the
+// caller manages itself (the WAL's segment files).
+func (l *Local) LocalPath(key string) (string, bool) {
+	p, err := l.path(key)
+	return p, err == nil
+}
+
 func (l *Local) path(key string) (string, error) {
 	if err := ValidateKey(key); err != nil {
 		return "", err

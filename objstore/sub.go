@@ -129,6 +129,18 @@ func (s *subStore) List(ctx context.Context, prefix string) ([]ObjectInfo, error
 	return infos, nil
 }
 
+// LocalPath forwards to the inner store when it is on a local filesystem.
+func (s *subStore) LocalPath(key string) (string, bool) {
+	k, err := s.key(key)
+	if err != nil {
+		return "", false
+	}
+	if in, ok := s.inner.(interface{ LocalPath(string) (string, bool) }); ok {
+		return in.LocalPath(k)
+	}
+	return "", false
+}
+
 // Recycle forwards to the inner store's Recycle, or deletes.
 func (s *subStore) Recycle(ctx context.Context, key string) error {
 	k, err := s.key(key)

@@ -370,6 +370,11 @@ func (s *Store) appendBatch(ctx context.Context, recs ...arrow.RecordBatch) erro
 			s.dropWriter(w)
 			continue
 		}
+		if errors.Is(err, wal.ErrLogFailed) {
+			// The writer stopped; the next append claims the shard again,
+			// which replays what is durable.
+			s.dropWriter(w)
+		}
 		return err
 	}
 }
@@ -396,7 +401,7 @@ func (s *Store) Flush(ctx context.Context) error {
 		return err
 	}
 	err := w.Seal(ctx)
-	if errors.Is(err, wal.ErrFenced) {
+	if errors.Is(err, wal.ErrFenced) || errors.Is(err, wal.ErrLogFailed) {
 		s.dropWriter(w)
 	}
 	return err

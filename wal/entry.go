@@ -72,13 +72,14 @@ func newEntryHeader(s *arrow.Schema, shard string, epoch uint64) (*entryHeader, 
 	return &entryHeader{msg: msg, posOff: off}, nil
 }
 
-// assemble returns the entry at pos made of msgs.
-func (h *entryHeader) assemble(msgs [][]byte, pos uint64) []byte {
-	n := len(h.msg) + len(endOfStream)
+// assemble returns the entry at pos made of msgs, after headroom bytes
+// left for the caller (a segment frame's header).
+func (h *entryHeader) assemble(msgs [][]byte, pos uint64, headroom int) []byte {
+	n := headroom + len(h.msg) + len(endOfStream)
 	for _, m := range msgs {
 		n += len(m)
 	}
-	out := make([]byte, 0, n)
+	out := make([]byte, headroom, n)
 	out = append(out, h.msg...)
 	var digits [positionWidth]byte
 	v := pos
@@ -86,7 +87,7 @@ func (h *entryHeader) assemble(msgs [][]byte, pos uint64) []byte {
 		digits[i] = byte('0' + v%10)
 		v /= 10
 	}
-	copy(out[h.posOff:], digits[:])
+	copy(out[headroom+h.posOff:], digits[:])
 	for _, m := range msgs {
 		out = append(out, m...)
 	}

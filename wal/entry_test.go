@@ -60,5 +60,5 @@ func encodeEntry(s *arrow.Schema, batches []arrow.RecordBatch, shard string, epo
 	if err != nil {
 		return nil, err
 	}
-	return h.assemble(msgs, pos), nil
+	return h.assemble(msgs, pos, 0), nil
 }

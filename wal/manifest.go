@@ -41,12 +41,14 @@ type Generation struct {
 
 // Manifest is one version of a shard manifest.
 type Manifest struct {
-	Version        uint64       `json:"version"`
-	Epoch          uint64       `json:"epoch"`
-	NextGeneration uint64       `json:"next_generation"`
-	ReplayAfter    uint64       `json:"replay_after"`
-	Generations    []Generation `json:"generations"`
-	UpdatedAt      time.Time    `json:"updated_at"`
+	Version        uint64 `json:"version"`
+	Epoch          uint64 `json:"epoch"`
+	NextGeneration uint64 `json:"next_generation"`
+	ReplayAfter    uint64 `json:"replay_after"`
+	// LogEpoch: segment files of lower epochs are dead (see doc.go).
+	LogEpoch    uint64       `json:"log_epoch,omitempty"`
+	Generations []Generation `json:"generations"`
+	UpdatedAt   time.Time    `json:"updated_at"`
 }
 
 func (m *Manifest) clone() *Manifest {

@@ -154,7 +154,9 @@ func TestCollectedEntriesAreRecycled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := claim(t, opts(objstore.Sub(local, "ds")))
+	o := opts(objstore.Sub(local, "ds"))
+	o.ObjectLog = true
+	w := claim(t, o)
 	defer w.Abandon()
 	for i := range 20 {
 		if err := appendIDs(t, w, fmt.Sprint("a", i)); err != nil {

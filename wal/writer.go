@@ -42,7 +42,13 @@ type Options struct {
 	// of those of one put: fewer, larger writes, each of which costs far
 	// more than its bytes. Default 2 ms; negative: no window.
 	GroupWindow time.Duration
-	Logger      *slog.Logger
+	// SegmentBytes is the preallocated size of a segment file of the log
+	// on a local filesystem; default 64 MiB.
+	SegmentBytes int64
+	// ObjectLog writes one object per entry even on a local filesystem
+	// (the log of object stores), instead of segment files.
+	ObjectLog bool
+	Logger    *slog.Logger
 }
 
 func (o *Options) setDefaults() {
@@ -103,7 +109,14 @@ type Writer struct {
 	nextPos uint64
 	pending bool // the put at nextPos failed ambiguously; resolve before reuse
 	mem     memtable
-	err     error // sticky: ErrFenced or ErrClosed
+	err     error // sticky: ErrFenced, ErrClosed or ErrLogFailed
+	// segDir is the shard's segment directory when the store is on a local
+	// filesystem; seg is the segment log when this writer writes one (nil:
+	// entries are objects). objectsUpTo is the last position held in an
+	// object entry (entries of an earlier object-log writer replayed).
+	segDir      string
+	seg         *segmentLog
+	objectsUpTo uint64
 	// sealing is the seal running in the background, if any: its
 	// generation file is being written off the loop, which then commits it
 	// (finishSeal) when sealDone delivers the result.
@@ -191,6 +204,9 @@ func Claim(ctx context.Context, opts Options) (*Writer, error) {
 	}
 	w.sweep.Store(true)
 	w.publish()
+	if lp, ok := opts.Store.(localPather); ok {
+		w.segDir, _ = lp.LocalPath(segmentDir(opts.Shard))
+	}
 	if err := w.replay(ctx); err != nil {
 		w.mem.release()
 		return nil, err
@@ -198,6 +214,19 @@ func Claim(ctx context.Context, opts Options) (*Writer, error) {
 	if _, err := w.seal(ctx); err != nil {
 		w.mem.release()
 		return nil, err
+	}
+	if w.segDir != "" {
+		// Everything in older epochs' segments that anyone acknowledged is
+		// now sealed: from here on only this epoch's segments are the log.
+		if err := w.commitLogEpoch(ctx); err != nil {
+			return nil, err
+		}
+		if !opts.ObjectLog {
+			w.seg = newSegmentLog(w.segDir, w.epoch, opts.SegmentBytes)
+			if err := w.seg.start(); err != nil {
+				return nil, err
+			}
+		}
 	}
 	opts.Logger.Info("wal: shard claimed", "shard", opts.Shard, "epoch", w.epoch, "manifest_version", w.man.Version, "next_position", w.nextPos)
 	w.sweepLog(w.man.ReplayAfter, w.man.Version)
@@ -237,26 +266,81 @@ func (w *Writer) writeHints(stop <-chan struct{}, stopped chan<- struct{}) {
 	}
 }
 
+// localPather is a store on a local filesystem (objstore.Local).
+type localPather interface {
+	LocalPath(key string) (string, bool)
+}
+
 // replay reads entries after the replay position into the memtable,
-// sealing whenever it fills.
+// sealing whenever it fills: object entries first, then, on a local
+// filesystem, the frames of the segments of epochs from the manifest's
+// LogEpoch on.
 func (w *Writer) replay(ctx context.Context) error {
 	for {
 		b, err := w.opts.Store.Get(ctx, entryKey(w.opts.Shard, w.nextPos))
 		if errors.Is(err, objstore.ErrNotFound) {
-			return nil
+			break
 		}
 		if err != nil {
 			return fmt.Errorf("wal: replay shard %s position %d: %w", w.opts.Shard, w.nextPos, err)
 		}
-		if err := w.adopt(b); err != nil {
+		if err := w.adoptReplayed(ctx, b); err != nil {
 			return err
 		}
-		if w.mem.full(&w.opts) {
-			if _, err := w.seal(ctx); err != nil {
-				return err
+	}
+	w.objectsUpTo = w.nextPos - 1
+	if w.segDir == "" {
+		return nil
+	}
+	segs, err := listSegments(w.segDir, w.man.LogEpoch)
+	if err != nil {
+		return err
+	}
+	for _, sf := range segs {
+		err := readFrames(sf.path, func(pos uint64, payload []byte) (bool, error) {
+			switch {
+			case pos < w.nextPos: // sealed, or the file's earlier life
+				return true, nil
+			case pos > w.nextPos: // not this log's next frame: the end
+				return false, nil
 			}
+			return true, w.adoptReplayed(ctx, payload)
+		})
+		if err != nil {
+			return fmt.Errorf("wal: replay shard %s: %w", w.opts.Shard, err)
 		}
 	}
+	return nil
+}
+
+func (w *Writer) adoptReplayed(ctx context.Context, b []byte) error {
+	if err := w.adopt(b); err != nil {
+		return err
+	}
+	if w.mem.full(&w.opts) {
+		if _, err := w.seal(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// commitLogEpoch records in the manifest that segments of epochs below
+// this writer's are dead (see doc.go, "Segment log").
+func (w *Writer) commitLogEpoch(ctx context.Context) error {
+	if w.man.LogEpoch == w.epoch {
+		return nil
+	}
+	nm := w.man.clone()
+	nm.Version++
+	nm.LogEpoch = w.epoch
+	nm.UpdatedAt = time.Now().UTC()
+	if err := commitManifest(ctx, w.opts.Store, w.opts.Shard, nm); err != nil {
+		return fmt.Errorf("wal: claim shard %s: %w", w.opts.Shard, err)
+	}
+	w.man = nm
+	w.publish()
+	return nil
 }
 
 // adopt adds the entry at nextPos (already durable) to the memtable.
@@ -407,6 +491,9 @@ func (w *Writer) loop() {
 		<-hintStopped
 	}()
 	defer w.mem.release()
+	if w.seg != nil {
+		defer w.seg.close()
+	}
 	defer w.abandonSeal()
 	ctx := context.Background()
 	var queue []*op
@@ -566,9 +653,34 @@ func (w *Writer) writeEntry(ctx context.Context, recs []arrow.RecordBatch, msgs 
 			return err
 		}
 	}
+	if w.seg != nil {
+		frame := w.header.assemble(msgs, w.nextPos, frameHeaderSize)
+		if err := w.seg.append(w.nextPos, frame); err != nil {
+			return w.halt(err)
+		}
+	} else if err := w.putEntry(ctx, msgs); err != nil {
+		return err
+	}
+	// The entry is durable. Count it in the memtable whatever happens next:
+	// it is in the log and will be sealed by us or replayed by a successor.
+	var rows int64
+	for _, r := range recs {
+		w.mem.add(r)
+		rows += r.NumRows()
+	}
+	w.nextPos++
+	w.publishUnsealed()
+	w.stats.Entries.Add(1)
+	w.stats.EntryRows.Add(rows)
+	return w.checkFence(ctx)
+}
+
+// putEntry writes msgs as an object entry at nextPos, put-if-absent,
+// adopting entries other writers left at the positions it finds taken.
+func (w *Writer) putEntry(ctx context.Context, msgs [][]byte) error {
 	for {
 		pos := w.nextPos
-		data := w.header.assemble(msgs, pos)
+		data := w.header.assemble(msgs, pos, 0)
 		key := entryKey(w.opts.Shard, pos)
 		err := retry(ctx, func() error { return w.opts.Store.PutIfAbsent(ctx, key, data) })
 		if errors.Is(err, objstore.ErrExists) {
@@ -598,20 +710,8 @@ func (w *Writer) writeEntry(ctx context.Context, recs []arrow.RecordBatch, msgs 
 			w.pending = true
 			return fmt.Errorf("wal: write position %d (not acknowledged): %w", pos, err)
 		}
-		break
+		return nil
 	}
-	// The entry is durable. Count it in the memtable whatever happens next:
-	// it is in the log and will be sealed by us or replayed by a successor.
-	var rows int64
-	for _, r := range recs {
-		w.mem.add(r)
-		rows += r.NumRows()
-	}
-	w.nextPos++
-	w.publishUnsealed()
-	w.stats.Entries.Add(1)
-	w.stats.EntryRows.Add(rows)
-	return w.checkFence(ctx)
 }
 
 // resolvePending settles an earlier ambiguous write at nextPos.
@@ -645,6 +745,15 @@ func (w *Writer) checkFence(ctx context.Context) error {
 func (w *Writer) fence(err error) error {
 	if w.err == nil {
 		w.opts.Logger.Warn("wal: writer fenced", "shard", w.opts.Shard, "epoch", w.epoch, "err", err)
+		w.err = err
+	}
+	return w.err
+}
+
+// halt makes err (ErrLogFailed) sticky: the writer appends no more.
+func (w *Writer) halt(err error) error {
+	if w.err == nil {
+		w.opts.Logger.Error("wal: writer stopped", "shard", w.opts.Shard, "epoch", w.epoch, "err", err)
 		w.err = err
 	}
 	return w.err
@@ -799,7 +908,12 @@ func (w *Writer) commitSeal(ctx context.Context, gen Generation, lastPos uint64)
 	w.man = nm
 	w.publish()
 	w.stats.Seals.Add(1)
-	w.collect(prevReplay+1, nm.ReplayAfter, nm.Version, nil, 0, nil)
+	to := nm.ReplayAfter
+	if w.seg != nil {
+		w.seg.collect(nm.ReplayAfter)
+		to = min(to, w.objectsUpTo)
+	}
+	w.collect(prevReplay+1, to, nm.Version, nil, 0, nil)
 	if n := len(nm.Generations); n >= pendingWarn && n%pendingWarn == 0 {
 		w.opts.Logger.Warn("wal: many pending generations; merge this shard", "shard", w.opts.Shard, "pending", n)
 	}
@@ -878,10 +992,11 @@ func sweepGenerations(ctx context.Context, store objstore.Store, shard string, u
 // sweepLog deletes, in the background, what a predecessor that crashed
 // before its own collection left behind: WAL entries at or below
 // replayAfter (sealed; safe to delete by the argument in doc.go), its spare
-// entry files, and manifest versions more than keepManifests behind
-// version.
+// entry files, manifest versions more than keepManifests behind version,
+// and the segment files of earlier epochs (dead once the claim committed
+// LogEpoch).
 func (w *Writer) sweepLog(replayAfter, version uint64) {
-	store, shard := w.opts.Store, w.opts.Shard
+	store, shard, segDir, epoch := w.opts.Store, w.opts.Shard, w.segDir, w.epoch
 	w.gcWG.Add(1)
 	go func() {
 		defer w.gcWG.Done()
@@ -907,6 +1022,9 @@ func (w *Writer) sweepLog(replayAfter, version uint64) {
 					_ = objstore.Discard(ctx, store, o.Key)
 				}
 			}
+		}
+		if segDir != "" {
+			sweepSegments(segDir, epoch)
 		}
 	}()
 }

@@ -1,0 +1,374 @@
+package wal
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// ErrLogFailed means a write or flush of the writer's segment file failed.
+// What reached the disk is unknown (after a failed flush the kernel may
+// have dropped the pages), so the writer stops: a new claim replays what is
+// durable and carries on in new files.
+var ErrLogFailed = errors.New("wal: segment log write failed")
+
+const (
+	// frameHeaderSize: position (8), payload length (4), CRC-32C (4).
+	frameHeaderSize = 16
+	// defaultSegmentBytes is how much a segment file is preallocated.
+	defaultSegmentBytes = 64 << 20
+	// maxSegmentSpares is how many collected segments are kept for reuse.
+	maxSegmentSpares = 2
+	segmentSuffix    = ".seg"
+	spareSuffix      = ".spare"
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// segmentDir is the key of a shard's segment directory.
+func segmentDir(shard string) string { return shardDir(shard) + "log" }
+
+func segmentName(epoch, seq uint64) string {
+	return fmt.Sprintf("%020d-%020d%s", epoch, seq, segmentSuffix)
+}
+
+// parseSegmentName returns the epoch and sequence number of a segment
+// file name.
+func parseSegmentName(name string) (epoch, seq uint64, ok bool) {
+	base, found := strings.CutSuffix(name, segmentSuffix)
+	if !found {
+		return 0, 0, false
+	}
+	e, s, found := strings.Cut(base, "-")
+	if !found {
+		return 0, 0, false
+	}
+	epoch, err1 := strconv.ParseUint(e, 10, 64)
+	seq, err2 := strconv.ParseUint(s, 10, 64)
+	return epoch, seq, err1 == nil && err2 == nil
+}
+
+// segmentLog is a shard writer's log on a local filesystem: frames appended
+// to preallocated segment files of the writer's epoch, each made durable by
+// one data flush. See doc.go ("Segment log").
+type segmentLog struct {
+	dir   string
+	epoch uint64
+	size  int64
+
+	// owned by the writer's loop
+	seq    uint64   // of cur
+	cur    *segment // nil until the first append
+	closed []*segment
+	next   chan prepared // the segment after cur, prepared in the background
+
+	mu     sync.Mutex // guards spares (also used by the preparing goroutine)
+	spares []string
+}
+
+type segment struct {
+	f    *os.File
+	path string
+	off  int64  // where the next frame goes
+	cap  int64  // preallocated bytes
+	last uint64 // position of the last frame written
+}
+
+type prepared struct {
+	seg *segment
+	err error
+}
+
+func newSegmentLog(dir string, epoch uint64, size int64) *segmentLog {
+	if size <= 0 {
+		size = defaultSegmentBytes
+	}
+	return &segmentLog{dir: dir, epoch: epoch, size: size, next: make(chan prepared, 1)}
+}
+
+// start prepares the first segment in the background.
+func (l *segmentLog) start() error {
+	if err := os.MkdirAll(l.dir, 0o755); err != nil {
+		return fmt.Errorf("wal: segment directory: %w", err)
+	}
+	if err := syncDir(filepath.Dir(l.dir)); err != nil {
+		return fmt.Errorf("wal: segment directory: %w", err)
+	}
+	go l.prepareAsync(1)
+	return nil
+}
+
+func (l *segmentLog) prepareAsync(seq uint64) {
+	s, err := l.prepare(seq)
+	l.next <- prepared{seg: s, err: err}
+}
+
+// prepare makes segment seq exist, preallocated, under a durable name: a
+// collected segment renamed, or a new file. Writes into blocks that
+// already hold data (a reused segment) flush fastest: no extent changes.
+func (l *segmentLog) prepare(seq uint64) (*segment, error) {
+	path := filepath.Join(l.dir, segmentName(l.epoch, seq))
+	var f *os.File
+	if spare := l.takeSpare(); spare != "" {
+		if err := os.Rename(spare, path); err == nil {
+			f, _ = os.OpenFile(path, os.O_RDWR, 0)
+		}
+	}
+	if f == nil {
+		var err error
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("wal: create segment: %w", err)
+		}
+		err = preallocate(f, l.size)
+		if err == nil {
+			err = f.Sync()
+		}
+		if err != nil {
+			f.Close()
+			os.Remove(path)
+			return nil, fmt.Errorf("wal: preallocate segment: %w", err)
+		}
+	}
+	fi, err := f.Stat()
+	if err == nil {
+		// The name must be durable before a frame in it is acknowledged.
+		err = syncDir(l.dir)
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("wal: prepare segment: %w", err)
+	}
+	return &segment{f: f, path: path, cap: fi.Size()}, nil
+}
+
+func (l *segmentLog) takeSpare() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.spares) == 0 {
+		return ""
+	}
+	s := l.spares[len(l.spares)-1]
+	l.spares = l.spares[:len(l.spares)-1]
+	return s
+}
+
+// append makes frame durable as the entry at pos. frame starts with
+// frameHeaderSize bytes of room for the header, which append fills.
+func (l *segmentLog) append(pos uint64, frame []byte) error {
+	payload := len(frame) - frameHeaderSize
+	if payload <= 0 || int64(payload) > math.MaxUint32 {
+		return fmt.Errorf("wal: entry of %d bytes does not fit a frame", payload)
+	}
+	binary.LittleEndian.PutUint64(frame[0:8], pos)
+	binary.LittleEndian.PutUint32(frame[8:12], uint32(payload))
+	crc := crc32.Update(crc32.Checksum(frame[0:12], castagnoli), castagnoli, frame[frameHeaderSize:])
+	binary.LittleEndian.PutUint32(frame[12:16], crc)
+	if l.cur == nil || (l.cur.last != 0 && l.cur.off+int64(len(frame)) > l.cur.cap) {
+		if err := l.rotate(); err != nil {
+			return err
+		}
+	}
+	// A frame larger than a segment goes alone into one and grows it; the
+	// data flush then also flushes the new size.
+	if _, err := l.cur.f.WriteAt(frame, l.cur.off); err != nil {
+		return fmt.Errorf("%w: %w", ErrLogFailed, err)
+	}
+	if err := datasync(l.cur.f); err != nil {
+		return fmt.Errorf("%w: %w", ErrLogFailed, err)
+	}
+	l.cur.off += int64(len(frame))
+	l.cur.last = pos
+	return nil
+}
+
+// rotate makes the prepared segment current and starts preparing the next.
+func (l *segmentLog) rotate() error {
+	p := <-l.next
+	if p.err != nil {
+		// One synchronous retry: preparing failed in the background, maybe
+		// for a passing reason (a full disk that was cleaned up).
+		p.seg, p.err = l.prepare(l.seq + 1)
+		if p.err != nil {
+			go func() { l.next <- prepared{err: p.err} }()
+			return fmt.Errorf("%w: %w", ErrLogFailed, p.err)
+		}
+	}
+	if l.cur != nil {
+		l.cur.f.Close()
+		l.cur.f = nil
+		l.closed = append(l.closed, l.cur)
+	}
+	l.cur = p.seg
+	l.seq++
+	go l.prepareAsync(l.seq + 1)
+	return nil
+}
+
+// collect retires the closed segments whose frames are all at or below
+// upTo (sealed): the first few become spares for later segments, the rest
+// are deleted. Neither is flushed: after a crash such a file is a segment
+// of sealed frames, which replay skips and the next claim deletes.
+func (l *segmentLog) collect(upTo uint64) {
+	for len(l.closed) > 0 && l.closed[0].last <= upTo {
+		s := l.closed[0]
+		l.closed = l.closed[1:]
+		l.mu.Lock()
+		keep := len(l.spares) < maxSegmentSpares
+		l.mu.Unlock()
+		if keep {
+			spare := strings.TrimSuffix(s.path, segmentSuffix) + spareSuffix
+			if os.Rename(s.path, spare) == nil {
+				l.mu.Lock()
+				l.spares = append(l.spares, spare)
+				l.mu.Unlock()
+				continue
+			}
+		}
+		os.Remove(s.path)
+	}
+}
+
+// close releases the writer's files. The prepared segment stays: it holds
+// no frame, and the next claim deletes it.
+func (l *segmentLog) close() {
+	if l.cur != nil && l.cur.f != nil {
+		l.cur.f.Close()
+		l.cur.f = nil
+	}
+	go func() {
+		if p := <-l.next; p.seg != nil {
+			p.seg.f.Close()
+		}
+	}()
+}
+
+// segmentFile is a segment found in the directory.
+type segmentFile struct {
+	epoch, seq uint64
+	path       string
+}
+
+// listSegments returns the segments of dir with epoch >= fromEpoch, in log
+// order (epoch, then sequence number).
+func listSegments(dir string, fromEpoch uint64) ([]segmentFile, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("wal: list segments: %w", err)
+	}
+	var out []segmentFile
+	for _, e := range ents {
+		if epoch, seq, ok := parseSegmentName(e.Name()); ok && epoch >= fromEpoch {
+			out = append(out, segmentFile{epoch: epoch, seq: seq, path: filepath.Join(dir, e.Name())})
+		}
+	}
+	slices.SortFunc(out, func(a, b segmentFile) int {
+		if a.epoch != b.epoch {
+			return cmpUint(a.epoch, b.epoch)
+		}
+		return cmpUint(a.seq, b.seq)
+	})
+	return out, nil
+}
+
+func cmpUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// readFrames calls fn with the payload of each valid frame of the segment
+// at path, in order, while fn returns true. It stops at the first byte
+// range that is not a whole frame with a matching checksum: the end of
+// what was written (zeros of preallocation, a torn write, or frames of
+// the file's earlier life as another segment, which fn rejects by
+// position). A file that vanished (recycled by a deposed writer after its
+// frames were sealed) has nothing to replay.
+func readFrames(path string, fn func(pos uint64, payload []byte) (bool, error)) error {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("wal: read segment: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("wal: read segment: %w", err)
+	}
+	size := fi.Size()
+	var hdr [frameHeaderSize]byte
+	for off := int64(0); off+frameHeaderSize <= size; {
+		if _, err := f.ReadAt(hdr[:], off); err != nil {
+			return fmt.Errorf("wal: read segment %s: %w", filepath.Base(path), err)
+		}
+		pos := binary.LittleEndian.Uint64(hdr[0:8])
+		n := int64(binary.LittleEndian.Uint32(hdr[8:12]))
+		if pos == 0 || n == 0 || off+frameHeaderSize+n > size {
+			return nil
+		}
+		payload := make([]byte, n)
+		if _, err := f.ReadAt(payload, off+frameHeaderSize); err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("wal: read segment %s: %w", filepath.Base(path), err)
+		}
+		crc := crc32.Update(crc32.Checksum(hdr[0:12], castagnoli), castagnoli, payload)
+		if crc != binary.LittleEndian.Uint32(hdr[12:16]) {
+			return nil
+		}
+		more, err := fn(pos, payload)
+		if err != nil || !more {
+			return err
+		}
+		off += frameHeaderSize + n
+	}
+	return nil
+}
+
+// sweepSegments deletes the segment files and spares in dir of epochs
+// below epoch. A deposed writer may still write into one; nothing it
+// writes there can be acknowledged (see doc.go).
+func sweepSegments(dir string, epoch uint64) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if base, ok := strings.CutSuffix(name, spareSuffix); ok {
+			name = base + segmentSuffix
+		}
+		if ep, _, ok := parseSegmentName(name); ok && ep < epoch {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

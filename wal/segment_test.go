@@ -1,0 +1,252 @@
+package wal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lance-context/lance-context/objstore"
+)
+
+// localOpts returns writer options on a local store in a temp dir with
+// small segments, so that a few entries fill one, and the segment dir.
+func localOpts(t *testing.T) (Options, string) {
+	t.Helper()
+	dir := t.TempDir()
+	local, err := objstore.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := opts(objstore.Sub(local, "ds"))
+	o.SegmentBytes = 4 << 10
+	return o, filepath.Join(dir, "ds", segmentDir("s1"))
+}
+
+func segmentFiles(t *testing.T, dir string) (segs, spares []string) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		switch {
+		case strings.HasSuffix(e.Name(), segmentSuffix):
+			segs = append(segs, e.Name())
+		case strings.HasSuffix(e.Name(), spareSuffix):
+			spares = append(spares, e.Name())
+		}
+	}
+	return segs, spares
+}
+
+func wantIDs(t *testing.T, store objstore.Store, want ...string) {
+	t.Helper()
+	got := sealedIDs(t, store, "s1")
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("sealed ids %v, want %v", got, want)
+	}
+}
+
+// TestSegmentLogCrashReplay: acknowledged rows in segment files (several,
+// rotated) survive a crash, and the next claim deletes the dead epoch's
+// files.
+func TestSegmentLogCrashReplay(t *testing.T) {
+	ctx := context.Background()
+	o, dir := localOpts(t)
+	w := claim(t, o)
+	if w.seg == nil {
+		t.Fatal("a writer on a local filesystem writes a segment log")
+	}
+	var ids []string
+	for i := range 40 {
+		id := fmt.Sprintf("row-%03d-%s", i, strings.Repeat("x", 200))
+		ids = append(ids, id)
+		if err := appendIDs(t, w, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if segs, _ := segmentFiles(t, dir); len(segs) < 3 {
+		t.Fatalf("40 entries of ~500 bytes in 4 KiB segments: %d segment files", len(segs))
+	}
+	w.Abandon() // a crash: nothing sealed
+
+	w2 := claim(t, o)
+	defer w2.Abandon()
+	if err := w2.Seal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantIDs(t, o.Store, ids...)
+	w2.WaitCollect()
+	segs, _ := segmentFiles(t, dir)
+	for _, s := range segs {
+		if e, _, _ := parseSegmentName(s); e < w2.Epoch() {
+			t.Fatalf("segment %s of a dead epoch left after the claim", s)
+		}
+	}
+}
+
+// TestSegmentReplayStopsAtTornFrame: a frame whose bytes do not match its
+// checksum ends the log; frames before it are replayed.
+func TestSegmentReplayStopsAtTornFrame(t *testing.T) {
+	o, dir := localOpts(t)
+	o.SegmentBytes = 1 << 20
+	w := claim(t, o)
+	for _, id := range []string{"a", "b", "c"} {
+		if err := appendIDs(t, w, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Abandon()
+	segs, _ := segmentFiles(t, dir)
+	if len(segs) != 2 { // the one written and the next, prepared
+		t.Fatalf("segments %v", segs)
+	}
+	path := filepath.Join(dir, segs[0])
+	var offs []int64
+	if err := readFrames(path, func(pos uint64, payload []byte) (bool, error) {
+		if len(offs) == 0 {
+			offs = append(offs, 0)
+		}
+		offs = append(offs, offs[len(offs)-1]+frameHeaderSize+int64(len(payload)))
+		return true, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(offs) != 4 {
+		t.Fatalf("%d frame boundaries, want 4", len(offs))
+	}
+	// Tear the last frame: its final bytes never reached the disk.
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(make([]byte, 8), offs[3]-8); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	w2 := claim(t, o)
+	defer w2.Abandon()
+	if err := w2.Seal(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	wantIDs(t, o.Store, "a", "b")
+}
+
+// TestSegmentDeposedWriterCannotAcknowledge: a writer whose shard was
+// claimed keeps writing into its own epoch's files, which the claim made
+// dead; it is fenced, and a later claim never reads what it wrote.
+func TestSegmentDeposedWriterCannotAcknowledge(t *testing.T) {
+	o, _ := localOpts(t)
+	w1 := claim(t, o)
+	defer w1.Abandon()
+	if err := appendIDs(t, w1, "a"); err != nil {
+		t.Fatal(err)
+	}
+	w2 := claim(t, o)
+	w2.WaitCollect() // w1's files are deleted under it
+	if err := appendIDs(t, w1, "zombie"); !errors.Is(err, ErrFenced) {
+		t.Fatalf("deposed writer's append: %v, want ErrFenced", err)
+	}
+	if err := appendIDs(t, w2, "c"); err != nil {
+		t.Fatal(err)
+	}
+	w2.Abandon()
+	w3 := claim(t, o)
+	defer w3.Abandon()
+	if err := w3.Seal(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	wantIDs(t, o.Store, "a", "c")
+}
+
+// TestSegmentReuseSkipsStaleFrames: collected segments are reused, and
+// the frames of their earlier life (sealed rows) are never replayed again.
+func TestSegmentReuseSkipsStaleFrames(t *testing.T) {
+	ctx := context.Background()
+	o, dir := localOpts(t)
+	w := claim(t, o)
+	var ids []string
+	add := func(prefix string, n int) {
+		for i := range n {
+			id := fmt.Sprintf("%s-%03d-%s", prefix, i, strings.Repeat("y", 300))
+			ids = append(ids, id)
+			if err := appendIDs(t, w, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	add("first", 30)
+	if err := w.Seal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	add("second", 20) // rotates into the reused segments
+	if _, spares := segmentFiles(t, dir); len(spares) != 0 {
+		t.Fatalf("spares %v left after rotating past them", spares)
+	}
+	w.Abandon()
+	w2 := claim(t, o)
+	defer w2.Abandon()
+	if err := w2.Seal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantIDs(t, o.Store, ids...) // once each: no stale frame came back
+}
+
+// TestObjectEntriesReplayedBeforeSegments: a shard whose log was written
+// as objects (by an earlier version) is replayed, then continues in
+// segments.
+func TestObjectEntriesReplayedBeforeSegments(t *testing.T) {
+	ctx := context.Background()
+	o, _ := localOpts(t)
+	old := o
+	old.ObjectLog = true
+	w := claim(t, old)
+	for _, id := range []string{"a", "b"} {
+		if err := appendIDs(t, w, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Abandon()
+	w2 := claim(t, o)
+	if err := appendIDs(t, w2, "c"); err != nil {
+		t.Fatal(err)
+	}
+	w2.Abandon()
+	w3 := claim(t, o)
+	defer w3.Abandon()
+	if err := w3.Seal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantIDs(t, o.Store, "a", "b", "c")
+}
+
+// TestSegmentWriteFailureStopsWriter: after a failed segment write the
+// writer acknowledges nothing more; a new claim replays what is durable.
+func TestSegmentWriteFailureStopsWriter(t *testing.T) {
+	o, _ := localOpts(t)
+	w := claim(t, o)
+	if err := appendIDs(t, w, "a"); err != nil {
+		t.Fatal(err)
+	}
+	w.seg.cur.f.Close() // the next write fails
+	if err := appendIDs(t, w, "b"); !errors.Is(err, ErrLogFailed) {
+		t.Fatalf("append after a failed write: %v, want ErrLogFailed", err)
+	}
+	if err := appendIDs(t, w, "c"); !errors.Is(err, ErrLogFailed) {
+		t.Fatalf("second append: %v, want ErrLogFailed", err)
+	}
+	w.Abandon()
+	w2 := claim(t, o)
+	defer w2.Abandon()
+	if err := w2.Seal(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	wantIDs(t, o.Store, "a")
+}
