@@ -16,8 +16,12 @@
 // version is found from the hint by probing upward (HEAD of version+1 until
 // it is absent), or by listing when the hint is missing or names a version
 // that was garbage-collected. A writer updates the hint in the background
-// after its commits (at a claim, before it returns): a stale hint costs a
-// reader a few probes, never a wrong answer.
+// after its commits (at a claim, before it returns), at most four times a
+// second, and deletes old versions only below the last hint it wrote, so
+// every version from the hint up exists: a stale hint costs a reader a few
+// probes, never a wrong answer. A claim finds the latest version by
+// listing instead: after a crash a deleted version (deletes are not
+// flushed) may come back below a gap, and a claim must never build on it.
 //
 // # Shard manifest (JSON)
 //

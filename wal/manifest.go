@@ -129,8 +129,23 @@ func readManifest(ctx context.Context, store objstore.Reader, shard string, v ui
 	return m, nil
 }
 
+// loadListedManifest returns the latest manifest found by listing, which is
+// what a claim must build on: probing from a hint stops at the first
+// absent version, and after a crash a deleted old version may come back
+// below a gap (deletes are not flushed). A claim that wrote the version
+// after such a stale one would fork the chain.
+func loadListedManifest(ctx context.Context, store objstore.Reader, shard string) (*Manifest, error) {
+	v, err := listedVersion(ctx, store, shard)
+	if err != nil {
+		return nil, err
+	}
+	return readManifest(ctx, store, shard, v)
+}
+
 // latestVersion finds the newest manifest version: from the hint, probing
-// upward, else by listing. Returns ErrNoShard when there is none.
+// upward, else by listing. Returns ErrNoShard when there is none. Writers
+// delete only versions below the hint they last wrote, so every version
+// from the hint up exists.
 func latestVersion(ctx context.Context, store objstore.Reader, shard string) (uint64, error) {
 	if b, err := store.Get(ctx, hintKey(shard)); err == nil {
 		var h struct{ Version uint64 }
@@ -140,6 +155,11 @@ func latestVersion(ctx context.Context, store objstore.Reader, shard string) (ui
 			}
 		}
 	}
+	return listedVersion(ctx, store, shard)
+}
+
+// listedVersion finds the newest manifest version by listing.
+func listedVersion(ctx context.Context, store objstore.Reader, shard string) (uint64, error) {
 	objs, err := store.List(ctx, shardDir(shard)+"manifest/")
 	if err != nil {
 		return 0, fmt.Errorf("wal: list shard %s manifests: %w", shard, err)
@@ -200,8 +220,8 @@ func commitManifest(ctx context.Context, store objstore.Store, shard string, m *
 // writeHint records version as the shard's latest manifest version. The
 // hint only shortens LoadManifest's search (which probes upward from it),
 // so a failed or late hint costs nothing but a few probes.
-func writeHint(ctx context.Context, store objstore.Store, shard string, version uint64) {
-	_ = store.Put(ctx, hintKey(shard), []byte(fmt.Sprintf(`{"version":%d}`, version)))
+func writeHint(ctx context.Context, store objstore.Store, shard string, version uint64) error {
+	return store.Put(ctx, hintKey(shard), []byte(fmt.Sprintf(`{"version":%d}`, version)))
 }
 
 // retry runs op until it succeeds, fails with ErrExists or ErrNotFound, or

@@ -71,6 +71,7 @@ type segmentLog struct {
 	cur    *segment // nil until the first append
 	closed []*segment
 	next   chan prepared // the segment after cur, prepared in the background
+	quit   chan struct{} // closed by close: stop preparing
 
 	mu     sync.Mutex // guards spares (also used by the preparing goroutine)
 	spares []string
@@ -93,7 +94,7 @@ func newSegmentLog(dir string, epoch uint64, size int64) *segmentLog {
 	if size <= 0 {
 		size = defaultSegmentBytes
 	}
-	return &segmentLog{dir: dir, epoch: epoch, size: size, next: make(chan prepared, 1)}
+	return &segmentLog{dir: dir, epoch: epoch, size: size, next: make(chan prepared, 1), quit: make(chan struct{})}
 }
 
 // start prepares the first segment in the background.
@@ -114,8 +115,11 @@ func (l *segmentLog) prepareAsync(seq uint64) {
 }
 
 // prepare makes segment seq exist, preallocated, under a durable name: a
-// collected segment renamed, or a new file. Writes into blocks that
-// already hold data (a reused segment) flush fastest: no extent changes.
+// collected segment renamed, or a new file. Frames written into blocks
+// that already hold data (a reused or zero-filled segment) flush fastest:
+// no extent changes, so no journal commit. A new file is zero-filled
+// while the current segment fills; only a writer's first segment, which
+// its first append waits for, is merely reserved (fallocate).
 func (l *segmentLog) prepare(seq uint64) (*segment, error) {
 	path := filepath.Join(l.dir, segmentName(l.epoch, seq))
 	var f *os.File
@@ -130,7 +134,11 @@ func (l *segmentLog) prepare(seq uint64) (*segment, error) {
 		if err != nil {
 			return nil, fmt.Errorf("wal: create segment: %w", err)
 		}
-		err = preallocate(f, l.size)
+		if seq == 1 {
+			err = preallocate(f, l.size)
+		} else {
+			err = zeroFill(f, l.size, l.quit)
+		}
 		if err == nil {
 			err = f.Sync()
 		}
@@ -239,18 +247,18 @@ func (l *segmentLog) collect(upTo uint64) {
 	}
 }
 
-// close releases the writer's files. The prepared segment stays: it holds
-// no frame, and the next claim deletes it.
+// close releases the writer's files, after stopping the preparation in
+// flight. A prepared segment stays: it holds no frame, and the next claim
+// deletes it.
 func (l *segmentLog) close() {
 	if l.cur != nil && l.cur.f != nil {
 		l.cur.f.Close()
 		l.cur.f = nil
 	}
-	go func() {
-		if p := <-l.next; p.seg != nil {
-			p.seg.f.Close()
-		}
-	}()
+	close(l.quit)
+	if p := <-l.next; p.seg != nil {
+		p.seg.f.Close()
+	}
 }
 
 // segmentFile is a segment found in the directory.
@@ -371,4 +379,27 @@ func syncDir(dir string) error {
 		err = cerr
 	}
 	return err
+}
+
+// zeroFill writes size bytes of zeros to f, flushing every 8 MiB so that
+// the flushes of frames never queue behind a whole segment of them.
+func zeroFill(f *os.File, size int64, quit <-chan struct{}) error {
+	zero := make([]byte, 1<<20)
+	for off := int64(0); off < size; off += int64(len(zero)) {
+		select {
+		case <-quit:
+			return errors.New("writer closed")
+		default:
+		}
+		n := min(int64(len(zero)), size-off)
+		if _, err := f.WriteAt(zero[:n], off); err != nil {
+			return err
+		}
+		if (off/int64(len(zero)))%8 == 7 {
+			if err := datasync(f); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -104,8 +104,8 @@ func TestSegmentReplayStopsAtTornFrame(t *testing.T) {
 	}
 	w.Abandon()
 	segs, _ := segmentFiles(t, dir)
-	if len(segs) != 2 { // the one written and the next, prepared
-		t.Fatalf("segments %v", segs)
+	if len(segs) == 0 { // the one written, and maybe the next, prepared
+		t.Fatal("no segment file")
 	}
 	path := filepath.Join(dir, segs[0])
 	var offs []int64

@@ -2,6 +2,7 @@ package wal
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -458,5 +459,77 @@ func TestClaimSweepsPredecessorsLeftovers(t *testing.T) {
 	}
 	if got := sealedIDs(t, store, "s1"); !slices.Contains(got, "unsealed") || len(got) != 21 {
 		t.Fatalf("rows after claim: %d %v", len(got), got)
+	}
+}
+
+// TestRegression_ClaimBuildsOnTheListedLatestManifest: a hint that points
+// at an old manifest version below a gap (a deleted version came back after
+// a crash; the ones above it did not) made the claim write the version
+// after the stale one, forking the chain and dropping the generations
+// committed since.
+func TestRegression_ClaimBuildsOnTheListedLatestManifest(t *testing.T) {
+	ctx := context.Background()
+	store := objstore.NewMemory()
+	w := claim(t, opts(store))
+	for i := range 6 {
+		if err := appendIDs(t, w, fmt.Sprint("r", i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Seal(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	latest := w.Manifest().Version
+	w.Close(ctx)
+	if err := store.Delete(ctx, manifestKey("s1", 3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeHint(ctx, store, "s1", 2); err != nil {
+		t.Fatal(err)
+	}
+	w2 := claim(t, opts(store))
+	defer w2.Abandon()
+	if got := w2.Manifest().Version; got <= latest {
+		t.Fatalf("claim committed version %d, not above the latest %d", got, latest)
+	}
+	wantIDs(t, store, "r0", "r1", "r2", "r3", "r4", "r5")
+}
+
+// TestManifestsFromTheHintUpAreKept: with the hint written at most a few
+// times a second, a burst of commits must not delete versions at or above
+// it, or a reader probing up from the hint would stop at the gap.
+func TestManifestsFromTheHintUpAreKept(t *testing.T) {
+	ctx := context.Background()
+	store := objstore.NewMemory()
+	w := claim(t, opts(store))
+	defer w.Abandon()
+	for i := range 3 * keepManifests {
+		if err := appendIDs(t, w, fmt.Sprint("r", i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Seal(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.WaitCollect()
+	b, err := store.Get(ctx, hintKey("s1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h struct{ Version uint64 }
+	if err := json.Unmarshal(b, &h); err != nil {
+		t.Fatal(err)
+	}
+	latest := w.Manifest().Version
+	if h.Version+keepManifests >= latest {
+		t.Skipf("the hint (%d) kept up with the commits (%d): nothing to check", h.Version, latest)
+	}
+	for v := h.Version; v <= latest; v++ {
+		if _, err := store.Head(ctx, manifestKey("s1", v)); err != nil {
+			t.Fatalf("version %d (hint %d, latest %d): %v", v, h.Version, latest, err)
+		}
+	}
+	if m, err := LoadManifest(ctx, store, "s1"); err != nil || m.Version != latest {
+		t.Fatalf("LoadManifest: %v, %v; want version %d", m, err, latest)
 	}
 }

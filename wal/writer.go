@@ -125,6 +125,12 @@ type Writer struct {
 	sealNext []chan error // Seal calls waiting for the seal after the one in flight
 	// hintKick wakes writeHints after a manifest commit (see publish).
 	hintKick chan struct{}
+	// hinted is the version of the last hint written; manifest versions
+	// are deleted only below it (see latestVersion).
+	hinted atomic.Uint64
+	// manifestsCollected: versions up to it were deleted or left to the
+	// claim's sweep (guarded by gcMu).
+	manifestsCollected uint64
 
 	// published for concurrent readers
 	manifest atomic.Pointer[Manifest]
@@ -173,7 +179,7 @@ func Claim(ctx context.Context, opts Options) (*Writer, error) {
 	}
 	var nm *Manifest
 	for attempt := 0; ; attempt++ {
-		m, err := LoadManifest(ctx, opts.Store, opts.Shard)
+		m, err := loadListedManifest(ctx, opts.Store, opts.Shard)
 		if errors.Is(err, ErrNoShard) {
 			m, err = &Manifest{NextGeneration: 1}, nil
 		}
@@ -186,7 +192,6 @@ func Claim(ctx context.Context, opts Options) (*Writer, error) {
 		nm.UpdatedAt = time.Now().UTC()
 		err = commitManifest(ctx, opts.Store, opts.Shard, nm)
 		if err == nil {
-			writeHint(ctx, opts.Store, opts.Shard, nm.Version)
 			break
 		}
 		if !errors.Is(err, ErrFenced) || attempt >= 20 {
@@ -202,6 +207,10 @@ func Claim(ctx context.Context, opts Options) (*Writer, error) {
 		ops: make(chan *op, 1024), stop: make(chan struct{}), done: make(chan struct{}),
 		sealDone: make(chan sealResult, 1), hintKick: make(chan struct{}, 1),
 	}
+	if writeHint(ctx, opts.Store, opts.Shard, nm.Version) == nil {
+		w.hinted.Store(nm.Version)
+	}
+	w.manifestsCollected = nm.Version
 	w.sweep.Store(true)
 	w.publish()
 	if lp, ok := opts.Store.(localPather); ok {
@@ -253,7 +262,9 @@ func (w *Writer) writeHints(stop <-chan struct{}, stopped chan<- struct{}) {
 			return
 		}
 		if v := w.Manifest().Version; v > written {
-			writeHint(ctx, w.opts.Store, w.opts.Shard, v)
+			if writeHint(ctx, w.opts.Store, w.opts.Shard, v) == nil {
+				w.hinted.Store(v)
+			}
 			written = v
 			// At most a few hints a second: each is a durable file write
 			// that the writer's own flushes would queue behind.
@@ -944,8 +955,13 @@ func (w *Writer) collect(from, to, version uint64, gens []string, sweepUpTo uint
 		}
 		// Garbage only: a file a crash brings back is found again by the
 		// sweeps, so no directory sync is paid for (see objstore.Discard).
-		if version > keepManifests {
-			_ = objstore.Discard(ctx, store, manifestKey(shard, version-keepManifests))
+		// Versions at or above the hint stay, so that readers probing up
+		// from it never meet a gap.
+		if upTo := min(version, w.hinted.Load()); upTo > keepManifests {
+			for v := w.manifestsCollected + 1; v <= upTo-keepManifests; v++ {
+				_ = objstore.Discard(ctx, store, manifestKey(shard, v))
+			}
+			w.manifestsCollected = max(w.manifestsCollected, upTo-keepManifests)
 		}
 		clean := true
 		for _, g := range gens {
@@ -996,7 +1012,7 @@ func sweepGenerations(ctx context.Context, store objstore.Store, shard string, u
 // and the segment files of earlier epochs (dead once the claim committed
 // LogEpoch).
 func (w *Writer) sweepLog(replayAfter, version uint64) {
-	store, shard, segDir, epoch := w.opts.Store, w.opts.Shard, w.segDir, w.epoch
+	store, shard, segDir, epoch, hinted := w.opts.Store, w.opts.Shard, w.segDir, w.epoch, w.hinted.Load()
 	w.gcWG.Add(1)
 	go func() {
 		defer w.gcWG.Done()
@@ -1018,7 +1034,7 @@ func (w *Writer) sweepLog(replayAfter, version uint64) {
 		}
 		if objs, err := store.List(ctx, shardDir(shard)+"manifest/"); err == nil {
 			for _, o := range objs {
-				if v, ok := parseManifestKey(o.Key); ok && v+keepManifests < version {
+				if v, ok := parseManifestKey(o.Key); ok && v+keepManifests < min(version, hinted) {
 					_ = objstore.Discard(ctx, store, o.Key)
 				}
 			}
