@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -22,15 +21,29 @@ const storeSuffix = ".rollout.lance"
 // without listing their data.
 const registryDir = "_lc_stores/"
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$`)
 
 // ValidateName checks a store name: [A-Za-z0-9_][A-Za-z0-9._-]*, 1-128
 // characters, not starting with "_" (reserved).
 func ValidateName(name string) error {
-	if !nameRE.MatchString(name) || strings.HasPrefix(name, "_") {
+	if !validName(name) {
 		return invalid("invalid store name %q: use 1-128 of A-Z a-z 0-9 . _ -, starting with a letter or digit", name)
 	}
 	return nil
+}
+
+// validName reports whether name is 1-128 of A-Z a-z 0-9 . _ -, starting
+// with a letter or digit. (Checked on every request: a loop, not a regexp.)
+func validName(name string) bool {
+	if len(name) == 0 || len(name) > 128 || name[0] == '.' || name[0] == '-' || name[0] == '_' {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // ShardID derives a process's shard id from its instance id.
