@@ -21,7 +21,6 @@ const storeSuffix = ".rollout.lance"
 // without listing their data.
 const registryDir = "_lc_stores/"
 
-
 // ValidateName checks a store name: [A-Za-z0-9_][A-Za-z0-9._-]*, 1-128
 // characters, not starting with "_" (reserved).
 func ValidateName(name string) error {
