@@ -27,6 +27,9 @@ const (
 	frameHeaderSize = 16
 	// defaultSegmentBytes is how much a segment file is preallocated.
 	defaultSegmentBytes = 64 << 20
+	// firstSegmentBytes bounds a writer's first segment: zero-filling it
+	// takes a few milliseconds instead of a few hundred.
+	firstSegmentBytes = 4 << 20
 	// maxSegmentSpares is how many collected segments are kept for reuse.
 	maxSegmentSpares = 2
 	segmentSuffix    = ".seg"
@@ -118,8 +121,8 @@ func (l *segmentLog) prepareAsync(seq uint64) {
 // collected segment renamed, or a new file. Frames written into blocks
 // that already hold data (a reused or zero-filled segment) flush fastest:
 // no extent changes, so no journal commit. A new file is zero-filled
-// while the current segment fills; only a writer's first segment, which
-// its first append waits for, is merely reserved (fallocate).
+// while the current segment fills; a writer's first segment, which its
+// first append waits for, is a small one.
 func (l *segmentLog) prepare(seq uint64) (*segment, error) {
 	path := filepath.Join(l.dir, segmentName(l.epoch, seq))
 	var f *os.File
@@ -134,11 +137,11 @@ func (l *segmentLog) prepare(seq uint64) (*segment, error) {
 		if err != nil {
 			return nil, fmt.Errorf("wal: create segment: %w", err)
 		}
+		size := l.size
 		if seq == 1 {
-			err = preallocate(f, l.size)
-		} else {
-			err = zeroFill(f, l.size, l.quit)
+			size = min(size, firstSegmentBytes)
 		}
+		err = zeroFill(f, size, l.quit)
 		if err == nil {
 			err = f.Sync()
 		}

@@ -17,14 +17,3 @@ func datasync(f *os.File) error {
 		}
 	}
 }
-
-// preallocate reserves size bytes for f. Filesystems without fallocate
-// grow the file as frames are written instead; the flushes then also
-// carry the new size.
-func preallocate(f *os.File, size int64) error {
-	err := unix.Fallocate(int(f.Fd()), 0, 0, size)
-	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
-		return nil
-	}
-	return err
-}
