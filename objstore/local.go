@@ -364,6 +364,8 @@ type localWriter struct {
 	path, tmp string
 	f         *os.File
 	bw        *bufio.Writer // nil: write to f directly
+	written   int64         // bytes given to Write
+	flushed   int64         // bytes whose writeback was started
 	done      bool
 	committed bool
 }
@@ -385,8 +387,21 @@ func (w *localWriter) Write(p []byte) (int, error) {
 	if err != nil {
 		return n, fmt.Errorf("objstore: local write %s: %w", w.key, err)
 	}
+	w.written += int64(n)
+	inFile := w.written
+	if w.bw != nil {
+		inFile -= int64(w.bw.Buffered())
+	}
+	if inFile-w.flushed >= writebackBytes {
+		startWriteback(w.f, w.flushed, inFile-w.flushed)
+		w.flushed = inFile
+	}
 	return n, nil
 }
+
+// writebackBytes is how much a writer lets pile up in the page cache
+// before it starts writing it back (see startWriteback).
+const writebackBytes = 8 << 20
 
 func (w *localWriter) Close() error {
 	if w.done {
