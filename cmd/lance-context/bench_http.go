@@ -86,7 +86,8 @@ func newBenchHTTPCmd() *cobra.Command {
 
 Without --url it starts a worker in this process on --data-dir (default: a
 temp dir, removed afterwards) with a one-hour flush interval, so appends are
-measured without the sweeper; the load generator runs in the same process.
+measured without the sweeper, and with the worker command's GOGC and
+GOMEMLIMIT defaults; the load generator runs in the same process.
 Each mode writes to its own new store. Modes (--modes, comma-separated):
 
   single      1-record JSON posts, --concurrency connections (default 64)
@@ -126,6 +127,7 @@ goals.`,
 			maxConc := max(conc, batchConc, arrowConc, flushConc)
 			var wk *inprocWorker
 			if url == "" {
+				tuneGC() // as the worker command does
 				var err error
 				if wk, err = startInprocWorker(ctx, dataDir, flushEvery); err != nil {
 					return err

@@ -13,6 +13,7 @@ func newDevCmd() *cobra.Command {
 		Short: "Run everything on one machine: embedded etcd, a worker, a master and the web UI on one address",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			tuneGC()
 			return devmode.Run(cmd.Context(), o)
 		},
 	}
