@@ -768,3 +768,65 @@ func TestRegression_ColdGenerationReadIsOneRequest(t *testing.T) {
 		t.Fatalf("a cold read of a %d-byte generation took %d requests", g.Bytes, n)
 	}
 }
+
+// TestOrphanMergesDuringAppendsOnLocalDisk: on local disk the WAL is
+// segment files per writer epoch. A master that merges the shard while its
+// worker keeps appending claims it (deleting the worker's segments under
+// it), and the worker claims it back; every acknowledged id is read once.
+func TestOrphanMergesDuringAppendsOnLocalDisk(t *testing.T) {
+	ctx := context.Background()
+	local, err := objstore.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	worker := mustStore(t, newCatalog(t, local, "w", quiet(Options{})), "exp")
+	master := mustStore(t, newCatalog(t, local, "master", quiet(Options{})), "exp")
+
+	var mu sync.Mutex
+	acked := map[string]bool{}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := fmt.Sprintf("g%d-%05d", g, i)
+				if _, err := worker.Append(ctx, []Record{{ID: id, RolloutID: "r"}}); err == nil {
+					mu.Lock()
+					acked[id] = true
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	merged := 0
+	for range 6 {
+		time.Sleep(30 * time.Millisecond)
+		res, err := master.MergeShard(ctx, ShardID("w"))
+		if errors.Is(err, wal.ErrFenced) {
+			continue // the worker claimed its shard back during the merge
+		}
+		if err != nil {
+			t.Fatalf("orphan merge: %v", err)
+		}
+		merged += int(res.Rows)
+	}
+	close(stop)
+	wg.Wait()
+	worker.mu.Lock()
+	w := worker.writer
+	worker.mu.Unlock()
+	if len(acked) == 0 || w == nil || w.Epoch() < 3 {
+		t.Fatalf("%d acknowledged, writer %v: the worker was never fenced and back", len(acked), w)
+	}
+	epoch := w.Epoch()
+	settle(t, worker)
+	verifyExactlyOnce(t, worker, acked)
+	t.Logf("%d acknowledged ids, %d rows merged by the master, worker epoch %d", len(acked), merged, epoch)
+}
