@@ -128,7 +128,10 @@ func (l *segmentLog) prepare(seq uint64) (*segment, error) {
 	var f *os.File
 	if spare := l.takeSpare(); spare != "" {
 		if err := os.Rename(spare, path); err == nil {
-			f, _ = os.OpenFile(path, os.O_RDWR, 0)
+			if f, err = os.OpenFile(path, os.O_RDWR, 0); err != nil {
+				f = nil
+				os.Remove(path) // make way for a new file
+			}
 		}
 	}
 	if f == nil {
