@@ -84,15 +84,18 @@
 //	position uint64 LE | length uint32 LE | CRC-32C uint32 LE of the 12
 //	bytes before it and the payload | payload (the entry, as above)
 //
-// Segments are preallocated (SegmentBytes, default 64 MiB) and made to
-// exist under their name (directory flushed) before a frame goes in; the
-// next one is prepared in the background while the current one fills. A
-// frame that does not fit starts the next segment (a frame larger than a
-// segment goes alone and grows it). After a seal, closed segments whose
-// frames are all at or below replay_after are collected: up to two are
-// kept, renamed to .spare, and become later segments, whose blocks already
-// exist, so writes into them change no extents. Their old frames stay
-// behind the new ones until overwritten.
+// Segments are zero-filled to their size and made to exist under their
+// name (directory flushed) before a frame goes in, so a frame's flush
+// changes no extents (no journal commit); the next one is prepared in the
+// background while the current one fills. A writer's first segment is
+// 1 MiB and each next one twice the last, up to SegmentBytes (default
+// 64 MiB): a first append waits milliseconds, and a quiet store holds a
+// few MiB. A frame that does not fit starts the next segment (a frame
+// larger than a segment goes alone and grows it). After a seal, closed
+// segments whose frames are all at or below replay_after are collected: up
+// to two are kept, renamed to .spare, and become later segments (grown
+// with zeros if smaller). Their old frames stay behind the new ones until
+// overwritten.
 //
 // Replay reads, after any object entries, the segments of epochs >=
 // log_epoch in (epoch, seq) order, frame by frame: a frame at a position

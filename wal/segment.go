@@ -27,9 +27,13 @@ const (
 	frameHeaderSize = 16
 	// defaultSegmentBytes is how much a segment file is preallocated.
 	defaultSegmentBytes = 64 << 20
-	// firstSegmentBytes bounds a writer's first segment: zero-filling it
-	// takes a few milliseconds instead of a few hundred.
-	firstSegmentBytes = 4 << 20
+	// firstSegmentBytes is the size of a writer's first segment; each next
+	// one is twice the last, up to SegmentBytes. A writer's first append
+	// waits for the first (zero-filling 1 MiB takes milliseconds, 64 MiB
+	// hundreds), and a store that receives little holds 3 MiB of segments,
+	// not 128. Doubling keeps preparing the next segment (in the
+	// background) faster than filling the current one.
+	firstSegmentBytes = 1 << 20
 	// maxSegmentSpares is how many collected segments are kept for reuse.
 	maxSegmentSpares = 2
 	segmentSuffix    = ".seg"
@@ -117,14 +121,16 @@ func (l *segmentLog) prepareAsync(seq uint64) {
 	l.next <- prepared{seg: s, err: err}
 }
 
-// prepare makes segment seq exist, preallocated, under a durable name: a
-// collected segment renamed, or a new file. Frames written into blocks
-// that already hold data (a reused or zero-filled segment) flush fastest:
-// no extent changes, so no journal commit. A new file is zero-filled
-// while the current segment fills; a writer's first segment, which its
-// first append waits for, is a small one.
+// prepare makes segment seq exist, zero-filled to its size, under a
+// durable name: a collected segment renamed (and grown if it is smaller),
+// or a new file. Frames written into blocks that already hold data flush
+// fastest: no extent changes, so no journal commit.
 func (l *segmentLog) prepare(seq uint64) (*segment, error) {
 	path := filepath.Join(l.dir, segmentName(l.epoch, seq))
+	want := l.size
+	if seq < 8 {
+		want = min(want, firstSegmentBytes<<(seq-1))
+	}
 	var f *os.File
 	if spare := l.takeSpare(); spare != "" {
 		if err := os.Rename(spare, path); err == nil {
@@ -136,31 +142,28 @@ func (l *segmentLog) prepare(seq uint64) (*segment, error) {
 	}
 	if f == nil {
 		var err error
-		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
-		if err != nil {
+		if f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644); err != nil {
 			return nil, fmt.Errorf("wal: create segment: %w", err)
-		}
-		size := l.size
-		if seq == 1 {
-			size = min(size, firstSegmentBytes)
-		}
-		err = zeroFill(f, size, l.quit)
-		if err == nil {
-			err = f.Sync()
-		}
-		if err != nil {
-			f.Close()
-			os.Remove(path)
-			return nil, fmt.Errorf("wal: preallocate segment: %w", err)
 		}
 	}
 	fi, err := f.Stat()
+	if err == nil && fi.Size() < want {
+		// A new file, or a reused one smaller than this segment should be.
+		err = zeroFill(f, fi.Size(), want, l.quit)
+		if err == nil {
+			err = f.Sync()
+		}
+		if err == nil {
+			fi, err = f.Stat()
+		}
+	}
 	if err == nil {
 		// The name must be durable before a frame in it is acknowledged.
 		err = syncDir(l.dir)
 	}
 	if err != nil {
 		f.Close()
+		os.Remove(path)
 		return nil, fmt.Errorf("wal: prepare segment: %w", err)
 	}
 	return &segment{f: f, path: path, cap: fi.Size()}, nil
@@ -387,11 +390,12 @@ func syncDir(dir string) error {
 	return err
 }
 
-// zeroFill writes size bytes of zeros to f, flushing every 8 MiB so that
-// the flushes of frames never queue behind a whole segment of them.
-func zeroFill(f *os.File, size int64, quit <-chan struct{}) error {
+// zeroFill writes zeros to f from offset from up to size, flushing every
+// 8 MiB so that the flushes of frames never queue behind a whole segment
+// of them.
+func zeroFill(f *os.File, from, size int64, quit <-chan struct{}) error {
 	zero := make([]byte, 1<<20)
-	for off := int64(0); off < size; off += int64(len(zero)) {
+	for off, i := from, 1; off < size; off, i = off+int64(len(zero)), i+1 {
 		select {
 		case <-quit:
 			return errors.New("writer closed")
@@ -401,7 +405,7 @@ func zeroFill(f *os.File, size int64, quit <-chan struct{}) error {
 		if _, err := f.WriteAt(zero[:n], off); err != nil {
 			return err
 		}
-		if (off/int64(len(zero)))%8 == 7 {
+		if i%8 == 0 {
 			if err := datasync(f); err != nil {
 				return err
 			}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lance-context/lance-context/objstore"
 )
@@ -249,4 +250,48 @@ func TestSegmentWriteFailureStopsWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantIDs(t, o.Store, "a")
+}
+
+// TestSegmentSizesDoubleFromSmall: a writer that receives little holds a
+// few MiB of segment files, not two full segments; under load the
+// segments grow to SegmentBytes.
+func TestSegmentSizesDoubleFromSmall(t *testing.T) {
+	o, dir := localOpts(t)
+	o.SegmentBytes = 0 // the default, 64 MiB
+	w := claim(t, o)
+	defer w.Abandon()
+	if err := appendIDs(t, w, "small"); err != nil {
+		t.Fatal(err)
+	}
+	sizes := func() (total, largest int64) {
+		segs, _ := segmentFiles(t, dir)
+		for _, s := range segs {
+			fi, err := os.Stat(filepath.Join(dir, s))
+			if err != nil {
+				t.Fatal(err)
+			}
+			total += fi.Size()
+			largest = max(largest, fi.Size())
+		}
+		return total, largest
+	}
+	// The second segment is prepared in the background; wait for it.
+	for i := 0; i < 100; i++ {
+		if segs, _ := segmentFiles(t, dir); len(segs) == 2 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if total, _ := sizes(); total > 3<<20 {
+		t.Fatalf("an idle writer holds %d bytes of segments", total)
+	}
+	big := strings.Repeat("z", 256<<10)
+	for i := range 40 { // 10 MiB: through the 1, 2, 4 MiB segments
+		if err := appendIDs(t, w, fmt.Sprint(i, big)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, largest := sizes(); largest < 8<<20 {
+		t.Fatalf("after 10 MiB of entries the largest segment is %d bytes", largest)
+	}
 }
