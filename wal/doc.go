@@ -88,9 +88,9 @@
 // name (directory flushed) before a frame goes in, so a frame's flush
 // changes no extents (no journal commit); the next one is prepared in the
 // background while the current one fills. A writer's first segment is
-// 1 MiB and each next one twice the last, up to SegmentBytes (default
-// 64 MiB): a first append waits milliseconds, and a quiet store holds a
-// few MiB. A frame that does not fit starts the next segment (a frame
+// 1 MiB and each next one four times the last, up to SegmentBytes
+// (default 64 MiB): a first append waits milliseconds, and a quiet store
+// holds 5 MiB. A frame that does not fit starts the next segment (a frame
 // larger than a segment goes alone and grows it). After a seal, closed
 // segments whose frames are all at or below replay_after are collected: up
 // to two are kept, renamed to .spare, and become later segments (grown
