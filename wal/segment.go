@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -295,21 +296,11 @@ func listSegments(dir string, fromEpoch uint64) ([]segmentFile, error) {
 	}
 	slices.SortFunc(out, func(a, b segmentFile) int {
 		if a.epoch != b.epoch {
-			return cmpUint(a.epoch, b.epoch)
+			return cmp.Compare(a.epoch, b.epoch)
 		}
-		return cmpUint(a.seq, b.seq)
+		return cmp.Compare(a.seq, b.seq)
 	})
 	return out, nil
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // readFrames calls fn with the payload of each valid frame of the segment
