@@ -17,7 +17,7 @@ const serverGCPercent = 300
 
 // tuneGC sets the collector of a serving process (worker, dev, the
 // in-process bench) unless GOGC or GOMEMLIMIT say otherwise: GOGC 300, and
-// a soft memory limit of 3/4 of the cgroup's memory limit, else of the
+// a soft memory limit of 3/4 of the container's memory limit, else of the
 // machine's memory, so the collector works harder before the process
 // would run out rather than after.
 func tuneGC() {
@@ -31,14 +31,26 @@ func tuneGC() {
 	}
 }
 
-// memoryBudget returns the cgroup v2 memory limit, else the machine's
-// memory (MemTotal), else 0.
+// memoryBudget returns the container's memory limit (cgroup v2, else v1),
+// else the machine's memory (MemTotal), else 0.
 func memoryBudget() int64 {
-	if b, err := os.ReadFile("/sys/fs/cgroup/memory.max"); err == nil {
-		if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && n > 0 {
+	total := memTotal()
+	for _, f := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		// "max" (v2) or a huge number (v1) means no limit.
+		n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		if err == nil && n > 0 && (total == 0 || n < total) {
 			return n
 		}
 	}
+	return total
+}
+
+// memTotal returns MemTotal from /proc/meminfo, or 0.
+func memTotal() int64 {
 	f, err := os.Open("/proc/meminfo")
 	if err != nil {
 		return 0
