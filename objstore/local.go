@@ -221,7 +221,7 @@ func (l *Local) PutIfAbsent(ctx context.Context, key string, data []byte) error 
 	if err := os.Remove(tmp); err != nil {
 		return fmt.Errorf("objstore: local put %s: remove temporary file: %w", key, err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := SyncDir(dir); err != nil {
 		return fmt.Errorf("objstore: local put %s: %w", key, err)
 	}
 	return nil
@@ -235,22 +235,9 @@ func (l *Local) Delete(ctx context.Context, key string) error {
 
 // remove unlinks the object key, then, when durable, syncs its directory.
 func (l *Local) remove(ctx context.Context, key string, durable bool) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	p, err := l.path(key)
-	if err != nil {
-		return err
-	}
-	fi, err := os.Lstat(p)
-	if err != nil {
-		if notFound(err) {
-			return nil
-		}
-		return fmt.Errorf("objstore: local delete %s: %w", key, err)
-	}
-	if fi.IsDir() {
-		return nil // no object of that name
+	p, fi, err := l.lstat(ctx, key, "delete")
+	if err != nil || fi == nil || fi.IsDir() {
+		return err // absent, or a directory: no object of that name
 	}
 	if err := os.Remove(p); err != nil && !notFound(err) {
 		return fmt.Errorf("objstore: local delete %s: %w", key, err)
@@ -258,10 +245,30 @@ func (l *Local) remove(ctx context.Context, key string, durable bool) error {
 	if !durable {
 		return nil
 	}
-	if err := syncDir(filepath.Dir(p)); err != nil {
+	if err := SyncDir(filepath.Dir(p)); err != nil {
 		return fmt.Errorf("objstore: local delete %s: %w", key, err)
 	}
 	return nil
+}
+
+// lstat returns the path and Lstat of key; a nil FileInfo (and no error)
+// when nothing is there. op names the operation in errors.
+func (l *Local) lstat(ctx context.Context, key, op string) (string, fs.FileInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return "", nil, err
+	}
+	p, err := l.path(key)
+	if err != nil {
+		return "", nil, err
+	}
+	fi, err := os.Lstat(p)
+	if err != nil {
+		if notFound(err) {
+			return p, nil, nil
+		}
+		return "", nil, fmt.Errorf("objstore: local %s %s: %w", op, key, err)
+	}
+	return p, fi, nil
 }
 
 // List implements Store. It walks only the directories that can hold keys
@@ -423,7 +430,7 @@ func (w *localWriter) Close() error {
 		err = os.Rename(w.tmp, w.path)
 	}
 	if err == nil {
-		err = syncDir(filepath.Dir(w.path))
+		err = SyncDir(filepath.Dir(w.path))
 		w.committed = true
 	}
 	if err != nil {
@@ -490,11 +497,12 @@ func ensureDir(dir string) error {
 	}
 	// Sync the parent even if another process created dir: it may not have
 	// synced it yet.
-	return syncDir(parent)
+	return SyncDir(parent)
 }
 
-// syncDir fsyncs a directory, making entries created or removed in it durable.
-func syncDir(dir string) error {
+// SyncDir fsyncs a directory, making entries created or removed in it
+// durable.
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err

@@ -76,22 +76,9 @@ type spares struct {
 // under any reader that opened it before: recycle only objects that nobody
 // reads any more. Spares left by a crash are temporary files, never listed.
 func (l *Local) Recycle(ctx context.Context, key string) error {
-	if err := ctx.Err(); err != nil {
+	p, fi, err := l.lstat(ctx, key, "recycle")
+	if err != nil || fi == nil || !fi.Mode().IsRegular() {
 		return err
-	}
-	p, err := l.path(key)
-	if err != nil {
-		return err
-	}
-	fi, err := os.Lstat(p)
-	if err != nil {
-		if notFound(err) {
-			return nil
-		}
-		return fmt.Errorf("objstore: local recycle %s: %w", key, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil
 	}
 	dir := filepath.Dir(p)
 	l.spares.mu.Lock()

@@ -651,12 +651,7 @@ func TestStoreAppendArrowReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Crash: stop the writer without sealing.
-	s1.mu.Lock()
-	w := s1.writer
-	s1.writer, s1.closed = nil, true
-	s1.mu.Unlock()
-	w.Abandon()
+	crash(s1)
 
 	s2 := mustStore(t, newCatalog(t, root, "w", Options{}), "crash")
 	if err := s2.Flush(ctx); err != nil {

@@ -7,6 +7,16 @@ import (
 	"github.com/lance-context/lance-context/objstore"
 )
 
+// crash stops s's writer without sealing and closes s, as if its process
+// died: acknowledged rows are only in the WAL.
+func crash(s *Store) {
+	s.mu.Lock()
+	w := s.writer
+	s.writer, s.closed = nil, true
+	s.mu.Unlock()
+	w.Abandon()
+}
+
 // TestFlushAfterCrashReplaysWAL: rows acknowledged by a process that then
 // crashed (no seal) become readable when a new process with the same shard
 // calls Flush, without having to append first. Before the fix Flush was a
@@ -19,12 +29,7 @@ func TestFlushAfterCrashReplaysWAL(t *testing.T) {
 	if _, err := s1.Append(ctx, recs("acked", 3, "r")); err != nil {
 		t.Fatal(err)
 	}
-	// Crash: stop the writer without sealing.
-	s1.mu.Lock()
-	w := s1.writer
-	s1.writer, s1.closed = nil, true
-	s1.mu.Unlock()
-	w.Abandon()
+	crash(s1)
 
 	s2 := mustStore(t, newCatalog(t, root, "w", Options{}), "crash")
 	if err := s2.Flush(ctx); err != nil {

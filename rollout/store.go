@@ -200,6 +200,17 @@ func (s *Store) walWriter(ctx context.Context) (*wal.Writer, error) {
 	return w, nil
 }
 
+// forgetDead reports whether err says w can write no more: fenced by a
+// newer epoch, or stopped by a failed log write. It then forgets w, so
+// that the next write claims the shard again (replaying what is durable).
+func (s *Store) forgetDead(w *wal.Writer, err error) bool {
+	if errors.Is(err, wal.ErrFenced) || errors.Is(err, wal.ErrLogFailed) {
+		s.dropWriter(w)
+		return true
+	}
+	return false
+}
+
 // dropWriter forgets a fenced writer so the next write claims again.
 func (s *Store) dropWriter(w *wal.Writer) {
 	s.mu.Lock()
@@ -363,17 +374,11 @@ func (s *Store) appendBatch(ctx context.Context, recs ...arrow.RecordBatch) erro
 			return err
 		}
 		err = w.Append(ctx, recs...)
-		if errors.Is(err, wal.ErrFenced) && attempt == 0 {
+		if s.forgetDead(w, err) && errors.Is(err, wal.ErrFenced) && attempt == 0 {
 			// Someone claimed our shard (an orphan merge); take it back.
 			// Retrying is safe: ids make the append idempotent.
 			s.opts.Logger.Warn("rollout: shard writer fenced; claiming again", "store", s.name, "shard", s.shard)
-			s.dropWriter(w)
 			continue
-		}
-		if errors.Is(err, wal.ErrLogFailed) {
-			// The writer stopped; the next append claims the shard again,
-			// which replays what is durable.
-			s.dropWriter(w)
 		}
 		return err
 	}
@@ -401,9 +406,7 @@ func (s *Store) Flush(ctx context.Context) error {
 		return err
 	}
 	err := w.Seal(ctx)
-	if errors.Is(err, wal.ErrFenced) || errors.Is(err, wal.ErrLogFailed) {
-		s.dropWriter(w)
-	}
+	s.forgetDead(w, err)
 	return err
 }
 

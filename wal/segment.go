@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/lance-context/lance-context/objstore"
 )
 
 // ErrLogFailed means a write or flush of the writer's segment file failed.
@@ -111,7 +113,7 @@ func (l *segmentLog) start() error {
 	if err := os.MkdirAll(l.dir, 0o755); err != nil {
 		return fmt.Errorf("wal: segment directory: %w", err)
 	}
-	if err := syncDir(filepath.Dir(l.dir)); err != nil {
+	if err := objstore.SyncDir(filepath.Dir(l.dir)); err != nil {
 		return fmt.Errorf("wal: segment directory: %w", err)
 	}
 	go l.prepareAsync(1)
@@ -161,7 +163,7 @@ func (l *segmentLog) prepare(seq uint64) (*segment, error) {
 	}
 	if err == nil {
 		// The name must be durable before a frame in it is acknowledged.
-		err = syncDir(l.dir)
+		err = objstore.SyncDir(l.dir)
 	}
 	if err != nil {
 		f.Close()
@@ -368,18 +370,6 @@ func sweepSegments(dir string, epoch uint64) {
 			os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // zeroFill writes zeros to f from offset from up to size, flushing every

@@ -28,6 +28,20 @@ func localOpts(t *testing.T) (Options, string) {
 	return o, filepath.Join(dir, "ds", segmentDir("s1"))
 }
 
+// replayed claims the shard anew, which replays its log, seals, and checks
+// that the sealed ids are want. It returns the writer (abandoned at the
+// end of the test).
+func replayed(t *testing.T, o Options, want ...string) *Writer {
+	t.Helper()
+	w := claim(t, o)
+	t.Cleanup(w.Abandon)
+	if err := w.Seal(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	wantIDs(t, o.Store, want...)
+	return w
+}
+
 func segmentFiles(t *testing.T, dir string) (segs, spares []string) {
 	t.Helper()
 	ents, err := os.ReadDir(dir)
@@ -58,7 +72,6 @@ func wantIDs(t *testing.T, store objstore.Store, want ...string) {
 // rotated) survive a crash, and the next claim deletes the dead epoch's
 // files.
 func TestSegmentLogCrashReplay(t *testing.T) {
-	ctx := context.Background()
 	o, dir := localOpts(t)
 	w := claim(t, o)
 	if w.seg == nil {
@@ -77,12 +90,7 @@ func TestSegmentLogCrashReplay(t *testing.T) {
 	}
 	w.Abandon() // a crash: nothing sealed
 
-	w2 := claim(t, o)
-	defer w2.Abandon()
-	if err := w2.Seal(ctx); err != nil {
-		t.Fatal(err)
-	}
-	wantIDs(t, o.Store, ids...)
+	w2 := replayed(t, o, ids...)
 	w2.WaitCollect()
 	segs, _ := segmentFiles(t, dir)
 	for _, s := range segs {
@@ -132,12 +140,7 @@ func TestSegmentReplayStopsAtTornFrame(t *testing.T) {
 	}
 	f.Close()
 
-	w2 := claim(t, o)
-	defer w2.Abandon()
-	if err := w2.Seal(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	wantIDs(t, o.Store, "a", "b")
+	replayed(t, o, "a", "b")
 }
 
 // TestSegmentDeposedWriterCannotAcknowledge: a writer whose shard was
@@ -159,12 +162,7 @@ func TestSegmentDeposedWriterCannotAcknowledge(t *testing.T) {
 		t.Fatal(err)
 	}
 	w2.Abandon()
-	w3 := claim(t, o)
-	defer w3.Abandon()
-	if err := w3.Seal(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	wantIDs(t, o.Store, "a", "c")
+	replayed(t, o, "a", "c")
 }
 
 // TestSegmentReuseSkipsStaleFrames: collected segments are reused, and
@@ -192,19 +190,13 @@ func TestSegmentReuseSkipsStaleFrames(t *testing.T) {
 		t.Fatalf("spares %v left after rotating past them", spares)
 	}
 	w.Abandon()
-	w2 := claim(t, o)
-	defer w2.Abandon()
-	if err := w2.Seal(ctx); err != nil {
-		t.Fatal(err)
-	}
-	wantIDs(t, o.Store, ids...) // once each: no stale frame came back
+	replayed(t, o, ids...) // once each: no stale frame came back
 }
 
 // TestObjectEntriesReplayedBeforeSegments: a shard whose log was written
 // as objects (by an earlier version) is replayed, then continues in
 // segments.
 func TestObjectEntriesReplayedBeforeSegments(t *testing.T) {
-	ctx := context.Background()
 	o, _ := localOpts(t)
 	old := o
 	old.ObjectLog = true
@@ -220,12 +212,7 @@ func TestObjectEntriesReplayedBeforeSegments(t *testing.T) {
 		t.Fatal(err)
 	}
 	w2.Abandon()
-	w3 := claim(t, o)
-	defer w3.Abandon()
-	if err := w3.Seal(ctx); err != nil {
-		t.Fatal(err)
-	}
-	wantIDs(t, o.Store, "a", "b", "c")
+	replayed(t, o, "a", "b", "c")
 }
 
 // TestSegmentWriteFailureStopsWriter: after a failed segment write the
@@ -244,12 +231,7 @@ func TestSegmentWriteFailureStopsWriter(t *testing.T) {
 		t.Fatalf("second append: %v, want ErrLogFailed", err)
 	}
 	w.Abandon()
-	w2 := claim(t, o)
-	defer w2.Abandon()
-	if err := w2.Seal(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	wantIDs(t, o.Store, "a")
+	replayed(t, o, "a")
 }
 
 // TestSegmentSizesGrowFromSmall: a writer that receives little holds a

@@ -254,7 +254,7 @@ func (w *Writer) writeHints(stop <-chan struct{}, stopped chan<- struct{}) {
 	defer close(stopped)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var written uint64
+	written := w.hinted.Load() // the claim wrote its own
 	for {
 		select {
 		case <-w.hintKick:
@@ -943,13 +943,7 @@ const keepManifests = 16
 // only leave garbage; a failed generation delete schedules a sweep.
 func (w *Writer) collect(from, to, version uint64, gens []string, sweepUpTo uint64, listed map[string]bool) {
 	store, shard := w.opts.Store, w.opts.Shard
-	w.gcWG.Add(1)
-	go func() {
-		defer w.gcWG.Done()
-		w.gcMu.Lock()
-		defer w.gcMu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
+	w.inBackground(func(ctx context.Context) {
 		for p := from; p <= to && p > 0; p++ {
 			_ = objstore.Recycle(ctx, store, entryKey(shard, p))
 		}
@@ -975,7 +969,7 @@ func (w *Writer) collect(from, to, version uint64, gens []string, sweepUpTo uint
 		if !clean {
 			w.sweep.Store(true)
 		}
-	}()
+	})
 }
 
 // sweepGenerations deletes the generation files of shard numbered <= upTo
@@ -1013,13 +1007,7 @@ func sweepGenerations(ctx context.Context, store objstore.Store, shard string, u
 // LogEpoch).
 func (w *Writer) sweepLog(replayAfter, version uint64) {
 	store, shard, segDir, epoch, hinted := w.opts.Store, w.opts.Shard, w.segDir, w.epoch, w.hinted.Load()
-	w.gcWG.Add(1)
-	go func() {
-		defer w.gcWG.Done()
-		w.gcMu.Lock()
-		defer w.gcMu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
+	w.inBackground(func(ctx context.Context) {
 		// Spare files (see objstore.Recycle) a crashed predecessor kept.
 		if sw, ok := store.(objstore.SpareSweeper); ok {
 			_ = sw.SweepSpares(ctx, entryKey(shard, 0))
@@ -1042,6 +1030,20 @@ func (w *Writer) sweepLog(replayAfter, version uint64) {
 		if segDir != "" {
 			sweepSegments(segDir, epoch)
 		}
+	})
+}
+
+// inBackground runs fn off the loop, one collection at a time, with a
+// bound on how long it may take; WaitCollect waits for it.
+func (w *Writer) inBackground(fn func(ctx context.Context)) {
+	w.gcWG.Add(1)
+	go func() {
+		defer w.gcWG.Done()
+		w.gcMu.Lock()
+		defer w.gcMu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		fn(ctx)
 	}()
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -474,17 +473,5 @@ func (b *engineBench) mergePhase(ctx context.Context, root objstore.Store) (map[
 
 // engineVmHWM returns the process's peak resident set in MiB (Linux), or 0.
 func engineVmHWM() float64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			return kb / 1024
-		}
-	}
-	return 0
+	return float64(procKiB("/proc/self/status", "VmHWM")) / 1024
 }

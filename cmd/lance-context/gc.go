@@ -34,7 +34,7 @@ func tuneGC() {
 // memoryBudget returns the container's memory limit (cgroup v2, else v1),
 // else the machine's memory (MemTotal), else 0.
 func memoryBudget() int64 {
-	total := memTotal()
+	total := procKiB("/proc/meminfo", "MemTotal") << 10
 	for _, f := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -49,20 +49,19 @@ func memoryBudget() int64 {
 	return total
 }
 
-// memTotal returns MemTotal from /proc/meminfo, or 0.
-func memTotal() int64 {
-	f, err := os.Open("/proc/meminfo")
+// procKiB returns the value in kB of the line "key: N kB" of a /proc
+// file (Linux), or 0.
+func procKiB(path, key string) int64 {
+	f, err := os.Open(path)
 	if err != nil {
 		return 0
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "MemTotal:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			if err == nil {
-				return kb << 10
-			}
+		if v, ok := strings.CutPrefix(sc.Text(), key+":"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb
 		}
 	}
 	return 0
