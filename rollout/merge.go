@@ -42,9 +42,7 @@ func (s *Store) Merge(ctx context.Context) (*MergeResult, error) {
 		return nil, err
 	}
 	if err := w.Seal(ctx); err != nil {
-		if errors.Is(err, wal.ErrFenced) {
-			s.dropWriter(w)
-		}
+		s.forgetDead(w, err)
 		return nil, err
 	}
 	return s.mergeWith(ctx, w)
