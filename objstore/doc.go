@@ -7,10 +7,9 @@
 //     (".tmp_*", never listed) in the target directory and hard-links it to
 //     the final name, so it is atomic across processes: link(2) fails with
 //     EEXIST when the name exists and never replaces it. Put and Create
-//     rename a temporary file over the name. Recycle (the Recycler
-//     interface) deletes an object but keeps its file as a spare that the
-//     next PutIfAbsent in its directory overwrites, sparing an inode
-//     allocation; the WAL recycles entries no reader can still open.
+//     rename a temporary file over the name. Discard (the Discarder
+//     interface) deletes without the directory sync, for garbage whose
+//     return after a crash is harmless.
 //   - memory: a map guarded by a mutex (NewMemory), for tests and "mem://".
 //   - s3: Amazon S3 and S3-compatible servers via aws-sdk-go-v2 (NewS3).
 //     PutIfAbsent is PutObject with "If-None-Match: *"; Create uses a

@@ -14,16 +14,13 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 )
 
 // Local is a Store in a directory tree on a local (POSIX) filesystem. Keys map
 // to paths below the root with '/' as the separator. See the package
 // documentation for its durability and atomicity guarantees.
 type Local struct {
-	root   string
-	spares spares    // files of recycled objects (see Recycle)
-	opened time.Time // files of spares older than this are a dead process's
+	root string
 }
 
 var _ Store = (*Local)(nil)
@@ -40,8 +37,7 @@ func NewLocal(dir string) (*Local, error) {
 	if err := ensureDir(abs); err != nil {
 		return nil, fmt.Errorf("objstore: local root %q: %w", dir, err)
 	}
-	// Truncated to the second: some filesystems keep coarse mtimes.
-	return &Local{root: abs, opened: time.Now().Truncate(time.Second)}, nil
+	return &Local{root: abs}, nil
 }
 
 // Root returns the directory the store is rooted at.
@@ -176,8 +172,7 @@ func (l *Local) Put(ctx context.Context, key string, data []byte) error {
 	return w.Close()
 }
 
-// PutIfAbsent implements Store: temporary file (a recycled one when the
-// directory has a spare, see Recycle), fsync, link(2) to the name (fails
+// PutIfAbsent implements Store: temporary file, fsync, link(2) to the name (fails
 // with EEXIST if it exists, across processes), remove the temporary name,
 // fsync the directory.
 func (l *Local) PutIfAbsent(ctx context.Context, key string, data []byte) error {
@@ -192,11 +187,9 @@ func (l *Local) PutIfAbsent(ctx context.Context, key string, data []byte) error 
 	if err := ensureDir(dir); err != nil {
 		return fmt.Errorf("objstore: local put %s: %w", key, err)
 	}
-	f, tmp, reused := l.takeSpare(dir)
-	if !reused {
-		if f, tmp, err = createTemp(dir); err != nil {
-			return fmt.Errorf("objstore: local put %s: %w", key, err)
-		}
+	f, tmp, err := createTemp(dir)
+	if err != nil {
+		return fmt.Errorf("objstore: local put %s: %w", key, err)
 	}
 	defer os.Remove(tmp) // no-op once removed below
 	_, err = f.Write(data)
@@ -235,9 +228,22 @@ func (l *Local) Delete(ctx context.Context, key string) error {
 
 // remove unlinks the object key, then, when durable, syncs its directory.
 func (l *Local) remove(ctx context.Context, key string, durable bool) error {
-	p, fi, err := l.lstat(ctx, key, "delete")
-	if err != nil || fi == nil || fi.IsDir() {
-		return err // absent, or a directory: no object of that name
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p, err := l.path(key)
+	if err != nil {
+		return err
+	}
+	fi, err := os.Lstat(p)
+	if err != nil {
+		if notFound(err) {
+			return nil
+		}
+		return fmt.Errorf("objstore: local delete %s: %w", key, err)
+	}
+	if fi.IsDir() {
+		return nil // no object of that name
 	}
 	if err := os.Remove(p); err != nil && !notFound(err) {
 		return fmt.Errorf("objstore: local delete %s: %w", key, err)
@@ -249,26 +255,6 @@ func (l *Local) remove(ctx context.Context, key string, durable bool) error {
 		return fmt.Errorf("objstore: local delete %s: %w", key, err)
 	}
 	return nil
-}
-
-// lstat returns the path and Lstat of key; a nil FileInfo (and no error)
-// when nothing is there. op names the operation in errors.
-func (l *Local) lstat(ctx context.Context, key, op string) (string, fs.FileInfo, error) {
-	if err := ctx.Err(); err != nil {
-		return "", nil, err
-	}
-	p, err := l.path(key)
-	if err != nil {
-		return "", nil, err
-	}
-	fi, err := os.Lstat(p)
-	if err != nil {
-		if notFound(err) {
-			return p, nil, nil
-		}
-		return "", nil, fmt.Errorf("objstore: local %s %s: %w", op, key, err)
-	}
-	return p, fi, nil
 }
 
 // List implements Store. It walks only the directories that can hold keys

@@ -141,27 +141,6 @@ func (s *subStore) LocalPath(key string) (string, bool) {
 	return "", false
 }
 
-// Recycle forwards to the inner store's Recycle, or deletes.
-func (s *subStore) Recycle(ctx context.Context, key string) error {
-	k, err := s.key(key)
-	if err != nil {
-		return err
-	}
-	return Recycle(ctx, s.inner, k)
-}
-
-// SweepSpares forwards to the inner store when it keeps spares.
-func (s *subStore) SweepSpares(ctx context.Context, key string) error {
-	k, err := s.key(key)
-	if err != nil {
-		return err
-	}
-	if sw, ok := s.inner.(SpareSweeper); ok {
-		return sw.SweepSpares(ctx, k)
-	}
-	return nil
-}
-
 // Discard forwards to the inner store's Discard, or deletes.
 func (s *subStore) Discard(ctx context.Context, key string) error {
 	k, err := s.key(key)

@@ -143,11 +143,11 @@
 // # Garbage collection, and why a stalled writer cannot lose an acknowledged write
 //
 // After a seal commits replay_after = R, object entries at positions <= R are
-// deleted (on local disk recycled: objstore.Recycle keeps the file, emptied,
-// for a later entry of the same directory, sparing an inode allocation).
-// Nobody reads an entry at or below R but a deposed writer, which can no
-// longer acknowledge; and an entry names its shard and position, so a
-// reader refuses a file recycled under it for a later position. The known hazard: a writer stalled since before the claim wakes up
+// deleted (without a directory sync: one that comes back after a crash is
+// at or below R, and the next claim's sweep deletes it again). Nobody reads
+// an entry at or below R but a deposed writer, which can no longer
+// acknowledge; and an entry names its shard and position, so a reader
+// refuses one found under another position's name. The known hazard: a writer stalled since before the claim wakes up
 // and puts an entry at a position p <= R that GC already deleted; the
 // put-if-absent succeeds (the name is free again), but no replay will ever
 // read p, since replay starts after R. If that writer acknowledged, the write

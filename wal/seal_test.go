@@ -145,9 +145,9 @@ func TestRecycledEntryReadIsRefused(t *testing.T) {
 	}
 }
 
-// TestCollectedEntriesAreRecycled: on local disk, the entries a seal
-// collects become spare files that later entries are written into.
-func TestCollectedEntriesAreRecycled(t *testing.T) {
+// TestCollectedEntriesAreDeleted: on local disk with the object log, the
+// entries a seal collects are deleted, and later entries are new files.
+func TestCollectedEntriesAreDeleted(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	local, err := objstore.NewLocal(dir)
@@ -167,28 +167,23 @@ func TestCollectedEntriesAreRecycled(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.WaitCollect()
-	spares := func() (n int) {
+	files := func() int {
 		ents, err := os.ReadDir(filepath.Join(dir, "ds", shardDir("s1"), "wal"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, e := range ents {
-			if strings.Contains(e.Name(), "spare") {
-				n++
-			}
-		}
-		return n
+		return len(ents)
 	}
-	if n := spares(); n != 20 {
-		t.Fatalf("%d spares after collecting 20 entries", n)
+	if n := files(); n != 0 {
+		t.Fatalf("%d files left after collecting 20 entries", n)
 	}
 	for i := range 5 {
 		if err := appendIDs(t, w, fmt.Sprint("b", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n := spares(); n != 15 {
-		t.Fatalf("%d spares after 5 more entries, want 15", n)
+	if n := files(); n != 5 {
+		t.Fatalf("%d files after 5 more entries, want 5", n)
 	}
 }
 

@@ -361,9 +361,9 @@ func (w *Writer) adopt(b []byte) error {
 		return fmt.Errorf("wal: shard %s position %d: %w", w.opts.Shard, w.nextPos, err)
 	}
 	defer e.release()
-	// An entry names its shard and position. A mismatch means the file was
-	// recycled for a later entry while we read it, which only a fenced
-	// writer can do (see doc.go): refuse it rather than adopt its rows.
+	// An entry names its shard and position. A mismatch means the bytes
+	// under this name were reused for another entry (or copied in by
+	// hand): refuse them rather than adopt their rows.
 	if e.shard != w.opts.Shard || e.position != w.nextPos {
 		return fmt.Errorf("wal: shard %s position %d holds the entry of shard %s position %d (recycled while read)", w.opts.Shard, w.nextPos, e.shard, e.position)
 	}
@@ -945,7 +945,7 @@ func (w *Writer) collect(from, to, version uint64, gens []string, sweepUpTo uint
 	store, shard := w.opts.Store, w.opts.Shard
 	w.inBackground(func(ctx context.Context) {
 		for p := from; p <= to && p > 0; p++ {
-			_ = objstore.Recycle(ctx, store, entryKey(shard, p))
+			_ = objstore.Discard(ctx, store, entryKey(shard, p))
 		}
 		// Garbage only: a file a crash brings back is found again by the
 		// sweeps, so no directory sync is paid for (see objstore.Discard).
@@ -1001,22 +1001,18 @@ func sweepGenerations(ctx context.Context, store objstore.Store, shard string, u
 
 // sweepLog deletes, in the background, what a predecessor that crashed
 // before its own collection left behind: WAL entries at or below
-// replayAfter (sealed; safe to delete by the argument in doc.go), its spare
-// entry files, manifest versions more than keepManifests behind version,
+// replayAfter (sealed; safe to delete by the argument in doc.go), manifest
+// versions more than keepManifests behind version,
 // and the segment files of earlier epochs (dead once the claim committed
 // LogEpoch).
 func (w *Writer) sweepLog(replayAfter, version uint64) {
 	store, shard, segDir, epoch, hinted := w.opts.Store, w.opts.Shard, w.segDir, w.epoch, w.hinted.Load()
 	w.inBackground(func(ctx context.Context) {
-		// Spare files (see objstore.Recycle) a crashed predecessor kept.
-		if sw, ok := store.(objstore.SpareSweeper); ok {
-			_ = sw.SweepSpares(ctx, entryKey(shard, 0))
-		}
 		if objs, err := store.List(ctx, shardDir(shard)+"wal/"); err == nil {
 			for _, o := range objs {
 				num, _, _ := strings.Cut(path.Base(o.Key), ".")
 				if p, err := strconv.ParseUint(num, 10, 64); err == nil && p <= replayAfter {
-					_ = objstore.Recycle(ctx, store, o.Key)
+					_ = objstore.Discard(ctx, store, o.Key)
 				}
 			}
 		}
