@@ -332,7 +332,7 @@ func decodeJSON(r io.Reader, sizeHint int64, v any) error {
 func readBody(r io.Reader, sizeHint int64) ([]byte, error) {
 	n := 512
 	if sizeHint > 0 && sizeHint < 64<<20 {
-		n = int(sizeHint) + 1 // +1: ReadFrom needs room to see EOF
+		n = int(sizeHint) + bytes.MinRead // room for ReadFrom to see EOF without growing
 	}
 	buf := bytes.NewBuffer(make([]byte, 0, n))
 	if _, err := buf.ReadFrom(r); err != nil {
