@@ -211,7 +211,8 @@ func (s *Store) forgetDead(w *wal.Writer, err error) bool {
 	return false
 }
 
-// dropWriter forgets a fenced writer so the next write claims again.
+// dropWriter forgets w (fenced, or its log failed) so the next write
+// claims the shard again.
 func (s *Store) dropWriter(w *wal.Writer) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
