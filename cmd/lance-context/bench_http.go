@@ -73,7 +73,7 @@ type httpBenchResult struct {
 
 func newBenchHTTPCmd() *cobra.Command {
 	var (
-		url, dataDir, token, modes, cpuProfile, traceFile, interopDir, client string
+		url, dataDir, token, modes, cpuProfile, memProfile, traceFile, interopDir, client string
 		duration, warmup, flushEvery                                          time.Duration
 		conc, batchConc, arrowConc, arrowBatch, flushConc                     int
 		contentBytes                                                          int
@@ -202,6 +202,11 @@ goals.`,
 			if cpuProfile != "" {
 				pprof.StopCPUProfile()
 			}
+			if memProfile != "" {
+				if err := writeHeapProfile(memProfile); err != nil {
+					return err
+				}
+			}
 			if f, b := results["flush"], results["flush-base"]; f != nil && b != nil {
 				_ = out.Encode(map[string]any{
 					"mode": "flush_added_latency", "concurrency": f.Concurrency,
@@ -249,6 +254,7 @@ goals.`,
 	f.IntVar(&flushConc, "flush-concurrency", 4, "connections of the flush and flush-base modes")
 	f.IntVar(&contentBytes, "content-bytes", 1024, "content bytes per record (varies +-12%)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the modes (client and in-process worker) to this file")
+	f.StringVar(&memProfile, "memprofile", "", "write a heap profile after the modes to this file (go tool pprof -sample_index=alloc_space shows what they allocated)")
 	f.StringVar(&traceFile, "trace", "", "write an execution trace of the modes to this file (go tool trace)")
 	f.BoolVar(&lancedb, "lancedb", false, "also run the LanceDB baseline (default: when test/interop/node_modules exists)")
 	f.StringVar(&interopDir, "interop-dir", filepath.Join("test", "interop"), "directory of bench.mjs and its node_modules")
@@ -256,6 +262,20 @@ goals.`,
 	f.IntVar(&batchedCommits, "lancedb-batched-commits", 50, "LanceDB batched commits")
 	f.IntVar(&lanceBatch, "lancedb-batch", 100, "rows per LanceDB batched commit")
 	return cmd
+}
+
+// writeHeapProfile writes the heap profile, whose alloc_ samples count
+// every allocation since the process started.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // ---------------------------------------------------------------- worker
