@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/lance-context/lance-context/httpapi"
+	"github.com/lance-context/lance-context/rollout"
 )
 
 // The JSON record decoder must keep encoding/json's rules (the API's
@@ -90,7 +91,7 @@ func TestWriteAppended(t *testing.T) {
 // BenchmarkDecodeJSONRecords measures the JSON append body's decode, the
 // largest share of a single-record append's handler.
 func BenchmarkDecodeJSONRecords(b *testing.B) {
-	text := strings.Repeat("0123456789abcdef", 64)
+	text := strings.Repeat(`{x: [1, 2]} y; `, 68) // braces as in code and JSON-ish text
 	for _, n := range []int{1, 100} {
 		var sb strings.Builder
 		sb.WriteString(`{"records":[`)
@@ -113,5 +114,32 @@ func BenchmarkDecodeJSONRecords(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// decodeJSONRecords reuses its decoding slice: a field one body sets must
+// not appear in a record of a later body that omits it, whether the earlier
+// body decoded or failed halfway through a record.
+func TestDecodeJSONRecordsDoesNotLeakFieldsBetweenBodies(t *testing.T) {
+	s := &Server{cfg: Config{MaxRecords: 100}}
+	decode := func(body string) ([]rollout.Record, error) {
+		return s.decodeJSONRecords(strings.NewReader(body), int64(len(body)))
+	}
+	for range 3 {
+		if _, err := decode(`{"records":[{"rollout_id":"r","reward":1,"content":"a"},{"rollout_id":"r","dataset":"d","input_tokens":[1]}]}`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := decode(`{"records":[{"rollout_id":"r","reward":2},{"rollout_id":"r","dataset":"e","problem_id":7}]}`); err == nil {
+			t.Fatal("a number for problem_id decoded")
+		}
+		recs, err := decode(`{"records":[{"rollout_id":"x"},{"rollout_id":"y"},{"rollout_id":"z"}]}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range recs {
+			if r.Reward != nil || r.Content != nil || r.Dataset != nil || r.InputTokens != nil || r.ProblemID != "" {
+				t.Fatalf("record %d carries fields of an earlier body: %+v", i, r)
+			}
+		}
 	}
 }

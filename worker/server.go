@@ -360,10 +360,20 @@ func (s *Server) decodeJSONRecords(body io.Reader, sizeHint int64) ([]rollout.Re
 	var req struct {
 		Records []rollout.RecordJSON `json:"records"`
 	}
-	// Size the slice from the body: the decoder would start at 10 records
-	// (4.5 KB) and double, most of a small append's garbage. Every record
-	// opens one '{', so this count is rarely short and, capped, never huge.
-	req.Records = make([]rollout.RecordJSON, 0, min(max(bytes.Count(b, []byte("{")), 1), s.cfg.MaxRecords+1))
+	// The decoder would start the slice at 10 records (4.5 KB) and double
+	// it, most of an append's garbage; a pooled slice is reused instead, as
+	// the records are copied out of it below.
+	pooled := recordsPool.Get().(*[]rollout.RecordJSON)
+	req.Records = (*pooled)[:0]
+	defer func() {
+		// Zero what the decoder wrote, so that no field of this body leaks
+		// into the next one (fields a body omits keep their old values).
+		clear(req.Records[:min(len(req.Records)+1, cap(req.Records))])
+		if cap(req.Records) <= maxPooledRecords {
+			*pooled = req.Records[:0]
+			recordsPool.Put(pooled)
+		}
+	}()
 	if err := parseJSON(b, &req); err != nil {
 		return nil, err
 	}
@@ -376,6 +386,11 @@ func (s *Server) decodeJSONRecords(body io.Reader, sizeHint int64) ([]rollout.Re
 	}
 	return recs, nil
 }
+
+// recordsPool holds decodeJSONRecords' slices, of at most maxPooledRecords.
+var recordsPool = sync.Pool{New: func() any { return new([]rollout.RecordJSON) }}
+
+const maxPooledRecords = 1024
 
 // decodeMultipart reads a "metadata" part ({"records":[...]}) followed by
 // payload parts named by record index.
