@@ -90,12 +90,16 @@
 // background while the current one fills. A writer's first segment is
 // 1 MiB and each next one four times the last, up to SegmentBytes
 // (default 64 MiB): a first append waits milliseconds, and a quiet store
-// holds 5 MiB. A frame that does not fit starts the next segment (a frame
-// larger than a segment goes alone and grows it). After a seal, closed
-// segments whose frames are all at or below replay_after are collected: up
-// to two are kept, renamed to .spare, and become later segments (grown
-// with zeros if smaller). Their old frames stay behind the new ones until
-// overwritten.
+// holds 1 to 5 MiB. A frame that does not fit starts the next segment (a
+// frame larger than a segment goes alone and grows it). After a seal,
+// closed segments whose frames are all at or below replay_after are
+// collected: up to four are kept, renamed to .spare, and become later
+// segments (grown with zeros if smaller). Their old frames stay behind the
+// new ones until overwritten. The next segment is prepared as soon as a
+// spare exists, else once the current one is a quarter full (or full): a
+// seal that completes meanwhile saves writing a new segment's worth of
+// zeros, and a new file's zero-fill stops for a spare that arrives during
+// it.
 //
 // Replay reads, after any object entries, the segments of epochs >=
 // log_epoch in (epoch, seq) order, frame by frame: a frame at a position

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/lance-context/lance-context/objstore"
 )
@@ -38,10 +39,16 @@ const (
 	// while the current one fills, which at the rates we measured takes
 	// longer than zero-filling four times its size.
 	firstSegmentBytes = 1 << 20
-	// maxSegmentSpares is how many collected segments are kept for reuse.
-	maxSegmentSpares = 2
-	segmentSuffix    = ".seg"
-	spareSuffix      = ".spare"
+	// maxSegmentSpares is how many collected segments are kept for reuse:
+	// enough for the segments of a memtable or two, so that in a steady
+	// stream of appends new segments are renamed spares, not zero-filled.
+	maxSegmentSpares = 4
+	// The next segment is prepared once a spare exists or the current
+	// segment is 1/hurryFraction full, whichever comes first: a seal that
+	// completes meanwhile then saves zero-filling a new file.
+	hurryFraction = 4
+	segmentSuffix = ".seg"
+	spareSuffix   = ".spare"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -86,6 +93,8 @@ type segmentLog struct {
 
 	mu     sync.Mutex // guards spares (also used by the preparing goroutine)
 	spares []string
+	hurry  atomic.Bool   // prepare the next segment now, spare or not
+	wake   chan struct{} // the preparer's doorbell: a spare, or hurry
 }
 
 type segment struct {
@@ -105,7 +114,7 @@ func newSegmentLog(dir string, epoch uint64, size int64) *segmentLog {
 	if size <= 0 {
 		size = defaultSegmentBytes
 	}
-	return &segmentLog{dir: dir, epoch: epoch, size: size, next: make(chan prepared, 1), quit: make(chan struct{})}
+	return &segmentLog{dir: dir, epoch: epoch, size: size, next: make(chan prepared, 1), quit: make(chan struct{}), wake: make(chan struct{}, 1)}
 }
 
 // start prepares the first segment in the background.
@@ -121,8 +130,29 @@ func (l *segmentLog) start() error {
 }
 
 func (l *segmentLog) prepareAsync(seq uint64) {
+	for seq > 1 && !l.hurry.Load() && !l.hasSpare() {
+		select {
+		case <-l.wake:
+		case <-l.quit:
+			l.next <- prepared{err: errLogClosed}
+			return
+		}
+	}
 	s, err := l.prepare(seq)
 	l.next <- prepared{seg: s, err: err}
+}
+
+var (
+	errLogClosed    = errors.New("writer closed")
+	errSpareArrived = errors.New("a spare arrived")
+)
+
+// ring wakes the preparer, if it waits.
+func (l *segmentLog) ring() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
 }
 
 // prepare makes segment seq exist, zero-filled to its size, under a
@@ -130,6 +160,17 @@ func (l *segmentLog) prepareAsync(seq uint64) {
 // or a new file. Frames written into blocks that already hold data flush
 // fastest: no extent changes, so no journal commit.
 func (l *segmentLog) prepare(seq uint64) (*segment, error) {
+	for {
+		s, err := l.prepareOnce(seq)
+		if !errors.Is(err, errSpareArrived) {
+			return s, err
+		}
+	}
+}
+
+// prepareOnce is one attempt of prepare; it gives up zero-filling a new
+// file when a spare arrives (errSpareArrived), to take that instead.
+func (l *segmentLog) prepareOnce(seq uint64) (*segment, error) {
 	path := filepath.Join(l.dir, segmentName(l.epoch, seq))
 	want := l.size
 	if seq < 5 { // 1, 4, 16, 64 MiB
@@ -153,7 +194,7 @@ func (l *segmentLog) prepare(seq uint64) (*segment, error) {
 	fi, err := f.Stat()
 	if err == nil && fi.Size() < want {
 		// A new file, or a reused one smaller than this segment should be.
-		err = zeroFill(f, fi.Size(), want, l.quit)
+		err = zeroFill(f, fi.Size(), want, l.quit, func() bool { return fi.Size() == 0 && l.hasSpare() })
 		if err == nil {
 			err = f.Sync()
 		}
@@ -171,6 +212,12 @@ func (l *segmentLog) prepare(seq uint64) (*segment, error) {
 		return nil, fmt.Errorf("wal: prepare segment: %w", err)
 	}
 	return &segment{f: f, path: path, cap: fi.Size()}, nil
+}
+
+func (l *segmentLog) hasSpare() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.spares) > 0
 }
 
 func (l *segmentLog) takeSpare() string {
@@ -210,11 +257,17 @@ func (l *segmentLog) append(pos uint64, frame []byte) error {
 	}
 	l.cur.off += int64(len(frame))
 	l.cur.last = pos
+	if l.cur.off >= l.cur.cap/hurryFraction && !l.hurry.Load() {
+		l.hurry.Store(true)
+		l.ring()
+	}
 	return nil
 }
 
 // rotate makes the prepared segment current and starts preparing the next.
 func (l *segmentLog) rotate() error {
+	l.hurry.Store(true) // a frame larger than what is left may come early
+	l.ring()
 	p := <-l.next
 	if p.err != nil {
 		// One synchronous retry: preparing failed in the background, maybe
@@ -232,6 +285,7 @@ func (l *segmentLog) rotate() error {
 	}
 	l.cur = p.seg
 	l.seq++
+	l.hurry.Store(false)
 	go l.prepareAsync(l.seq + 1)
 	return nil
 }
@@ -253,6 +307,7 @@ func (l *segmentLog) collect(upTo uint64) {
 				l.mu.Lock()
 				l.spares = append(l.spares, spare)
 				l.mu.Unlock()
+				l.ring()
 				continue
 			}
 		}
@@ -374,14 +429,17 @@ func sweepSegments(dir string, epoch uint64) {
 
 // zeroFill writes zeros to f from offset from up to size, flushing every
 // 8 MiB so that the flushes of frames never queue behind a whole segment
-// of them.
-func zeroFill(f *os.File, from, size int64, quit <-chan struct{}) error {
+// of them. It stops early with errSpareArrived when abandon says so.
+func zeroFill(f *os.File, from, size int64, quit <-chan struct{}, abandon func() bool) error {
 	zero := make([]byte, 1<<20)
 	for off, i := from, 1; off < size; off, i = off+int64(len(zero)), i+1 {
 		select {
 		case <-quit:
-			return errors.New("writer closed")
+			return errLogClosed
 		default:
+		}
+		if abandon() {
+			return errSpareArrived
 		}
 		n := min(int64(len(zero)), size-off)
 		if _, err := f.WriteAt(zero[:n], off); err != nil {

@@ -277,3 +277,52 @@ func TestSegmentSizesGrowFromSmall(t *testing.T) {
 		t.Fatalf("after 10 MiB of entries the largest segment is %d bytes", largest)
 	}
 }
+
+// TestNextSegmentWaitsForASpare: while the current segment is nearly empty
+// the next one is not zero-filled as a new file: a seal that completes
+// meanwhile hands it a spare (the same file, renamed) instead.
+func TestNextSegmentWaitsForASpare(t *testing.T) {
+	o, dir := localOpts(t)
+	o.SegmentBytes = 256 << 10
+	w := claim(t, o)
+	defer w.Abandon()
+	i := 0
+	fill := func(seq uint64) { // append ~20 KB entries until segment seq is current
+		for w.seg.seq < seq {
+			if err := appendIDs(t, w, fmt.Sprintf("%04d-%s", i, strings.Repeat("q", 20<<10))); err != nil {
+				t.Fatal(err)
+			}
+			i++
+		}
+	}
+	fill(3) // segment 3 holds one entry, far from a quarter full
+	var before []os.FileInfo
+	segs, _ := segmentFiles(t, dir)
+	for _, s := range segs {
+		fi, err := os.Stat(filepath.Join(dir, s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		before = append(before, fi)
+	}
+	if len(before) != 3 {
+		t.Fatalf("segments %v: the fourth was prepared before it was needed", segs)
+	}
+	if err := w.Seal(context.Background()); err != nil { // segments 1 and 2 become spares
+		t.Fatal(err)
+	}
+	fill(4)
+	fi, err := os.Stat(filepath.Join(dir, segmentName(w.seg.epoch, 4)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(before, func(b os.FileInfo) bool { return os.SameFile(b, fi) }) {
+		t.Fatal("segment 4 is a new file, not a spare")
+	}
+	w.Abandon()
+	var ids []string
+	for j := range i {
+		ids = append(ids, fmt.Sprintf("%04d-%s", j, strings.Repeat("q", 20<<10)))
+	}
+	replayed(t, o, ids...)
+}
