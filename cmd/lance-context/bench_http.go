@@ -67,18 +67,23 @@ type httpBenchResult struct {
 	MaxMs          float64 `json:"max_ms"`
 	CPUSecs        float64 `json:"process_cpu_secs"` // CPU of this process (client, and the worker when in-process) while measured
 	CPUUsPerRecord float64 `json:"process_cpu_us_per_record"`
-	StoredRows     int64   `json:"stored_rows"`      // rows the store holds after a final flush
-	StoredExpected int64   `json:"stored_rows_want"` // acknowledged records, warm-up included
+	// DiskBytesPerRecord is what this process wrote to storage (Linux
+	// write_bytes: WAL, generations, segment zero-fill) per record while
+	// measured: the cost that bounds the disk-bound modes, and unlike their
+	// rates it hardly varies from run to run. 0 when unknown.
+	DiskBytesPerRecord float64 `json:"process_disk_bytes_per_record"`
+	StoredRows         int64   `json:"stored_rows"`      // rows the store holds after a final flush
+	StoredExpected     int64   `json:"stored_rows_want"` // acknowledged records, warm-up included
 }
 
 func newBenchHTTPCmd() *cobra.Command {
 	var (
 		url, dataDir, token, modes, cpuProfile, memProfile, traceFile, interopDir, client string
-		duration, warmup, flushEvery                                          time.Duration
-		conc, batchConc, arrowConc, arrowBatch, flushConc                     int
-		contentBytes                                                          int
-		lancedb                                                               bool
-		oneRowCommits, batchedCommits, lanceBatch                             int
+		duration, warmup, flushEvery                                                      time.Duration
+		conc, batchConc, arrowConc, arrowBatch, flushConc                                 int
+		contentBytes                                                                      int
+		lancedb                                                                           bool
+		oneRowCommits, batchedCommits, lanceBatch                                         int
 	)
 	cmd := &cobra.Command{
 		Use:   "http",
@@ -650,7 +655,11 @@ func runHTTPMode(ctx context.Context, cl *benchClient, m httpBenchMode, store st
 	end := measureFrom.Add(duration)
 	var cpuFrom atomic.Int64
 	cpuFrom.Store(int64(processCPU()))
-	cpuTimer := time.AfterFunc(warmup, func() { cpuFrom.Store(int64(processCPU())) })
+	var diskFrom atomic.Int64
+	cpuTimer := time.AfterFunc(warmup, func() {
+		cpuFrom.Store(int64(processCPU()))
+		diskFrom.Store(processDiskWrites())
+	})
 	var (
 		wg                   sync.WaitGroup
 		errs, acked          atomic.Int64
@@ -714,6 +723,7 @@ func runHTTPMode(ctx context.Context, cl *benchClient, m httpBenchMode, store st
 	wg.Wait()
 	cpuTimer.Stop()
 	cpuUsed := processCPU() - time.Duration(cpuFrom.Load())
+	diskUsed := processDiskWrites() - diskFrom.Load()
 	res := &httpBenchResult{Mode: m.Name, Format: m.Format, Batch: m.Batch, Concurrency: m.Concurrency, Flush: m.Flush, Errors: errs.Load()}
 	if e, ok := firstErr.Load().(string); ok {
 		res.FirstError = e
@@ -740,6 +750,9 @@ func runHTTPMode(ctx context.Context, cl *benchClient, m httpBenchMode, store st
 	res.CPUSecs = cpuUsed.Seconds()
 	if res.Records > 0 {
 		res.CPUUsPerRecord = float64(cpuUsed.Microseconds()) / float64(res.Records)
+		if diskFrom.Load() > 0 {
+			res.DiskBytesPerRecord = float64(diskUsed) / float64(res.Records)
+		}
 	}
 	slices.Sort(all)
 	pct := func(p float64) float64 {
@@ -784,6 +797,11 @@ func processCPU() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// processDiskWrites returns the bytes this process has caused to be written
+// to storage (the write_bytes line of /proc/self/io, which has no unit), or
+// 0 where there is no such file.
+func processDiskWrites() int64 { return procKiB("/proc/self/io", "write_bytes") }
 
 // ---------------------------------------------------------------- LanceDB
 
