@@ -67,13 +67,14 @@ type httpBenchResult struct {
 	MaxMs          float64 `json:"max_ms"`
 	CPUSecs        float64 `json:"process_cpu_secs"` // CPU of this process (client, and the worker when in-process) while measured
 	CPUUsPerRecord float64 `json:"process_cpu_us_per_record"`
-	// DiskBytesPerRecord is what this process wrote to storage (Linux
-	// write_bytes: WAL, generations, segment zero-fill) per record while
-	// measured: the cost that bounds the disk-bound modes, and unlike their
-	// rates it hardly varies from run to run. 0 when unknown.
-	DiskBytesPerRecord float64 `json:"process_disk_bytes_per_record"`
-	StoredRows         int64   `json:"stored_rows"`      // rows the store holds after a final flush
-	StoredExpected     int64   `json:"stored_rows_want"` // acknowledged records, warm-up included
+	// DeviceBytesPerRecord is what the data directory's block device took
+	// in writes (from every process: WAL, generations, segment zero-fill,
+	// journal) per record while measured: the cost that bounds the
+	// disk-bound modes, and less noisy than their rates. 0 when unknown
+	// (another machine's worker, tmpfs, S3).
+	DeviceBytesPerRecord float64 `json:"device_write_bytes_per_record"`
+	StoredRows           int64   `json:"stored_rows"`      // rows the store holds after a final flush
+	StoredExpected       int64   `json:"stored_rows_want"` // acknowledged records, warm-up included
 }
 
 func newBenchHTTPCmd() *cobra.Command {
@@ -132,6 +133,7 @@ goals.`,
 			}
 			maxConc := max(conc, batchConc, arrowConc, flushConc)
 			var wk *inprocWorker
+			var devWrites func() int64
 			if url == "" {
 				tuneGC() // as the worker command does
 				var err error
@@ -140,6 +142,7 @@ goals.`,
 				}
 				defer wk.stop()
 				url, token = wk.url, wk.token
+				devWrites = deviceWrites(wk.dataDir)
 			} else if token == "" {
 				token = os.Getenv("LC_API_TOKEN")
 			}
@@ -195,7 +198,7 @@ goals.`,
 			results := map[string]*httpBenchResult{}
 			runID := strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
 			for _, m := range run {
-				res, err := runHTTPMode(ctx, cl, m, "bench-"+m.Name+"-"+runID, pool, contentBytes, warmup, duration)
+				res, err := runHTTPMode(ctx, cl, m, "bench-"+m.Name+"-"+runID, pool, contentBytes, warmup, duration, devWrites)
 				if err != nil {
 					return fmt.Errorf("mode %s: %w", m.Name, err)
 				}
@@ -288,6 +291,7 @@ func writeHeapProfile(path string) error {
 type inprocWorker struct {
 	url, token string
 	tmp        string
+	dataDir    string
 	cancel     context.CancelFunc
 	done       chan error
 }
@@ -307,6 +311,7 @@ func startInprocWorker(ctx context.Context, dataDir string, flushEvery time.Dura
 		}
 		dataDir = w.tmp
 	}
+	w.dataDir = dataDir
 	cfg.DataDir = dataDir
 	cfg.FlushInterval = flushEvery
 	cfg.CleanupInterval = 0
@@ -642,7 +647,8 @@ func (g *bodyGen) next() ([]byte, string, error) {
 	return b, "application/json", nil
 }
 
-func runHTTPMode(ctx context.Context, cl *benchClient, m httpBenchMode, store string, pool []byte, content int, warmup, duration time.Duration) (*httpBenchResult, error) {
+// devWrites, when not nil, reads the bytes written to the worker's device.
+func runHTTPMode(ctx context.Context, cl *benchClient, m httpBenchMode, store string, pool []byte, content int, warmup, duration time.Duration, devWrites func() int64) (*httpBenchResult, error) {
 	if code, body, err := cl.do(ctx, "POST", "/api/v1/rollouts", "application/json", []byte(`{"name":"`+store+`"}`)); err != nil || code != http.StatusCreated {
 		return nil, fmt.Errorf("create store %s: %d %s %v", store, code, body, err)
 	}
@@ -658,7 +664,9 @@ func runHTTPMode(ctx context.Context, cl *benchClient, m httpBenchMode, store st
 	var diskFrom atomic.Int64
 	cpuTimer := time.AfterFunc(warmup, func() {
 		cpuFrom.Store(int64(processCPU()))
-		diskFrom.Store(processDiskWrites())
+		if devWrites != nil {
+			diskFrom.Store(devWrites())
+		}
 	})
 	var (
 		wg                   sync.WaitGroup
@@ -723,7 +731,10 @@ func runHTTPMode(ctx context.Context, cl *benchClient, m httpBenchMode, store st
 	wg.Wait()
 	cpuTimer.Stop()
 	cpuUsed := processCPU() - time.Duration(cpuFrom.Load())
-	diskUsed := processDiskWrites() - diskFrom.Load()
+	var diskUsed int64
+	if devWrites != nil {
+		diskUsed = devWrites() - diskFrom.Load()
+	}
 	res := &httpBenchResult{Mode: m.Name, Format: m.Format, Batch: m.Batch, Concurrency: m.Concurrency, Flush: m.Flush, Errors: errs.Load()}
 	if e, ok := firstErr.Load().(string); ok {
 		res.FirstError = e
@@ -750,8 +761,8 @@ func runHTTPMode(ctx context.Context, cl *benchClient, m httpBenchMode, store st
 	res.CPUSecs = cpuUsed.Seconds()
 	if res.Records > 0 {
 		res.CPUUsPerRecord = float64(cpuUsed.Microseconds()) / float64(res.Records)
-		if diskFrom.Load() > 0 {
-			res.DiskBytesPerRecord = float64(diskUsed) / float64(res.Records)
+		if devWrites != nil {
+			res.DeviceBytesPerRecord = float64(diskUsed) / float64(res.Records)
 		}
 	}
 	slices.Sort(all)
@@ -797,11 +808,6 @@ func processCPU() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
-
-// processDiskWrites returns the bytes this process has caused to be written
-// to storage (the write_bytes line of /proc/self/io, which has no unit), or
-// 0 where there is no such file.
-func processDiskWrites() int64 { return procKiB("/proc/self/io", "write_bytes") }
 
 // ---------------------------------------------------------------- LanceDB
 
