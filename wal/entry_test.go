@@ -2,11 +2,17 @@ package wal
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lance-context/lance-context/objstore"
 )
 
 // TestEntryIsAnArrowStream: an entry assembled from separately encoded
@@ -61,4 +67,49 @@ func encodeEntry(s *arrow.Schema, batches []arrow.RecordBatch, shard string, epo
 		return nil, err
 	}
 	return h.assemble(msgs, pos, 0), nil
+}
+
+// TestEntriesLeaveOutNullColumns: an entry carries only the columns with a
+// value in some row (and the required ones); replay restores the others as
+// nulls by itself, without the caller's Conform.
+func TestEntriesLeaveOutNullColumns(t *testing.T) {
+	ctx := context.Background()
+	store := objstore.NewMemory()
+	o := opts(store)
+	w := claim(t, o)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, rowSchema)
+	b.Field(0).(*array.StringBuilder).AppendValues([]string{"n1", "n2"}, nil)
+	b.Field(1).(*array.Int64Builder).AppendNulls(2)
+	nulls := b.NewRecordBatch()
+	defer nulls.Release()
+	b.Release()
+	if err := w.Append(ctx, nulls); err != nil {
+		t.Fatal(err)
+	}
+	if err := appendIDs(t, w, "v1"); err != nil { // v set: all columns
+		t.Fatal(err)
+	}
+	w.Abandon()
+	var fields []int
+	for pos := uint64(1); pos <= 2; pos++ {
+		data, err := store.Get(ctx, entryKey("s1", pos))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := decodeEntry(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fields = append(fields, int(e.batches[0].NumCols()))
+		e.release()
+	}
+	if !slices.Equal(fields, []int{1, 2}) {
+		t.Fatalf("entries carry %v columns, want [1 2]", fields)
+	}
+	o.Conform = func(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+		return nil, fmt.Errorf("Conform called for %s", rec.Schema())
+	}
+	w2 := claim(t, o) // replays both entries and seals them
+	defer w2.Abandon()
+	wantIDs(t, store, "n1", "n2", "v1")
 }

@@ -95,14 +95,14 @@ func sameFields(a, b *arrow.Schema) bool {
 // concurrent use; all work happens on one goroutine, which is what makes
 // group commit and the position discipline simple.
 type Writer struct {
-	opts   Options
-	epoch  uint64
-	header *entryHeader // schema message of this writer's entries
-	ops    chan *op
-	stop   chan struct{}
-	done   chan struct{}
-	gcMu   sync.Mutex     // one collection at a time
-	gcWG   sync.WaitGroup // collections in flight
+	opts    Options
+	epoch   uint64
+	formats sync.Map // columnSet → *entryFormat: the column sets this writer's entries use
+	ops     chan *op
+	stop    chan struct{}
+	done    chan struct{}
+	gcMu    sync.Mutex     // one collection at a time
+	gcWG    sync.WaitGroup // collections in flight
 
 	// state owned by the loop goroutine
 	man     *Manifest
@@ -162,11 +162,12 @@ const (
 )
 
 type op struct {
-	kind opKind
-	recs []arrow.RecordBatch // opAppend: rows that must land in one entry
-	msgs [][]byte            // opAppend: recs encoded by encodeBatch
-	upTo uint64
-	done chan error
+	kind   opKind
+	recs   []arrow.RecordBatch // opAppend: rows that must land in one entry
+	msgs   [][]byte            // opAppend: recs encoded in format
+	format *entryFormat        // opAppend
+	upTo   uint64
+	done   chan error
 }
 
 // Claim takes ownership of a shard: it writes a manifest version with a new
@@ -198,12 +199,8 @@ func Claim(ctx context.Context, opts Options) (*Writer, error) {
 			return nil, fmt.Errorf("wal: claim shard %s: %w", opts.Shard, err)
 		}
 	}
-	header, err := newEntryHeader(opts.Schema, opts.Shard, nm.Epoch)
-	if err != nil {
-		return nil, err
-	}
 	w := &Writer{
-		opts: opts, epoch: nm.Epoch, header: header, man: nm, nextPos: nm.ReplayAfter + 1,
+		opts: opts, epoch: nm.Epoch, man: nm, nextPos: nm.ReplayAfter + 1,
 		ops: make(chan *op, 1024), stop: make(chan struct{}), done: make(chan struct{}),
 		sealDone: make(chan sealResult, 1), hintKick: make(chan struct{}, 1),
 	}
@@ -368,7 +365,10 @@ func (w *Writer) adopt(b []byte) error {
 		return fmt.Errorf("wal: shard %s position %d holds the entry of shard %s position %d (recycled while read)", w.opts.Shard, w.nextPos, e.shard, e.position)
 	}
 	for _, rec := range e.batches {
-		c, err := w.opts.Conform(rec)
+		c, ok := widen(rec, w.opts.Schema)
+		if !ok {
+			c, err = w.opts.Conform(rec)
+		}
 		if err != nil {
 			return fmt.Errorf("wal: shard %s position %d: %w", w.opts.Shard, w.nextPos, err)
 		}
@@ -412,13 +412,19 @@ func (w *Writer) Append(ctx context.Context, recs ...arrow.RecordBatch) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	msgs := make([][]byte, len(recs))
-	for i, rec := range recs {
+	for _, rec := range recs {
 		if !sameFields(rec.Schema(), w.opts.Schema) {
 			return fmt.Errorf("wal: append: batch schema %s does not match the shard schema", rec.Schema())
 		}
+	}
+	f, err := w.format(presentColumns(w.opts.Schema, recs))
+	if err != nil {
+		return err
+	}
+	msgs := make([][]byte, len(recs))
+	for i, rec := range recs {
 		// Encoded here, on the caller's goroutine: the loop is serial.
-		m, err := encodeBatch(rec)
+		m, err := f.encode(rec)
 		if err != nil {
 			return err
 		}
@@ -427,7 +433,20 @@ func (w *Writer) Append(ctx context.Context, recs ...arrow.RecordBatch) error {
 	for _, rec := range recs {
 		rec.Retain()
 	}
-	return w.do(ctx, &op{kind: opAppend, recs: recs, msgs: msgs})
+	return w.do(ctx, &op{kind: opAppend, recs: recs, msgs: msgs, format: f})
+}
+
+// format returns the writer's entry format for set, made on first use.
+func (w *Writer) format(set columnSet) (*entryFormat, error) {
+	if f, ok := w.formats.Load(set); ok {
+		return f.(*entryFormat), nil
+	}
+	f, err := newEntryFormat(w.opts.Schema, set, w.opts.Shard, w.epoch)
+	if err != nil {
+		return nil, err
+	}
+	got, _ := w.formats.LoadOrStore(set, f)
+	return got.(*entryFormat), nil
 }
 
 // Seal writes the memtable as a new generation. It reports whether anything
@@ -551,9 +570,10 @@ func (w *Writer) loop() {
 				break drain
 			}
 		}
-		// Consecutive appends form one entry, up to MaxEntryBytes.
+		// Consecutive appends of one column set form one entry, up to
+		// MaxEntryBytes.
 		n, size := 0, int64(0)
-		for n < len(queue) && queue[n].kind == opAppend {
+		for n < len(queue) && queue[n].kind == opAppend && queue[n].format == queue[0].format {
 			for _, r := range queue[n].recs {
 				size += recordBytes(r)
 			}
@@ -642,7 +662,7 @@ func (w *Writer) appendGroup(ctx context.Context, group []*op) {
 		recs = append(recs, o.recs...)
 		msgs = append(msgs, o.msgs...)
 	}
-	err := w.writeEntry(ctx, recs, msgs)
+	err := w.writeEntry(ctx, group[0].format, recs, msgs)
 	for _, o := range group {
 		o.release()
 		o.done <- err
@@ -653,9 +673,10 @@ func (w *Writer) appendGroup(ctx context.Context, group []*op) {
 	}
 }
 
-// writeEntry makes recs (encoded as msgs) durable at the next free position
-// and adds them to the memtable. A nil return is the acknowledgement.
-func (w *Writer) writeEntry(ctx context.Context, recs []arrow.RecordBatch, msgs [][]byte) error {
+// writeEntry makes recs (encoded as msgs in format f) durable at the next
+// free position and adds them to the memtable. A nil return is the
+// acknowledgement.
+func (w *Writer) writeEntry(ctx context.Context, f *entryFormat, recs []arrow.RecordBatch, msgs [][]byte) error {
 	if w.err != nil {
 		return w.err
 	}
@@ -665,11 +686,11 @@ func (w *Writer) writeEntry(ctx context.Context, recs []arrow.RecordBatch, msgs 
 		}
 	}
 	if w.seg != nil {
-		frame := w.header.assemble(msgs, w.nextPos, frameHeaderSize)
+		frame := f.header.assemble(msgs, w.nextPos, frameHeaderSize)
 		if err := w.seg.append(w.nextPos, frame); err != nil {
 			return w.halt(err)
 		}
-	} else if err := w.putEntry(ctx, msgs); err != nil {
+	} else if err := w.putEntry(ctx, f.header, msgs); err != nil {
 		return err
 	}
 	// The entry is durable. Count it in the memtable whatever happens next:
@@ -688,10 +709,10 @@ func (w *Writer) writeEntry(ctx context.Context, recs []arrow.RecordBatch, msgs 
 
 // putEntry writes msgs as an object entry at nextPos, put-if-absent,
 // adopting entries other writers left at the positions it finds taken.
-func (w *Writer) putEntry(ctx context.Context, msgs [][]byte) error {
+func (w *Writer) putEntry(ctx context.Context, header *entryHeader, msgs [][]byte) error {
 	for {
 		pos := w.nextPos
-		data := w.header.assemble(msgs, pos, 0)
+		data := header.assemble(msgs, pos, 0)
 		key := entryKey(w.opts.Shard, pos)
 		err := retry(ctx, func() error { return w.opts.Store.PutIfAbsent(ctx, key, data) })
 		if errors.Is(err, objstore.ErrExists) {
