@@ -42,7 +42,11 @@
 // An entry is an Arrow IPC stream (one or more record batches with the
 // store's row schema) whose schema metadata carries lc.epoch, lc.shard and
 // lc.position (the position as 20 zero-padded digits, so that a writer
-// builds its schema message once and patches the digits per entry).
+// builds its schema message once per column set and patches the digits
+// per entry). An entry leaves out the nullable columns that are null in
+// every row of its batches (its schema is the row schema minus those, in
+// order); replay adds them back as null columns. Appends of different
+// column sets go into different entries.
 // Entries sit at dense positions starting at 1 and are written
 // put-if-absent. Group commit: the shard's single writer goroutine takes every
 // append waiting for it, writes them as one entry, and acknowledges each only
