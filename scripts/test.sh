@@ -48,7 +48,7 @@ step "start versitygw (S3-compatible server)"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 LC_S3_PORT="$(free_port)" scripts/versitygw.sh start "$work/s3"
 eval "$(scripts/versitygw.sh env "$work/s3")"
-export LC_REQUIRE_INTEROP=1 LC_REQUIRE_S3=1 LC_TEST_ETCD_BIN="$root/bin/etcd"
+export LC_REQUIRE_INTEROP=1 LANCE_FILE_LANCEDB=1 LC_REQUIRE_S3=1 LC_TEST_ETCD_BIN="$root/bin/etcd"
 
 if [ -z "${LC_TEST_QUICK:-}" ]; then
 	step "go test -race (all packages; S3 suites against versitygw)"

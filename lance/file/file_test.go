@@ -588,3 +588,38 @@ func TestWriterMemory(t *testing.T) {
 type discard struct{}
 
 func (discard) Write(b []byte) (int, error) { return len(b), nil }
+
+// TestAllNullTextPagesHoldNoBytes: a page of a text or binary column whose
+// rows are all null is written as Nullable.all_nulls with no buffers (not
+// as 8 bytes of end offset a row), and reads back as nulls. LanceDB reads
+// such pages: TestLanceDBReadsOurFiles writes them.
+func TestAllNullTextPagesHoldNoBytes(t *testing.T) {
+	as := arrow.NewSchema([]arrow.Field{
+		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "lb", Type: arrow.BinaryTypes.LargeBinary, Nullable: true},
+	}, nil)
+	const n = 1000
+	rec := array.NewRecordBatch(as, []arrow.Array{allNull(as.Field(0).Type, n), allNull(as.Field(1).Type, n)}, n)
+	defer rec.Release()
+	b, _ := writeFile(t, as, WriterOptions{}, rec)
+	r, _ := openBytes(t, b)
+	for i := range 2 {
+		d := r.top[int32(i)].col.pages[0].desc.(*binDesc)
+		if !d.outer.allNull || d.indices.size != 0 || d.bytes.size != 0 {
+			t.Errorf("column %d: page %+v, want all nulls and no buffers", i, d)
+		}
+	}
+	if len(b) > 4096 {
+		t.Errorf("file of %d bytes for %d null rows", len(b), n)
+	}
+	got, err := r.Read(context.Background(), []int32{0, 1}, 0, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer got.Release()
+	for i := range 2 {
+		if c := got.Column(i); c.NullN() != n || c.Len() != n {
+			t.Errorf("column %d read back with %d nulls of %d rows", i, c.NullN(), c.Len())
+		}
+	}
+}
