@@ -150,3 +150,40 @@ func BenchmarkMerge(b *testing.B) {
 	}
 	b.ReportMetric(8000*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
+
+// BenchmarkBuildBatch: Records to an Arrow batch, as a JSON append does,
+// for sparse records (ids, rollout, order and ~1 KB of text) and for
+// records that fill the token, logprob and score columns too.
+func BenchmarkBuildBatch(b *testing.B) {
+	text := strings.Repeat("t", 1024)
+	now := time.Now()
+	for _, tc := range []struct {
+		name string
+		fill func(r *Record)
+	}{
+		{"sparse", func(*Record) {}},
+		{"dense", func(r *Record) {
+			r.InputTokens, r.OutputTokens = make([]int32, 64), make([]int32, 64)
+			r.OutputLogprobs = make([]float32, 64)
+			r.Reward, r.Advantage = ptr[float32](1), ptr[float32](0.5)
+			r.PolicyVersion = ptr("v1")
+		}},
+	} {
+		for _, n := range []int{1, 100} {
+			recs := make([]Record, n)
+			for i := range recs {
+				recs[i] = Record{ID: fmt.Sprintf("bench-%d", i), RolloutID: "r", SequenceOrder: int32(i), Content: &text}
+				tc.fill(&recs[i])
+				if err := recs[i].applyDefaults(i, now); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.Run(fmt.Sprintf("%s/%d", tc.name, n), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					buildBatch(recs).Release()
+				}
+			})
+		}
+	}
+}

@@ -190,86 +190,204 @@ func (r *Record) applyDefaults(index int, now time.Time) error {
 	return nil
 }
 
-// builders recycles record builders of Schema: making one costs about as
-// much as building a small batch with it. NewRecordBatch leaves a builder
-// empty and ready for reuse.
-var builders = sync.Pool{New: func() any { return array.NewRecordBuilder(memory.DefaultAllocator, Schema) }}
+// recordColumn builds one column of Schema from records: null reports a
+// record without a value (never, for a required column), add appends the
+// record's value (or null) to the column's builder.
+type recordColumn struct {
+	null func(r *Record) bool
+	add  func(b array.Builder, r *Record)
+}
 
-var contentCol, payloadCol = Schema.FieldIndices("content")[0], Schema.FieldIndices(ColPayload)[0]
+func never(*Record) bool { return false }
 
-// Build converts records (already defaulted) to one batch with Schema.
-func buildBatch(recs []Record) arrow.RecordBatch {
-	b := builders.Get().(*array.RecordBuilder)
-	b.Reserve(len(recs))
-	// Size the value buffers of the big text columns once, instead of
-	// growing them by doubling (a copy and a zeroed allocation each time).
-	var idBytes, contentBytes, payloadBytes int
-	for i := range recs {
-		idBytes += len(recs[i].ID)
-		if recs[i].Content != nil {
-			contentBytes += len(*recs[i].Content)
-		}
-		payloadBytes += len(recs[i].BinaryPayload)
-	}
-	b.Field(0).(*array.StringBuilder).ReserveData(idBytes)
-	b.Field(contentCol).(*array.LargeStringBuilder).ReserveData(contentBytes)
-	b.Field(payloadCol).(*array.BinaryBuilder).ReserveData(payloadBytes)
-	for i := range recs {
-		r := &recs[i]
-		col := 0
-		next := func() array.Builder { c := b.Field(col); col++; return c }
-		str(next(), &r.ID)
-		str(next(), &r.RolloutID)
-		str(next(), &r.ProblemID)
-		str(next(), r.Dataset)
-		next().(*array.Int32Builder).Append(r.SequenceOrder)
-		str(next(), &r.Role)
-		next().(*array.TimestampBuilder).Append(arrow.Timestamp(r.CreatedAt.UnixMicro()))
-		str(next(), r.Content)
-		str(next(), &r.ContentType)
-		str(next(), r.ModelInputString)
-		str(next(), r.ModelOutputString)
-		str(next(), r.Rationale)
-		str(next(), r.ProblemText)
-		str(next(), r.UserMetadata)
-		int32List(next(), r.InputTokens)
-		int32List(next(), r.OutputTokens)
-		optInt32(next(), r.NumInputTokens)
-		optInt32(next(), r.NumOutputTokens)
-		f32List(next(), r.OutputLogprobs)
-		f32List(next(), r.InputLogprobs)
-		f32List(next(), r.RefLogprobs)
-		int8List(next(), r.LossMask)
-		optF32(next(), r.Advantage)
-		optF32(next(), r.Reward)
-		optF32(next(), r.RawReward)
-		optF32(next(), r.Score)
-		str(next(), r.GraderID)
-		if bb := next().(*array.BooleanBuilder); r.IncludeInTraining == nil {
+// recordColumns are Schema's columns, in order.
+var recordColumns = []recordColumn{
+	{never, func(b array.Builder, r *Record) { str(b, &r.ID) }},
+	{never, func(b array.Builder, r *Record) { str(b, &r.RolloutID) }},
+	{never, func(b array.Builder, r *Record) { str(b, &r.ProblemID) }},
+	{func(r *Record) bool { return r.Dataset == nil }, func(b array.Builder, r *Record) { str(b, r.Dataset) }},
+	{never, func(b array.Builder, r *Record) { b.(*array.Int32Builder).Append(r.SequenceOrder) }},
+	{never, func(b array.Builder, r *Record) { str(b, &r.Role) }},
+	{never, func(b array.Builder, r *Record) {
+		b.(*array.TimestampBuilder).Append(arrow.Timestamp(r.CreatedAt.UnixMicro()))
+	}},
+	{func(r *Record) bool { return r.Content == nil }, func(b array.Builder, r *Record) { str(b, r.Content) }},
+	{never, func(b array.Builder, r *Record) { str(b, &r.ContentType) }},
+	{func(r *Record) bool { return r.ModelInputString == nil }, func(b array.Builder, r *Record) { str(b, r.ModelInputString) }},
+	{func(r *Record) bool { return r.ModelOutputString == nil }, func(b array.Builder, r *Record) { str(b, r.ModelOutputString) }},
+	{func(r *Record) bool { return r.Rationale == nil }, func(b array.Builder, r *Record) { str(b, r.Rationale) }},
+	{func(r *Record) bool { return r.ProblemText == nil }, func(b array.Builder, r *Record) { str(b, r.ProblemText) }},
+	{func(r *Record) bool { return r.UserMetadata == nil }, func(b array.Builder, r *Record) { str(b, r.UserMetadata) }},
+	{func(r *Record) bool { return r.InputTokens == nil }, func(b array.Builder, r *Record) { int32List(b, r.InputTokens) }},
+	{func(r *Record) bool { return r.OutputTokens == nil }, func(b array.Builder, r *Record) { int32List(b, r.OutputTokens) }},
+	{func(r *Record) bool { return r.NumInputTokens == nil }, func(b array.Builder, r *Record) { optInt32(b, r.NumInputTokens) }},
+	{func(r *Record) bool { return r.NumOutputTokens == nil }, func(b array.Builder, r *Record) { optInt32(b, r.NumOutputTokens) }},
+	{func(r *Record) bool { return r.OutputLogprobs == nil }, func(b array.Builder, r *Record) { f32List(b, r.OutputLogprobs) }},
+	{func(r *Record) bool { return r.InputLogprobs == nil }, func(b array.Builder, r *Record) { f32List(b, r.InputLogprobs) }},
+	{func(r *Record) bool { return r.RefLogprobs == nil }, func(b array.Builder, r *Record) { f32List(b, r.RefLogprobs) }},
+	{func(r *Record) bool { return r.LossMask == nil }, func(b array.Builder, r *Record) { int8List(b, r.LossMask) }},
+	{func(r *Record) bool { return r.Advantage == nil }, func(b array.Builder, r *Record) { optF32(b, r.Advantage) }},
+	{func(r *Record) bool { return r.Reward == nil }, func(b array.Builder, r *Record) { optF32(b, r.Reward) }},
+	{func(r *Record) bool { return r.RawReward == nil }, func(b array.Builder, r *Record) { optF32(b, r.RawReward) }},
+	{func(r *Record) bool { return r.Score == nil }, func(b array.Builder, r *Record) { optF32(b, r.Score) }},
+	{func(r *Record) bool { return r.GraderID == nil }, func(b array.Builder, r *Record) { str(b, r.GraderID) }},
+	{func(r *Record) bool { return r.IncludeInTraining == nil }, func(b array.Builder, r *Record) {
+		if bb := b.(*array.BooleanBuilder); r.IncludeInTraining == nil {
 			bb.AppendNull()
 		} else {
 			bb.Append(*r.IncludeInTraining)
 		}
-		str(next(), r.ExcludeReason)
-		str(next(), r.PolicyVersion)
-		relations(next(), r.Relationships)
-		if pb := next().(*array.BinaryBuilder); r.BinaryPayload == nil {
+	}},
+	{func(r *Record) bool { return r.ExcludeReason == nil }, func(b array.Builder, r *Record) { str(b, r.ExcludeReason) }},
+	{func(r *Record) bool { return r.PolicyVersion == nil }, func(b array.Builder, r *Record) { str(b, r.PolicyVersion) }},
+	{func(r *Record) bool { return r.Relationships == nil }, func(b array.Builder, r *Record) { relations(b, r.Relationships) }},
+	{func(r *Record) bool { return r.BinaryPayload == nil }, func(b array.Builder, r *Record) {
+		if pb := b.(*array.BinaryBuilder); r.BinaryPayload == nil {
 			pb.AppendNull()
 		} else {
 			pb.Append(r.BinaryPayload)
 		}
-		if ib := next().(*array.Int64Builder); r.PayloadSize == nil {
+	}},
+	{func(r *Record) bool { return r.PayloadSize == nil }, func(b array.Builder, r *Record) {
+		if ib := b.(*array.Int64Builder); r.PayloadSize == nil {
 			ib.AppendNull()
 		} else {
 			ib.Append(*r.PayloadSize)
 		}
-		str(next(), r.PayloadChecksum)
-		str(next(), r.ArtifactType)
-		str(next(), r.Metadata)
+	}},
+	{func(r *Record) bool { return r.PayloadChecksum == nil }, func(b array.Builder, r *Record) { str(b, r.PayloadChecksum) }},
+	{func(r *Record) bool { return r.ArtifactType == nil }, func(b array.Builder, r *Record) { str(b, r.ArtifactType) }},
+	{func(r *Record) bool { return r.Metadata == nil }, func(b array.Builder, r *Record) { str(b, r.Metadata) }},
+}
+
+// columnBuilders are builders for Schema's columns, made on first use and
+// pooled: an array built hands its buffers over and leaves the builder
+// empty and ready for reuse.
+type columnBuilders []array.Builder
+
+var builders = sync.Pool{New: func() any { return make(columnBuilders, len(recordColumns)) }}
+
+func (cb columnBuilders) get(i int) array.Builder {
+	if cb[i] == nil {
+		cb[i] = array.NewBuilder(memory.DefaultAllocator, Schema.Field(i).Type)
 	}
-	rec := b.NewRecordBatch()
-	builders.Put(b) // only once emptied: a panic above drops the builder
+	return cb[i]
+}
+
+var contentCol, payloadCol = Schema.FieldIndices("content")[0], Schema.FieldIndices(ColPayload)[0]
+
+// buildBatch converts records (already defaulted) to one batch with Schema,
+// column by column. A column no record has a value in is a slice of a
+// shared null column: building the 30 unused columns of a sparse record
+// one null at a time cost more than the rest of the batch.
+func buildBatch(recs []Record) arrow.RecordBatch {
+	n := len(recs)
+	cb := builders.Get().(columnBuilders)
+	cols := make([]arrow.Array, len(recordColumns))
+	for i, c := range recordColumns {
+		present := false
+		for j := range recs {
+			if !c.null(&recs[j]) {
+				present = true
+				break
+			}
+		}
+		if !present {
+			cols[i] = nullColumn(i, n)
+			continue
+		}
+		b := cb.get(i)
+		b.Reserve(n)
+		// Size the value buffers of the big text columns once, instead of
+		// growing them by doubling (a copy and a zeroed allocation each time).
+		switch i {
+		case 0, contentCol, payloadCol:
+			size := 0
+			for j := range recs {
+				switch i {
+				case 0:
+					size += len(recs[j].ID)
+				case contentCol:
+					if recs[j].Content != nil {
+						size += len(*recs[j].Content)
+					}
+				default:
+					size += len(recs[j].BinaryPayload)
+				}
+			}
+			switch vb := b.(type) {
+			case *array.StringBuilder:
+				vb.ReserveData(size)
+			case *array.LargeStringBuilder:
+				vb.ReserveData(size)
+			case *array.BinaryBuilder:
+				vb.ReserveData(size)
+			}
+		}
+		for j := range recs {
+			c.add(b, &recs[j])
+		}
+		cols[i] = b.NewArray()
+	}
+	builders.Put(cb) // only once emptied: a panic above drops the builders
+	rec := array.NewRecordBatch(Schema, cols, int64(n))
+	for _, c := range cols {
+		c.Release()
+	}
 	return rec
+}
+
+// nullCols holds the all-null columns buildBatch uses: base, per column of
+// Schema, an array that grows to the largest batch asked for, and bySize,
+// per batch size up to maxSharedNullsBySize, the columns of that size
+// (slices of base), so that a batch of a size seen before allocates
+// nothing for its null columns.
+var nullCols struct {
+	mu     sync.Mutex
+	base   []arrow.Array
+	bySize map[int][]arrow.Array
+}
+
+const (
+	maxSharedNulls       = 1 << 16 // rows of base
+	maxSharedNullsBySize = 1024    // batch sizes kept in bySize
+)
+
+// nullColumn returns column i of n null rows.
+func nullColumn(i, n int) arrow.Array {
+	dt := Schema.Field(i).Type
+	if n > maxSharedNulls {
+		return array.MakeArrayOfNull(memory.DefaultAllocator, dt, n)
+	}
+	nullCols.mu.Lock()
+	defer nullCols.mu.Unlock()
+	if nullCols.base == nil {
+		nullCols.base = make([]arrow.Array, len(recordColumns))
+		nullCols.bySize = map[int][]arrow.Array{}
+	}
+	if n <= maxSharedNullsBySize {
+		if cols := nullCols.bySize[n]; cols != nil && cols[i] != nil {
+			cols[i].Retain()
+			return cols[i]
+		}
+	}
+	base := nullCols.base[i]
+	if base == nil || base.Len() < n {
+		// Arrays sliced from the old base keep their buffers.
+		base = array.MakeArrayOfNull(memory.DefaultAllocator, dt, max(n, maxSharedNullsBySize))
+		nullCols.base[i] = base
+	}
+	c := array.NewSlice(base, 0, int64(n))
+	if n <= maxSharedNullsBySize {
+		cols := nullCols.bySize[n]
+		if cols == nil {
+			cols = make([]arrow.Array, len(recordColumns))
+			nullCols.bySize[n] = cols
+		}
+		cols[i] = c
+		c.Retain()
+	}
+	return c
 }
 
 func str(b array.Builder, v *string) {

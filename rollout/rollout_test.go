@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/lance-context/lance-context/objstore"
 	"github.com/lance-context/lance-context/wal"
@@ -375,4 +379,50 @@ func TestRegression_PendingRowListsAreTheirOwn(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("merged")
+}
+
+// TestBuildBatchColumns: buildBatch's column table follows Schema: a record
+// with every field set has a value in every column, one with none in no
+// nullable column, and a batch of both keeps each row's values in place.
+func TestBuildBatchColumns(t *testing.T) {
+	if len(recordColumns) != Schema.NumFields() {
+		t.Fatalf("%d record columns for %d schema fields", len(recordColumns), Schema.NumFields())
+	}
+	at := time.Now()
+	full := Record{ID: "f", RolloutID: "r", ProblemID: "p", Dataset: ptr("d"), SequenceOrder: 1, Role: "user", CreatedAt: &at,
+		Content: ptr("c"), ContentType: "text/plain", ModelInputString: ptr("i"), ModelOutputString: ptr("o"), Rationale: ptr("why"),
+		ProblemText: ptr("pt"), UserMetadata: ptr("um"), InputTokens: []int32{1}, OutputTokens: []int32{2}, NumInputTokens: ptr[int32](1),
+		NumOutputTokens: ptr[int32](1), OutputLogprobs: []float32{-1}, InputLogprobs: []float32{-2}, RefLogprobs: []float32{-3},
+		LossMask: []int8{1}, Advantage: ptr[float32](1), Reward: ptr[float32](2), RawReward: ptr[float32](3), Score: ptr[float32](4),
+		GraderID: ptr("g"), IncludeInTraining: ptr(true), ExcludeReason: ptr("x"), PolicyVersion: ptr("v"),
+		Relationships: []Relationship{{TargetID: ptr("t")}}, BinaryPayload: []byte{1}, PayloadSize: ptr[int64](1),
+		PayloadChecksum: ptr("sum"), ArtifactType: ptr("a"), Metadata: ptr("{}")}
+	empty := Record{ID: "e", RolloutID: "r", Role: "user", CreatedAt: &at, ContentType: "text/plain"}
+	for _, tc := range []struct {
+		recs  []Record
+		nulls func(f arrow.Field) int
+	}{
+		{[]Record{full}, func(arrow.Field) int { return 0 }},
+		{[]Record{empty}, func(f arrow.Field) int { return map[bool]int{true: 1}[f.Nullable] }},
+		{[]Record{empty, full, empty}, func(f arrow.Field) int { return map[bool]int{true: 2}[f.Nullable] }},
+	} {
+		b := buildBatch(tc.recs)
+		for i, f := range Schema.Fields() {
+			if got, want := b.Column(i).NullN(), tc.nulls(f); got != want {
+				t.Errorf("%d records: column %s has %d nulls, want %d", len(tc.recs), f.Name, got, want)
+			}
+		}
+		back, err := recordsFromBatch(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range back {
+			back[j].CreatedAt, tc.recs[j].CreatedAt = nil, nil
+			if !reflect.DeepEqual(back[j], tc.recs[j]) {
+				t.Errorf("row %d: got %+v, want %+v", j, back[j], tc.recs[j])
+			}
+			tc.recs[j].CreatedAt = &at
+		}
+		b.Release()
+	}
 }
