@@ -15,6 +15,12 @@ func arrowRecordWithSchema(s *arrow.Schema, rec arrow.RecordBatch) arrow.RecordB
 func recordBytes(rec arrow.RecordBatch) int64 {
 	var n int64
 	for _, c := range rec.Columns() {
+		if c.NullN() == c.Len() {
+			// Nothing of its own: an all-null column may be a slice of a
+			// shared one (rollout's batches) whose buffers are far larger
+			// than the batch, and entries and seals carry no bytes for it.
+			continue
+		}
 		n += dataBytes(c.Data())
 	}
 	return n
