@@ -379,6 +379,7 @@ func nullColumn(i, n int) arrow.Array {
 	}
 	c := array.NewSlice(base, 0, int64(n))
 	if n <= maxSharedNullsBySize {
+		settleNullCounts(c) // shared from now on: no lazy writes left
 		cols := nullCols.bySize[n]
 		if cols == nil {
 			cols = make([]arrow.Array, len(recordColumns))
@@ -388,6 +389,21 @@ func nullColumn(i, n int) arrow.Array {
 		c.Retain()
 	}
 	return c
+}
+
+// settleNullCounts computes the null counts of a and of the arrays nested
+// in it, which arrow-go otherwise computes and stores on first use: an
+// array that goroutines read at the same time must not write.
+func settleNullCounts(a arrow.Array) {
+	a.NullN()
+	switch a := a.(type) {
+	case array.ListLike:
+		settleNullCounts(a.ListValues())
+	case *array.Struct:
+		for i := range a.NumField() {
+			settleNullCounts(a.Field(i))
+		}
+	}
 }
 
 func str(b array.Builder, v *string) {

@@ -7,10 +7,12 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/lance-context/lance-context/objstore"
 	"github.com/lance-context/lance-context/wal"
@@ -425,4 +427,53 @@ func TestBuildBatchColumns(t *testing.T) {
 		}
 		b.Release()
 	}
+}
+
+// TestRegression_SharedNullColumnsAreReadOnly: buildBatch shares all-null
+// columns between batches, so goroutines read them at once. arrow-go
+// computes an array's null count on first use and stores it: unless
+// computed before sharing, that is a data race (seen under -race in the
+// fault and crash tests as concurrent appends ran NullN on one column).
+func TestRegression_SharedNullColumnsAreReadOnly(t *testing.T) {
+	at := time.Now()
+	const goroutines, rounds = 8, 32
+	// Round n: every goroutine builds a batch of a size no one built
+	// before (n + 900) and reads the null counts of its columns, all at
+	// once, so the first reads of the new shared columns meet.
+	gates := make([]chan struct{}, rounds)
+	for i := range gates {
+		gates[i] = make(chan struct{})
+	}
+	var ready, wg sync.WaitGroup
+	ready.Add(goroutines)
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range rounds {
+				ready.Done()
+				<-gates[n]
+				recs := make([]Record, n+900)
+				for j := range recs {
+					recs[j] = Record{ID: fmt.Sprint(g, n, j), RolloutID: "r", Role: "user", ContentType: "text/plain", CreatedAt: &at}
+				}
+				b := buildBatch(recs)
+				for _, c := range b.Columns() {
+					c.NullN()
+					if l, ok := c.(array.ListLike); ok {
+						l.ListValues().NullN()
+					}
+				}
+				b.Release()
+			}
+		}()
+	}
+	for n := range rounds {
+		ready.Wait()
+		if n+1 < rounds {
+			ready.Add(goroutines)
+		}
+		close(gates[n])
+	}
+	wg.Wait()
 }
