@@ -84,9 +84,10 @@
 //
 // ends holds one u64 per row: the cumulative end offset of the row's bytes
 // within the page (no leading 0). A = total page bytes + 1; a null row
-// stores its end + A and contributes no bytes. All-null pages use the same
-// shape (every end is A, no bytes). The 32/64-bit offset width comes from
-// the schema, not the page.
+// stores its end + A and contributes no bytes. A page whose rows are all
+// null is Nullable.all_nulls with no buffers, as LanceDB writes it (the
+// reader also takes the Binary shape with every end at A). The 32/64-bit
+// offset width comes from the schema, not the page.
 //
 // list<T> and large_list<T>, offsets column:
 //
