@@ -88,10 +88,15 @@
 //	position uint64 LE | length uint32 LE | CRC-32C uint32 LE of the 12
 //	bytes before it and the payload | payload (the entry, as above)
 //
-// Segments are zero-filled to their size and made to exist under their
-// name (directory flushed) before a frame goes in, so a frame's flush
-// changes no extents (no journal commit); the next one is prepared in the
-// background while the current one fills. A writer's first segment is
+// Segments are allocated to their size (fallocate; zero-filled where the
+// filesystem cannot allocate) and made to exist under their name
+// (directory flushed) before a frame goes in; the next one is prepared in
+// the background while the current one fills. The first flush into a new
+// block commits the journal (the extent becomes written); a reused segment
+// (a spare, below) is written already, so a frame's flush changes no
+// extents. Zero-filling new segments instead made every frame flush a data
+// flush alone, but wrote each new segment twice, and its writes lengthened
+// the flushes of frames more than the journal commits do. A writer's first segment is
 // 1 MiB and each next one four times the last, up to SegmentBytes
 // (default 64 MiB): a first append waits milliseconds, and a quiet store
 // holds 1 to 5 MiB. A frame that does not fit starts the next segment (a

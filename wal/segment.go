@@ -155,10 +155,11 @@ func (l *segmentLog) ring() {
 	}
 }
 
-// prepare makes segment seq exist, zero-filled to its size, under a
-// durable name: a collected segment renamed (and grown if it is smaller),
+// prepare makes segment seq exist at its size, its blocks allocated, under
+// a durable name: a collected segment renamed (and grown if it is smaller),
 // or a new file. Frames written into blocks that already hold data flush
-// fastest: no extent changes, so no journal commit.
+// fastest (no extent changes, so no journal commit), hence the preference
+// for spares.
 func (l *segmentLog) prepare(seq uint64) (*segment, error) {
 	for {
 		s, err := l.prepareOnce(seq)
@@ -193,8 +194,15 @@ func (l *segmentLog) prepareOnce(seq uint64) (*segment, error) {
 	}
 	fi, err := f.Stat()
 	if err == nil && fi.Size() < want {
-		// A new file, or a reused one smaller than this segment should be.
-		err = zeroFill(f, fi.Size(), want, l.quit, func() bool { return fi.Size() == 0 && l.hasSpare() })
+		// A new file, or a reused one smaller than this segment should be:
+		// allocate the rest without writing it. The first flush into each
+		// new block then also commits the journal (extent conversion), a
+		// fraction of a millisecond; zero-filling instead wrote every new
+		// segment twice and its bursts lengthened the flushes of frames
+		// (single-record p99 18-33 ms against 14-16 ms allocated).
+		if err = allocate(f, fi.Size(), want); errors.Is(err, errors.ErrUnsupported) {
+			err = zeroFill(f, fi.Size(), want, l.quit, func() bool { return fi.Size() == 0 && l.hasSpare() })
+		}
 		if err == nil {
 			err = f.Sync()
 		}

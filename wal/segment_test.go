@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -325,4 +326,30 @@ func TestNextSegmentWaitsForASpare(t *testing.T) {
 		ids = append(ids, fmt.Sprintf("%04d-%s", j, strings.Repeat("q", 20<<10)))
 	}
 	replayed(t, o, ids...)
+}
+
+// zeroFill, the fallback where fallocate is unsupported, writes zeros up
+// to the size and gives up for a spare when asked.
+func TestZeroFill(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "seg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write([]byte("old")); err != nil {
+		t.Fatal(err)
+	}
+	if err := zeroFill(f, 3, 3<<20+5, nil, func() bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) != 3<<20+5 || string(b[:3]) != "old" || bytes.Count(b[3:], []byte{0}) != len(b)-3 {
+		t.Fatalf("zero-filled file of %d bytes starts %q", len(b), b[:3])
+	}
+	if err := zeroFill(f, 0, 8<<20, nil, func() bool { return true }); !errors.Is(err, errSpareArrived) {
+		t.Fatalf("abandoned fill: %v", err)
+	}
 }

@@ -2,6 +2,11 @@
 
 package wal
 
-import "os"
+import (
+	"errors"
+	"os"
+)
 
 func datasync(f *os.File) error { return f.Sync() }
+
+func allocate(*os.File, int64, int64) error { return errors.ErrUnsupported }
