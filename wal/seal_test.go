@@ -124,10 +124,10 @@ func TestFailedBackgroundSealKeepsRows(t *testing.T) {
 	}
 }
 
-// TestRecycledEntryReadIsRefused: an entry file recycled for a later
-// position while a (fenced) reader had it open must not be adopted as the
-// entry it was named.
-func TestRecycledEntryReadIsRefused(t *testing.T) {
+// TestReusedEntryNameIsRefused: bytes under an entry's name that hold the
+// entry of another position (the name reused, or a file copied in) must
+// not be adopted as the entry it was named.
+func TestReusedEntryNameIsRefused(t *testing.T) {
 	store := objstore.NewMemory()
 	w := claim(t, opts(store))
 	defer w.Abandon()
@@ -137,7 +137,7 @@ func TestRecycledEntryReadIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.adopt(data); err == nil || !strings.Contains(err.Error(), "recycled") {
+	if err := w.adopt(data); err == nil || !strings.Contains(err.Error(), "holds the entry of shard s1 position 8") {
 		t.Fatalf("adopting the entry of another position: %v", err)
 	}
 	if w.mem.rows != 0 {

@@ -362,7 +362,7 @@ func (w *Writer) adopt(b []byte) error {
 	// under this name were reused for another entry (or copied in by
 	// hand): refuse them rather than adopt their rows.
 	if e.shard != w.opts.Shard || e.position != w.nextPos {
-		return fmt.Errorf("wal: shard %s position %d holds the entry of shard %s position %d : refusing its rows (the name was reused for another entry, or the file copied in)", w.opts.Shard, w.nextPos, e.shard, e.position)
+		return fmt.Errorf("wal: shard %s position %d holds the entry of shard %s position %d: refusing its rows (the name was reused for another entry, or the file copied in)", w.opts.Shard, w.nextPos, e.shard, e.position)
 	}
 	for _, rec := range e.batches {
 		c, ok := widen(rec, w.opts.Schema)
