@@ -32,20 +32,19 @@ const (
 	// defaultSegmentBytes is how much a segment file is preallocated.
 	defaultSegmentBytes = 64 << 20
 	// firstSegmentBytes is the size of a writer's first segment; each next
-	// one is four times the last, up to SegmentBytes. A writer's first
-	// append waits for the first (zero-filling 1 MiB takes milliseconds,
-	// 64 MiB hundreds), and a store that receives little holds 5 MiB of
-	// segments, not 128. The next segment is prepared in the background
-	// while the current one fills, which at the rates we measured takes
-	// longer than zero-filling four times its size.
+	// one is four times the last, up to SegmentBytes: a store that receives
+	// little reserves 1 to 5 MiB of disk for segments, not 128, and where
+	// segments must be zero-filled (no fallocate) a first append waits
+	// milliseconds, not hundreds.
 	firstSegmentBytes = 1 << 20
 	// maxSegmentSpares is how many collected segments are kept for reuse:
 	// enough for the segments of a memtable or two, so that in a steady
-	// stream of appends new segments are renamed spares, not zero-filled.
+	// stream of appends new segments are renamed spares (written blocks,
+	// whose flushes commit no journal), not new files.
 	maxSegmentSpares = 4
 	// The next segment is prepared once a spare exists or the current
 	// segment is 1/hurryFraction full, whichever comes first: a seal that
-	// completes meanwhile then saves zero-filling a new file.
+	// completes meanwhile then hands over a spare instead of a new file.
 	hurryFraction = 4
 	segmentSuffix = ".seg"
 	spareSuffix   = ".spare"
