@@ -106,9 +106,9 @@
 // segments (grown with zeros if smaller). Their old frames stay behind the
 // new ones until overwritten. The next segment is prepared as soon as a
 // spare exists, else once the current one is a quarter full (or full): a
-// seal that completes meanwhile saves writing a new segment's worth of
-// zeros, and a new file's zero-fill stops for a spare that arrives during
-// it.
+// seal that completes meanwhile hands over a spare instead of a new file
+// (and, without fallocate, a new file's zero-fill stops for a spare that
+// arrives during it).
 //
 // Replay reads, after any object entries, the segments of epochs >=
 // log_epoch in (epoch, seq) order, frame by frame: a frame at a position
