@@ -274,7 +274,24 @@ func (cb columnBuilders) get(i int) array.Builder {
 	return cb[i]
 }
 
-var contentCol, payloadCol = Schema.FieldIndices("content")[0], Schema.FieldIndices(ColPayload)[0]
+var payloadCol = Schema.FieldIndices(ColPayload)[0]
+
+// columnBytes gives, for the big text columns (by position in Schema), the
+// bytes a record adds, so that buildBatch sizes their value buffers once
+// instead of growing them by doubling (a copy and a zeroed allocation each
+// time).
+var columnBytes = func() []func(r *Record) int {
+	out := make([]func(r *Record) int, Schema.NumFields())
+	out[Schema.FieldIndices(ColID)[0]] = func(r *Record) int { return len(r.ID) }
+	out[Schema.FieldIndices("content")[0]] = func(r *Record) int {
+		if r.Content == nil {
+			return 0
+		}
+		return len(*r.Content)
+	}
+	out[payloadCol] = func(r *Record) int { return len(r.BinaryPayload) }
+	return out
+}()
 
 // buildBatch converts records (already defaulted) to one batch with Schema,
 // column by column. A column no record has a value in is a slice of a
@@ -298,31 +315,12 @@ func buildBatch(recs []Record) arrow.RecordBatch {
 		}
 		b := cb.get(i)
 		b.Reserve(n)
-		// Size the value buffers of the big text columns once, instead of
-		// growing them by doubling (a copy and a zeroed allocation each time).
-		switch i {
-		case 0, contentCol, payloadCol:
-			size := 0
+		if size := columnBytes[i]; size != nil {
+			n := 0
 			for j := range recs {
-				switch i {
-				case 0:
-					size += len(recs[j].ID)
-				case contentCol:
-					if recs[j].Content != nil {
-						size += len(*recs[j].Content)
-					}
-				default:
-					size += len(recs[j].BinaryPayload)
-				}
+				n += size(&recs[j])
 			}
-			switch vb := b.(type) {
-			case *array.StringBuilder:
-				vb.ReserveData(size)
-			case *array.LargeStringBuilder:
-				vb.ReserveData(size)
-			case *array.BinaryBuilder:
-				vb.ReserveData(size)
-			}
+			b.(interface{ ReserveData(int) }).ReserveData(n)
 		}
 		for j := range recs {
 			c.add(b, &recs[j])

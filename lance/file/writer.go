@@ -695,27 +695,25 @@ func (c *binaryWriter) flush() error {
 	if c.rows == 0 {
 		return nil
 	}
+	var err error
 	if c.nulls == c.rows {
 		// No bytes at all for a page of nulls, as LanceDB writes it (a
 		// sparse schema's unused text columns would cost 8 bytes a row).
-		if err := c.w.writePage(c.col, c.rows, encAllNulls()); err != nil {
-			return err
-		}
-		c.rows, c.nulls = 0, 0
-		c.valid, c.ends, c.data = c.valid[:0], c.ends[:0], c.data[:0]
-		return nil
-	}
-	adj := uint64(len(c.data)) + 1
-	if c.nulls > 0 {
-		for i := range c.rows {
-			if !bitutil.BitIsSet(c.valid, i) {
-				p := c.ends[8*i : 8*i+8]
-				binary.LittleEndian.PutUint64(p, binary.LittleEndian.Uint64(p)+adj)
+		err = c.w.writePage(c.col, c.rows, encAllNulls())
+	} else {
+		adj := uint64(len(c.data)) + 1
+		if c.nulls > 0 {
+			for i := range c.rows {
+				if !bitutil.BitIsSet(c.valid, i) {
+					p := c.ends[8*i : 8*i+8]
+					binary.LittleEndian.PutUint64(p, binary.LittleEndian.Uint64(p)+adj)
+				}
 			}
 		}
+		enc := encBinary(encNoNulls(encFlat(64, 0)), encFlat(8, 1), adj)
+		err = c.w.writePage(c.col, c.rows, enc, c.ends, c.data)
 	}
-	enc := encBinary(encNoNulls(encFlat(64, 0)), encFlat(8, 1), adj)
-	if err := c.w.writePage(c.col, c.rows, enc, c.ends, c.data); err != nil {
+	if err != nil {
 		return err
 	}
 	c.rows, c.nulls = 0, 0
