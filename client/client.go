@@ -24,7 +24,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/google/uuid"
 
-	"github.com/lance-context/lance-context/rollout"
+	"github.com/lance-context/lance-context/api"
 )
 
 // RetryPolicy says how idempotent calls are retried. Zero fields take the
@@ -154,7 +154,7 @@ func (e *APIError) Temporary() bool { return retryableStatus(e.Status) }
 // IsCode reports whether err is (or wraps) an *APIError with the code.
 func IsCode(err error, code string) bool {
 	var ae *APIError
-	return errors.As(err, &ae) && ae.Code == code
+	return errors.As(err, &ae) && strings.EqualFold(ae.Code, code)
 }
 
 // IsNotFound reports whether err is a 404 of the API (a missing store,
@@ -353,18 +353,6 @@ func storePath(store string, rest ...string) string {
 	return b.String()
 }
 
-// wireRecord decodes a record leniently: the type has no UnmarshalJSON, so
-// fields a newer server adds are ignored (rollout.Record rejects them).
-type wireRecord rollout.Record
-
-func toRecords(ws []wireRecord) []rollout.Record {
-	out := make([]rollout.Record, len(ws))
-	for i, w := range ws {
-		out[i] = rollout.Record(w)
-	}
-	return out
-}
-
 // Health is the answer of GET /api/v1/health.
 type Health struct {
 	Status     string `json:"status"`
@@ -382,15 +370,14 @@ func (c *Client) Health(ctx context.Context) (*Health, error) {
 	return &h, nil
 }
 
-// StoreInfo names a store.
-type StoreInfo struct {
-	Name string `json:"name"`
-}
+// StoreInfo identifies a store (api.StoreInfo): its name, where it lives,
+// and (from CreateStore) its base table version.
+type StoreInfo = api.StoreInfo
 
 // CreateStore creates a store. An existing store is an *APIError with
-// status 409 and code "already_exists". Not retried.
+// status 409 and code ALREADY_EXISTS. Not retried.
 func (c *Client) CreateStore(ctx context.Context, name string) (*StoreInfo, error) {
-	body, err := jsonBody(map[string]string{"name": name})
+	body, err := jsonBody(api.CreateStoreRequest{Name: name})
 	if err != nil {
 		return nil, err
 	}
@@ -401,24 +388,18 @@ func (c *Client) CreateStore(ctx context.Context, name string) (*StoreInfo, erro
 	return &out, nil
 }
 
-// ListStores returns the names of every store, sorted.
-func (c *Client) ListStores(ctx context.Context) ([]string, error) {
-	var out struct {
-		Rollouts []StoreInfo `json:"rollouts"`
-	}
+// ListStores returns every store, sorted by name.
+func (c *Client) ListStores(ctx context.Context) ([]StoreInfo, error) {
+	var out api.ListStoresResponse
 	if err := c.call(ctx, request{method: http.MethodGet, path: "/api/v1/rollouts", idempotent: true}, &out); err != nil {
 		return nil, err
 	}
-	names := make([]string, len(out.Rollouts))
-	for i, s := range out.Rollouts {
-		names[i] = s.Name
-	}
-	return names, nil
+	return out.Stores, nil
 }
 
 // Stats returns a store's row counts, fragments, versions and WAL backlog.
-func (c *Client) Stats(ctx context.Context, store string) (*rollout.Stats, error) {
-	var out rollout.Stats
+func (c *Client) Stats(ctx context.Context, store string) (*api.Stats, error) {
+	var out api.Stats
 	if err := c.call(ctx, request{method: http.MethodGet, path: storePath(store), idempotent: true}, &out); err != nil {
 		return nil, err
 	}
@@ -438,18 +419,15 @@ type AppendOptions struct {
 	Flush bool
 }
 
-// AppendResult is the answer of an append.
-type AppendResult struct {
-	IDs     []string `json:"ids"` // in input order
-	Count   int      `json:"count"`
-	Flushed bool     `json:"flushed"`
-}
+// AppendResult is the answer of an append: the ids in input order, and
+// the base table version the worker last saw (appends do not advance it).
+type AppendResult = api.AppendResponse
 
 // Append makes records durable. Records without an id get a UUIDv7, and
 // records without created_at the time of the call, before the first attempt
 // (the caller's slice is not modified), so a retry writes exactly the same
 // rows; the ids are in the result, in input order.
-func (c *Client) Append(ctx context.Context, store string, recs []rollout.Record, o AppendOptions) (*AppendResult, error) {
+func (c *Client) Append(ctx context.Context, store string, recs []api.Record, o AppendOptions) (*AppendResult, error) {
 	recs = slices.Clone(recs)
 	now := time.Now().UTC().Truncate(time.Microsecond) // the column's unit
 	for i := range recs {
@@ -460,9 +438,7 @@ func (c *Client) Append(ctx context.Context, store string, recs []rollout.Record
 			recs[i].CreatedAt = &now
 		}
 	}
-	body, err := jsonBody(struct {
-		Records []rollout.Record `json:"records"`
-	}{recs})
+	body, err := jsonBody(api.AppendRequest{Records: recs})
 	if err != nil {
 		return nil, err
 	}
@@ -511,7 +487,7 @@ func fillArrowIDs(batch arrow.RecordBatch) (arrow.RecordBatch, error) {
 	sch := batch.Schema()
 	cols := slices.Clone(batch.Columns())
 	fields := slices.Clone(sch.Fields())
-	idx := sch.FieldIndices(rollout.ColID)
+	idx := sch.FieldIndices("id")
 	var col arrow.Array
 	switch {
 	case len(idx) == 0:
@@ -521,7 +497,7 @@ func fillArrowIDs(batch arrow.RecordBatch) (arrow.RecordBatch, error) {
 			b.Append(newID())
 		}
 		col = b.NewArray()
-		fields = append(fields, arrow.Field{Name: rollout.ColID, Type: arrow.BinaryTypes.String})
+		fields = append(fields, arrow.Field{Name: "id", Type: arrow.BinaryTypes.String})
 		cols = append(cols, col)
 	default:
 		old := batch.Column(idx[0])
@@ -530,7 +506,7 @@ func fillArrowIDs(batch arrow.RecordBatch) (arrow.RecordBatch, error) {
 			Value(int) string
 		})
 		if !ok {
-			return nil, fmt.Errorf("lance-context: column %q is %s; want a string column", rollout.ColID, old.DataType())
+			return nil, fmt.Errorf("lance-context: column %q is %s; want a string column", "id", old.DataType())
 		}
 		missing := false
 		for i := range n {
@@ -561,7 +537,7 @@ func fillArrowIDs(batch arrow.RecordBatch) (arrow.RecordBatch, error) {
 			case *array.StringViewBuilder:
 				sb.Append(v)
 			default:
-				return nil, fmt.Errorf("lance-context: column %q is %s; want utf8 or large_utf8", rollout.ColID, old.DataType())
+				return nil, fmt.Errorf("lance-context: column %q is %s; want utf8 or large_utf8", "id", old.DataType())
 			}
 		}
 		col = b.NewArray()
@@ -572,20 +548,25 @@ func fillArrowIDs(batch arrow.RecordBatch) (arrow.RecordBatch, error) {
 	return array.NewRecordBatch(arrow.NewSchema(fields, &md), cols, int64(n)), nil
 }
 
-// ListOptions selects a page of records.
+// ListOptions selects a page of records. Records are in id order.
 type ListOptions struct {
-	// Source is "fragments" (the default: the merged base table), "wal"
-	// (flushed rows not yet merged) or "all" (both, newest write of an id
-	// winning).
-	Source rollout.Source
+	// Source is "fragments" (the merged base table), "wal" (flushed rows
+	// not yet merged) or "all" (both, newest write of an id winning). Empty
+	// takes the server's default: "all" on a worker, "fragments" on a
+	// master.
+	Source api.Source
 	// Filters are equality filters on id, rollout_id, problem_id, dataset,
 	// role, content_type, policy_version, artifact_type or
 	// include_in_training ("true"/"false"). Empty values are ignored.
 	Filters map[string]string
 	// Limit is the page size, 1..1000; 0 takes the server's default (25).
 	Limit int
-	// Offset skips that many matching records.
+	// Offset skips that many matching records (after Cursor). Use it for
+	// page numbers; while merges run it can skip or repeat rows.
 	Offset int
+	// Cursor continues a listing after the page whose NextCursor it is:
+	// following cursors returns every row exactly once, merges or not.
+	Cursor string
 }
 
 func (o ListOptions) query() url.Values {
@@ -602,32 +583,23 @@ func (o ListOptions) query() url.Values {
 	if o.Offset != 0 {
 		q.Set("offset", strconv.Itoa(o.Offset))
 	}
+	if o.Cursor != "" {
+		q.Set("cursor", o.Cursor)
+	}
 	return q
 }
 
-// ListPage is one page of records. Records carry no binary_payload: fetch
-// it with Blob.
-type ListPage struct {
-	Records []rollout.Record
-	HasMore bool
-	Limit   int
-	Offset  int
-	Source  rollout.Source
-}
+// ListPage is one page of records (api.ListResponse). Records carry no
+// binary_payload: fetch it with Blob.
+type ListPage = api.ListResponse
 
 // List returns one page of records.
 func (c *Client) List(ctx context.Context, store string, o ListOptions) (*ListPage, error) {
-	var out struct {
-		Records []wireRecord   `json:"records"`
-		HasMore bool           `json:"has_more"`
-		Limit   int            `json:"limit"`
-		Offset  int            `json:"offset"`
-		Source  rollout.Source `json:"source"`
-	}
+	var out ListPage
 	if err := c.call(ctx, request{method: http.MethodGet, path: storePath(store, "records"), query: o.query(), idempotent: true}, &out); err != nil {
 		return nil, err
 	}
-	return &ListPage{Records: toRecords(out.Records), HasMore: out.HasMore, Limit: out.Limit, Offset: out.Offset, Source: out.Source}, nil
+	return &out, nil
 }
 
 // DefaultPageSize is the page size of Iterate and ListAll when
@@ -635,17 +607,18 @@ func (c *Client) List(ctx context.Context, store string, o ListOptions) (*ListPa
 const DefaultPageSize = 500
 
 // Iterate yields every record matching o from o.Offset on, fetching pages
-// of o.Limit (DefaultPageSize when 0) until has_more is false. An error
-// ends the sequence after being yielded.
-func (c *Client) Iterate(ctx context.Context, store string, o ListOptions) iter.Seq2[rollout.Record, error] {
+// of o.Limit (DefaultPageSize when 0) by cursor until the last one: each
+// record that existed when it began exactly once, even while merges run.
+// An error ends the sequence after being yielded.
+func (c *Client) Iterate(ctx context.Context, store string, o ListOptions) iter.Seq2[api.Record, error] {
 	if o.Limit == 0 {
 		o.Limit = DefaultPageSize
 	}
-	return func(yield func(rollout.Record, error) bool) {
+	return func(yield func(api.Record, error) bool) {
 		for {
 			page, err := c.List(ctx, store, o)
 			if err != nil {
-				yield(rollout.Record{}, err)
+				yield(api.Record{}, err)
 				return
 			}
 			for _, r := range page.Records {
@@ -653,17 +626,17 @@ func (c *Client) Iterate(ctx context.Context, store string, o ListOptions) iter.
 					return
 				}
 			}
-			if !page.HasMore || len(page.Records) == 0 {
+			if !page.HasMore || page.NextCursor == "" {
 				return
 			}
-			o.Offset += len(page.Records)
+			o.Cursor, o.Offset = page.NextCursor, 0
 		}
 	}
 }
 
 // ListAll returns every record matching o (see Iterate).
-func (c *Client) ListAll(ctx context.Context, store string, o ListOptions) ([]rollout.Record, error) {
-	var out []rollout.Record
+func (c *Client) ListAll(ctx context.Context, store string, o ListOptions) ([]api.Record, error) {
+	var out []api.Record
 	for r, err := range c.Iterate(ctx, store, o) {
 		if err != nil {
 			return out, err
@@ -674,14 +647,17 @@ func (c *Client) ListAll(ctx context.Context, store string, o ListOptions) ([]ro
 }
 
 // Get returns the newest version of a record (WAL and base table), without
-// its payload.
-func (c *Client) Get(ctx context.Context, store, id string) (*rollout.Record, error) {
-	var w wireRecord
-	if err := c.call(ctx, request{method: http.MethodGet, path: storePath(store, "records", url.PathEscape(id)), idempotent: true}, &w); err != nil {
+// its payload. A missing record is an *APIError with status 404 and code
+// NOT_FOUND (the server answers {"record": null}).
+func (c *Client) Get(ctx context.Context, store, id string) (*api.Record, error) {
+	var out api.GetRecordResponse
+	if err := c.call(ctx, request{method: http.MethodGet, path: storePath(store, "records", url.PathEscape(id)), idempotent: true}, &out); err != nil {
 		return nil, err
 	}
-	r := rollout.Record(w)
-	return &r, nil
+	if out.Record == nil {
+		return nil, &APIError{Status: http.StatusNotFound, Code: api.CodeNotFound, Message: fmt.Sprintf("no record %q in store %q", id, store)}
+	}
+	return out.Record, nil
 }
 
 // OpenBlob streams a record's binary payload; the caller closes it. The
@@ -714,14 +690,12 @@ func (c *Client) Blob(ctx context.Context, store, id string) ([]byte, string, er
 // Trajectory returns the records of one rollout (WAL and base table)
 // ordered by sequence_order, then id. An unknown rollout is empty, not an
 // error.
-func (c *Client) Trajectory(ctx context.Context, store, rolloutID string) ([]rollout.Record, error) {
-	var out struct {
-		Records []wireRecord `json:"records"`
-	}
+func (c *Client) Trajectory(ctx context.Context, store, rolloutID string) ([]api.Record, error) {
+	var out api.TrajectoryResponse
 	if err := c.call(ctx, request{method: http.MethodGet, path: storePath(store, "trajectories", url.PathEscape(rolloutID)), idempotent: true}, &out); err != nil {
 		return nil, err
 	}
-	return toRecords(out.Records), nil
+	return out.Records, nil
 }
 
 // Flush seals the worker's buffered rows of the store, making them
@@ -733,8 +707,8 @@ func (c *Client) Flush(ctx context.Context, store string) error {
 // Merge runs one merge pass of the worker's shard: it seals buffered rows
 // and folds pending generations into the base table ("fragments"). Call it
 // until Remaining is 0 to drain the backlog.
-func (c *Client) Merge(ctx context.Context, store string) (*rollout.MergeResult, error) {
-	var out rollout.MergeResult
+func (c *Client) Merge(ctx context.Context, store string) (*api.MergeResult, error) {
+	var out api.MergeResult
 	if err := c.call(ctx, request{method: http.MethodPost, path: storePath(store, "merge"), idempotent: true}, &out); err != nil {
 		return nil, err
 	}
@@ -742,17 +716,47 @@ func (c *Client) Merge(ctx context.Context, store string) (*rollout.MergeResult,
 }
 
 // CompactResult is the answer of a compaction.
-type CompactResult struct {
-	FragmentsRemoved int    `json:"fragments_removed"`
-	FragmentsAdded   int    `json:"fragments_added"`
-	Version          uint64 `json:"version"`
-}
+type CompactResult = api.CompactResponse
 
-// Compact rewrites the base table's small fragments into fewer large ones.
-func (c *Client) Compact(ctx context.Context, store string) (*CompactResult, error) {
+// Compact rewrites the base table's small fragments into fewer large ones
+// (o nil: the server's defaults). A compaction already running is an
+// *APIError with status 409 and code COMPACTION_IN_PROGRESS.
+func (c *Client) Compact(ctx context.Context, store string, o *api.CompactRequest) (*CompactResult, error) {
+	var body []byte
+	if o != nil {
+		var err error
+		if body, err = jsonBody(o); err != nil {
+			return nil, err
+		}
+	}
 	var out CompactResult
-	if err := c.call(ctx, request{method: http.MethodPost, path: storePath(store, "compact"), idempotent: true}, &out); err != nil {
+	if err := c.call(ctx, request{method: http.MethodPost, path: storePath(store, "compact"), body: body, contentType: "application/json", idempotent: true}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
+}
+
+// CompactionStats reports the store's fragments and this worker's
+// compactions.
+func (c *Client) CompactionStats(ctx context.Context, store string) (*api.CompactStatsResponse, error) {
+	var out api.CompactStatsResponse
+	if err := c.call(ctx, request{method: http.MethodGet, path: storePath(store, "compact", "stats"), idempotent: true}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Checkout pins the worker's reads of the store to base table version v
+// (time travel: the base at v, without the WAL tier); checking out the
+// latest version unpins. It returns the version reads now see.
+func (c *Client) Checkout(ctx context.Context, store string, v uint64) (uint64, error) {
+	body, err := jsonBody(api.CheckoutRequest{Version: v})
+	if err != nil {
+		return 0, err
+	}
+	var out api.VersionResponse
+	if err := c.call(ctx, request{method: http.MethodPost, path: storePath(store, "checkout"), body: body, contentType: "application/json", idempotent: true}, &out); err != nil {
+		return 0, err
+	}
+	return out.Version, nil
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/lance-context/lance-context/api"
 	"github.com/lance-context/lance-context/objstore"
 	"github.com/lance-context/lance-context/rollout"
 	"github.com/lance-context/lance-context/worker"
@@ -50,7 +52,7 @@ func TestRetryOn503HonoursRetryAfter(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if calls.Add(1) == 1 {
 			w.Header().Set("Retry-After", "2")
-			writeEnvelope(w, http.StatusServiceUnavailable, "overloaded", "merge, then retry")
+			writeEnvelope(w, http.StatusServiceUnavailable, "OVERLOADED", "merge, then retry")
 			return
 		}
 		w.WriteHeader(http.StatusOK)
@@ -75,14 +77,14 @@ func TestRetryAfterIsCapped(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
 		w.Header().Set("Retry-After", "3600")
-		writeEnvelope(w, http.StatusServiceUnavailable, "storage_unavailable", "disk on fire")
+		writeEnvelope(w, http.StatusServiceUnavailable, "STORAGE_UNAVAILABLE", "disk on fire")
 	}))
 	defer srv.Close()
 	c := New(srv.URL, WithRetry(RetryPolicy{MaxAttempts: 3, BaseBackoff: time.Millisecond, MaxBackoff: 20 * time.Millisecond}))
 	waits := recordSleeps(c)
 	_, err := c.ListStores(context.Background())
 	var ae *APIError
-	if !errors.As(err, &ae) || ae.Status != 503 || ae.Code != "storage_unavailable" || ae.RetryAfter != time.Hour {
+	if !errors.As(err, &ae) || ae.Status != 503 || ae.Code != "STORAGE_UNAVAILABLE" || ae.RetryAfter != time.Hour {
 		t.Fatalf("err = %v; want a 503 storage_unavailable APIError with RetryAfter 1h", err)
 	}
 	if calls.Load() != 3 || len(*waits) != 2 {
@@ -100,14 +102,14 @@ func TestNoRetryOn4xx(t *testing.T) {
 		var calls atomic.Int32
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			calls.Add(1)
-			writeEnvelope(w, status, "invalid_argument", "record 0: rollout_id is required")
+			writeEnvelope(w, status, "INVALID_REQUEST", "record 0: rollout_id is required")
 		}))
 		c := New(srv.URL)
 		recordSleeps(c)
-		_, err := c.Append(context.Background(), "s", []rollout.Record{{}}, AppendOptions{})
+		_, err := c.Append(context.Background(), "s", []api.Record{{}}, AppendOptions{})
 		srv.Close()
 		var ae *APIError
-		if !errors.As(err, &ae) || ae.Status != status || ae.Code != "invalid_argument" || ae.Message != "record 0: rollout_id is required" {
+		if !errors.As(err, &ae) || ae.Status != status || ae.Code != "INVALID_REQUEST" || ae.Message != "record 0: rollout_id is required" {
 			t.Fatalf("status %d: err = %#v", status, err)
 		}
 		if calls.Load() != 1 {
@@ -118,11 +120,11 @@ func TestNoRetryOn4xx(t *testing.T) {
 
 func TestAppendFillsIDsBeforeFirstAttempt(t *testing.T) {
 	var mu sync.Mutex
-	var bodies [][]rollout.Record
+	var bodies [][]api.Record
 	var queries []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
-			Records []rollout.Record `json:"records"`
+			Records []api.Record `json:"records"`
 		}
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 			t.Errorf("decode: %v", err)
@@ -134,7 +136,7 @@ func TestAppendFillsIDsBeforeFirstAttempt(t *testing.T) {
 		mu.Unlock()
 		if n < 3 {
 			w.Header().Set("Retry-After", "1")
-			writeEnvelope(w, http.StatusServiceUnavailable, "unavailable", "try again")
+			writeEnvelope(w, http.StatusServiceUnavailable, "UNAVAILABLE", "try again")
 			return
 		}
 		ids := make([]string, len(req.Records))
@@ -147,7 +149,7 @@ func TestAppendFillsIDsBeforeFirstAttempt(t *testing.T) {
 	defer srv.Close()
 	c := New(srv.URL)
 	recordSleeps(c)
-	in := []rollout.Record{
+	in := []api.Record{
 		{RolloutID: "r", Content: ptr("a"), BinaryPayload: []byte{0, 1, 2}},
 		{ID: "given", RolloutID: "r"},
 		{RolloutID: "r"},
@@ -206,7 +208,7 @@ func TestErrorDecoding(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/api/v1/rollouts/s/records/x":
-			writeEnvelope(w, 404, "not_found", `rollout: not found: record "x"`)
+			writeEnvelope(w, 404, "NOT_FOUND", `rollout: not found: record "x"`)
 		case "/api/v1/rollouts/s":
 			http.Error(w, "bad gateway from a proxy", http.StatusBadGateway)
 		default:
@@ -220,10 +222,10 @@ func TestErrorDecoding(t *testing.T) {
 
 	_, err := c.Get(ctx, "s", "x")
 	var ae *APIError
-	if !errors.As(err, &ae) || ae.Status != 404 || ae.Code != "not_found" || !IsNotFound(err) || !IsCode(err, "not_found") {
+	if !errors.As(err, &ae) || ae.Status != 404 || ae.Code != "NOT_FOUND" || !IsNotFound(err) || !IsCode(err, "NOT_FOUND") {
 		t.Fatalf("get: %#v", err)
 	}
-	if want := `lance-context: 404 not_found: rollout: not found: record "x"`; err.Error() != want {
+	if want := `lance-context: 404 NOT_FOUND: rollout: not found: record "x"`; err.Error() != want {
 		t.Fatalf("message %q; want %q", err.Error(), want)
 	}
 
@@ -249,7 +251,7 @@ func TestNoRetryOfCreate(t *testing.T) {
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
-		writeEnvelope(w, 503, "storage_unavailable", "x")
+		writeEnvelope(w, 503, "STORAGE_UNAVAILABLE", "x")
 	}))
 	defer srv.Close()
 	c := New(srv.URL)
@@ -286,7 +288,7 @@ func TestRetryOnConnectionError(t *testing.T) {
 func TestContextEndsBackoff(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "30")
-		writeEnvelope(w, 503, "overloaded", "x")
+		writeEnvelope(w, 503, "OVERLOADED", "x")
 	}))
 	defer srv.Close()
 	c := New(srv.URL)
@@ -325,27 +327,35 @@ func TestListPaging(t *testing.T) {
 		q := r.URL.Query()
 		requests = append(requests, r.URL.RawQuery)
 		if q.Get("source") != "all" || q.Get("role") != "user" {
-			writeEnvelope(w, 400, "invalid_argument", "want source=all&role=user, got "+r.URL.RawQuery)
+			writeEnvelope(w, 400, "INVALID_REQUEST", "want source=all&role=user, got "+r.URL.RawQuery)
 			return
 		}
 		limit, _ := strconv.Atoi(q.Get("limit"))
 		offset, _ := strconv.Atoi(q.Get("offset"))
+		if c := q.Get("cursor"); c != "" {
+			after, _ := strconv.Atoi(strings.TrimPrefix(c, "c"))
+			offset += after
+		}
 		var recs []map[string]any
 		for i := offset; i < total && i < offset+limit; i++ {
 			recs = append(recs, map[string]any{"id": fmt.Sprint(i), "rollout_id": "r", "role": "user", "a_field_from_the_future": 1})
 		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"records": recs, "has_more": offset+limit < total, "limit": limit, "offset": offset, "source": "all"})
+		next := ""
+		if offset+limit < total {
+			next = fmt.Sprintf("c%d", offset+limit)
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"records": recs, "has_more": offset+limit < total, "limit": limit, "offset": offset, "source": "all", "next_cursor": next})
 	}))
 	defer srv.Close()
 	c := New(srv.URL)
 	ctx := context.Background()
-	o := ListOptions{Source: rollout.SourceAll, Filters: map[string]string{"role": "user"}, Limit: 10}
+	o := ListOptions{Source: api.SourceAll, Filters: map[string]string{"role": "user"}, Limit: 10}
 
 	page, err := c.List(ctx, "s", o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(page.Records) != 10 || !page.HasMore || page.Limit != 10 || page.Offset != 0 || page.Source != rollout.SourceAll || page.Records[3].ID != "3" {
+	if len(page.Records) != 10 || !page.HasMore || page.Limit != 10 || page.Offset != 0 || page.Source != api.SourceAll || page.Records[3].ID != "3" {
 		t.Fatalf("page %+v", page)
 	}
 	all, err := c.ListAll(ctx, "s", o)
@@ -355,7 +365,8 @@ func TestListPaging(t *testing.T) {
 	if len(all) != total || all[22].ID != "22" {
 		t.Fatalf("ListAll: %d records", len(all))
 	}
-	if n := len(requests); n != 4 || requests[3] != "limit=10&offset=20&role=user&source=all" {
+	// Iterate follows next_cursor, not offsets.
+	if n := len(requests); n != 4 || requests[3] != "cursor=c20&limit=10&role=user&source=all" {
 		t.Fatalf("requests %q", requests)
 	}
 	// Breaking out of the loop stops fetching.
@@ -411,22 +422,22 @@ func TestRealWorker(t *testing.T) {
 	if h, err := New(srv.URL).Health(ctx); err != nil || h.Status != "ok" || h.Role != "worker" || h.ShardID != rollout.ShardID("t") {
 		t.Fatalf("health %+v %v", h, err)
 	}
-	if _, err := New(srv.URL).ListStores(ctx); !IsCode(err, "unauthorized") {
+	if _, err := New(srv.URL).ListStores(ctx); !IsCode(err, "UNAUTHORIZED") {
 		t.Fatalf("no token: %v", err)
 	}
 
 	if info, err := c.CreateStore(ctx, "runs"); err != nil || info.Name != "runs" {
 		t.Fatalf("create: %+v %v", info, err)
 	}
-	if _, err := c.CreateStore(ctx, "runs"); !IsCode(err, "already_exists") {
+	if _, err := c.CreateStore(ctx, "runs"); !IsCode(err, "ALREADY_EXISTS") {
 		t.Fatalf("second create: %v", err)
 	}
-	if names, err := c.ListStores(ctx); err != nil || len(names) != 1 || names[0] != "runs" {
+	if names, err := c.ListStores(ctx); err != nil || len(names) != 1 || names[0].Name != "runs" || names[0].URI == "" {
 		t.Fatalf("stores %v %v", names, err)
 	}
 
 	payload := []byte{0, 0xff, 0x10, 'x', 0}
-	recs := []rollout.Record{
+	recs := []api.Record{
 		{RolloutID: "r1", SequenceOrder: 2, Role: "assistant", Content: ptr("answer"), Reward: ptr[float32](1.5), Metadata: ptr(`{"k":1}`)},
 		{RolloutID: "r1", SequenceOrder: 0, Role: "system", Content: ptr("be brief")},
 		{RolloutID: "r1", SequenceOrder: 1, Role: "user", Content: ptr("question")},
@@ -440,7 +451,7 @@ func TestRealWorker(t *testing.T) {
 		t.Fatalf("append %+v", res)
 	}
 
-	counts := func(want map[rollout.Source]int) {
+	counts := func(want map[api.Source]int) {
 		t.Helper()
 		for src, n := range want {
 			page, err := c.List(ctx, "runs", ListOptions{Source: src, Limit: 100})
@@ -452,14 +463,14 @@ func TestRealWorker(t *testing.T) {
 			}
 		}
 	}
-	counts(map[rollout.Source]int{rollout.SourceFragments: 0, rollout.SourceWAL: 4, rollout.SourceAll: 4})
+	counts(map[api.Source]int{api.SourceFragments: 0, api.SourceWAL: 4, api.SourceAll: 4})
 
 	// Filters and paging.
-	page, err := c.List(ctx, "runs", ListOptions{Source: rollout.SourceAll, Filters: map[string]string{"rollout_id": "r1", "role": "user"}})
+	page, err := c.List(ctx, "runs", ListOptions{Source: api.SourceAll, Filters: map[string]string{"rollout_id": "r1", "role": "user"}})
 	if err != nil || len(page.Records) != 1 || *page.Records[0].Content != "question" {
 		t.Fatalf("filtered: %+v %v", page, err)
 	}
-	all, err := c.ListAll(ctx, "runs", ListOptions{Source: rollout.SourceAll, Limit: 3})
+	all, err := c.ListAll(ctx, "runs", ListOptions{Source: api.SourceAll, Limit: 3})
 	if err != nil || len(all) != 4 {
 		t.Fatalf("ListAll: %d %v", len(all), err)
 	}
@@ -494,7 +505,7 @@ func TestRealWorker(t *testing.T) {
 	}
 
 	// Ids and rollout ids holding "/" are escaped in the path.
-	if _, err := c.Append(ctx, "runs", []rollout.Record{{ID: "step/1", RolloutID: "run/9", BinaryPayload: []byte("p")}}, AppendOptions{Flush: true}); err != nil {
+	if _, err := c.Append(ctx, "runs", []api.Record{{ID: "step/1", RolloutID: "run/9", BinaryPayload: []byte("p")}}, AppendOptions{Flush: true}); err != nil {
 		t.Fatal(err)
 	}
 	if r, err := c.Get(ctx, "runs", "step/1"); err != nil || r.RolloutID != "run/9" {
@@ -517,13 +528,13 @@ func TestRealWorker(t *testing.T) {
 	if err := c.Flush(ctx, "runs"); err != nil {
 		t.Fatal(err)
 	}
-	counts(map[rollout.Source]int{rollout.SourceWAL: 7})
+	counts(map[api.Source]int{api.SourceWAL: 7})
 
 	m, err := c.Merge(ctx, "runs")
 	if err != nil || m.Rows != 7 || m.Remaining != 0 {
 		t.Fatalf("merge %+v %v", m, err)
 	}
-	counts(map[rollout.Source]int{rollout.SourceFragments: 7, rollout.SourceWAL: 0, rollout.SourceAll: 7})
+	counts(map[api.Source]int{api.SourceFragments: 7, api.SourceWAL: 0, api.SourceAll: 7})
 	if data, _, err := c.Blob(ctx, "runs", res.IDs[3]); err != nil || !bytes.Equal(data, payload) {
 		t.Fatalf("blob after merge: %v %v", data, err)
 	}
@@ -532,15 +543,15 @@ func TestRealWorker(t *testing.T) {
 	if err != nil || st.Name != "runs" || st.Rows != 7 || st.BaseRows != 7 || st.PendingRows != 0 {
 		t.Fatalf("stats %+v %v", st, err)
 	}
-	if _, err := c.Compact(ctx, "runs"); err != nil {
+	if _, err := c.Compact(ctx, "runs", nil); err != nil {
 		t.Fatal(err)
 	}
 
 	// A validation error is a 400 with the worker's message.
-	if _, err := c.Append(ctx, "runs", []rollout.Record{{Content: ptr("no rollout")}}, AppendOptions{}); !IsCode(err, "invalid_argument") {
+	if _, err := c.Append(ctx, "runs", []api.Record{{Content: ptr("no rollout")}}, AppendOptions{}); !IsCode(err, "INVALID_REQUEST") {
 		t.Fatalf("invalid append: %v", err)
 	}
-	if _, err := c.List(ctx, "runs", ListOptions{Filters: map[string]string{"reward": "1"}}); !IsCode(err, "invalid_argument") {
+	if _, err := c.List(ctx, "runs", ListOptions{Filters: map[string]string{"reward": "1"}}); !IsCode(err, "INVALID_REQUEST") {
 		t.Fatalf("bad filter: %v", err)
 	}
 

@@ -1,20 +1,21 @@
 // Package client is the Go client of the lance-context worker HTTP API
-// (routes under /api/v1/rollouts).
+// (routes under /api/v1/rollouts). Its types are those of package api; it
+// imports nothing of the engine.
 //
 //	c := client.New("http://127.0.0.1:8080", client.WithToken(os.Getenv("LC_API_TOKEN")))
-//	if _, err := c.CreateStore(ctx, "runs"); err != nil && !client.IsCode(err, "already_exists") {
+//	if _, err := c.CreateStore(ctx, "runs"); err != nil && !client.IsCode(err, api.CodeAlreadyExists) {
 //		return err
 //	}
-//	res, err := c.Append(ctx, "runs", []rollout.Record{{RolloutID: "r1", Content: ptr("hi")}}, client.AppendOptions{Flush: true})
-//	page, err := c.List(ctx, "runs", client.ListOptions{Source: rollout.SourceAll, Filters: map[string]string{"rollout_id": "r1"}})
-//	for rec, err := range c.Iterate(ctx, "runs", client.ListOptions{Source: rollout.SourceAll}) { ... }
+//	res, err := c.Append(ctx, "runs", []api.Record{{RolloutID: "r1", Content: ptr("hi")}}, client.AppendOptions{Flush: true})
+//	page, err := c.List(ctx, "runs", client.ListOptions{Source: api.SourceAll, Filters: map[string]string{"rollout_id": "r1"}})
+//	for rec, err := range c.Iterate(ctx, "runs", client.ListOptions{Source: api.SourceAll}) { ... }
 //
 // # Visibility
 //
 // An acknowledged append is durable but readable only after a flush (the
 // worker's sweeper, Flush, or AppendOptions.Flush). Flushed rows are in the
-// "wal" source until a merge folds them into the base table ("fragments",
-// the default source of List); "all" reads both.
+// "wal" source until a merge folds them into the base table ("fragments");
+// "all", a worker's default source, reads both.
 //
 // # Errors
 //
@@ -37,9 +38,10 @@
 //
 // # Paging
 //
-// List pages by offset. Iterate and ListAll follow has_more. The order of a
-// source is stable for a fixed set of writes; a flush or merge running while
-// you page can shift rows between pages (for source "all", a merge moves rows
-// from the WAL part, which comes first, to the base part), so page a quiet
-// store, or a rollout's records through Trajectory, when exactness matters.
+// Listings are in id order. List pages by cursor (ListOptions.Cursor =
+// the previous page's NextCursor) or by offset. Following cursors returns
+// every record that existed when the listing began exactly once, whatever
+// merges and compactions run meanwhile; offsets are for page numbers and
+// can skip or repeat rows while a merge runs. Iterate and ListAll follow
+// cursors.
 package client

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.etcd.io/etcd/server/v3/embed"
 
+	"github.com/lance-context/lance-context/buildinfo"
 	"github.com/lance-context/lance-context/coord"
 	"github.com/lance-context/lance-context/httpapi"
 	"github.com/lance-context/lance-context/master"
@@ -125,7 +126,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	base := "http://" + ln.Addr().String()
-	info := coord.WorkerInfo{InstanceID: wcfg.InstanceID, ShardID: catalog.Shard(), Endpoint: base, Version: worker.Version}
+	info := coord.WorkerInfo{InstanceID: wcfg.InstanceID, ShardID: catalog.Shard(), Endpoint: base, Version: buildinfo.Version()}
 	slog.Info("lance-context dev is up", "url", base, "data_dir", o.DataDir, "etcd", etcdURL)
 	fmt.Printf("lance-context dev: open %s (data in %s)\n", base, o.DataDir)
 	if o.Ready != nil {

@@ -19,8 +19,8 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/lance-context/lance-context/api"
 	"github.com/lance-context/lance-context/rollout"
-	"github.com/lance-context/lance-context/wal"
 )
 
 // Error is an error with an HTTP status and a stable code.
@@ -47,27 +47,29 @@ func Classify(err error) *Error {
 	case errors.As(err, &he):
 		return he
 	case errors.As(err, &ve):
-		return &Error{Status: http.StatusBadRequest, Code: "invalid_argument", Message: ve.Msg}
+		return &Error{Status: http.StatusBadRequest, Code: api.CodeInvalidRequest, Message: ve.Msg}
 	case errors.As(err, &mbe):
-		return &Error{Status: http.StatusRequestEntityTooLarge, Code: "payload_too_large",
+		return &Error{Status: http.StatusRequestEntityTooLarge, Code: api.CodePayloadTooLarge,
 			Message: "request body is larger than " + strconv.FormatInt(mbe.Limit, 10) + " bytes; send smaller batches"}
 	case errors.Is(err, rollout.ErrNotFound):
-		return &Error{Status: http.StatusNotFound, Code: "not_found", Message: err.Error()}
+		return &Error{Status: http.StatusNotFound, Code: api.CodeNotFound, Message: err.Error()}
 	case errors.Is(err, rollout.ErrExists):
-		return &Error{Status: http.StatusConflict, Code: "already_exists", Message: err.Error()}
+		return &Error{Status: http.StatusConflict, Code: api.CodeAlreadyExists, Message: err.Error()}
+	case errors.Is(err, rollout.ErrCompacting):
+		return &Error{Status: http.StatusConflict, Code: api.CodeCompactionInProgress, Message: err.Error() + "; retry when it ends"}
 	case errors.Is(err, rollout.ErrOverloaded):
-		return &Error{Status: http.StatusServiceUnavailable, Code: "overloaded", Message: err.Error(), RetryAfter: 10}
-	case errors.Is(err, wal.ErrFenced), errors.Is(err, rollout.ErrClosed), errors.Is(err, wal.ErrClosed):
-		return &Error{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: err.Error(), RetryAfter: 1}
+		return &Error{Status: http.StatusServiceUnavailable, Code: api.CodeOverloaded, Message: err.Error(), RetryAfter: 10}
+	case errors.Is(err, rollout.ErrFenced), errors.Is(err, rollout.ErrClosed), errors.Is(err, rollout.ErrWriterClosed):
+		return &Error{Status: http.StatusServiceUnavailable, Code: api.CodeUnavailable, Message: err.Error(), RetryAfter: 1}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return &Error{Status: http.StatusServiceUnavailable, Code: "timeout", Message: "the request timed out: " + err.Error(), RetryAfter: 1}
+		return &Error{Status: http.StatusServiceUnavailable, Code: api.CodeTimeout, Message: "the request timed out: " + err.Error(), RetryAfter: 1}
 	}
 	// Anything else comes from storage: report it as retryable, never as
 	// success.
-	return &Error{Status: http.StatusServiceUnavailable, Code: "storage_unavailable", Message: err.Error(), RetryAfter: 1}
+	return &Error{Status: http.StatusServiceUnavailable, Code: api.CodeStorageUnavailable, Message: err.Error(), RetryAfter: 1}
 }
 
-// WriteError writes the JSON error envelope {"error":{"code","message"}}.
+// WriteError writes the JSON error envelope (api.ErrorResponse).
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	e := Classify(err)
 	if e.Status >= 500 {
@@ -76,7 +78,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
-	WriteJSON(w, e.Status, map[string]any{"error": map[string]string{"code": e.Code, "message": e.Message}})
+	WriteJSON(w, e.Status, api.ErrorResponse{Error: api.ErrorBody{Code: e.Code, Message: e.Message}})
 }
 
 // WriteJSON writes v as JSON with the status.
@@ -97,7 +99,7 @@ func Auth(token string, exempt func(path string) bool) func(http.Handler) http.H
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if !exempt(r.URL.Path) && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="lance-context"`)
-				WriteError(w, r, Errorf(http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token: send Authorization: Bearer <LC_API_TOKEN>"))
+				WriteError(w, r, Errorf(http.StatusUnauthorized, api.CodeUnauthorized, "missing or wrong bearer token: send Authorization: Bearer <LC_API_TOKEN>"))
 				return
 			}
 			next.ServeHTTP(w, r)
@@ -180,10 +182,10 @@ func PathParam(r *http.Request, key string) string {
 // NotFound and MethodNotAllowed answer unknown routes with the JSON error
 // envelope, like every other error.
 func NotFound(w http.ResponseWriter, r *http.Request) {
-	WriteError(w, r, Errorf(http.StatusNotFound, "not_found", "no route %s %s", r.Method, r.URL.Path))
+	WriteError(w, r, Errorf(http.StatusNotFound, api.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
 }
 
 // MethodNotAllowed is the 405 counterpart of NotFound.
 func MethodNotAllowed(w http.ResponseWriter, r *http.Request) {
-	WriteError(w, r, Errorf(http.StatusMethodNotAllowed, "method_not_allowed", "%s is not allowed on %s", r.Method, r.URL.Path))
+	WriteError(w, r, Errorf(http.StatusMethodNotAllowed, api.CodeMethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path))
 }

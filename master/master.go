@@ -5,12 +5,10 @@
 package master
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -25,10 +23,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
+	"github.com/lance-context/lance-context/api"
+	"github.com/lance-context/lance-context/buildinfo"
+	"github.com/lance-context/lance-context/client"
 	"github.com/lance-context/lance-context/coord"
 	"github.com/lance-context/lance-context/httpapi"
+	"github.com/lance-context/lance-context/lance/table"
 	"github.com/lance-context/lance-context/rollout"
-	"github.com/lance-context/lance-context/worker"
 )
 
 // Config tunes the master.
@@ -41,12 +42,14 @@ type Config struct {
 	MergeThreshold       int           // pending generations that trigger a merge; default 8
 	CompactMinFragments  int           // fragments that trigger compaction; default 16
 	WorkerLeaseTTLSecond int
+	APIToken             string // LC_API_TOKEN: sent to workers when asking them to merge
 }
 
 // ConfigFromEnv reads LC_MAINTENANCE (on|off), LC_MERGE_THRESHOLD_GENERATIONS
-// (8), LC_COMPACT_MIN_FRAGMENTS (16), LC_STATS_REFRESH_SECS (10).
+// (8), LC_COMPACT_MIN_FRAGMENTS (16), LC_STATS_REFRESH_SECS (10),
+// LC_API_TOKEN.
 func ConfigFromEnv() Config {
-	c := Config{Maintenance: os.Getenv("LC_MAINTENANCE") != "off"}
+	c := Config{Maintenance: os.Getenv("LC_MAINTENANCE") != "off", APIToken: os.Getenv("LC_API_TOKEN")}
 	c.MergeThreshold = envInt("LC_MERGE_THRESHOLD_GENERATIONS", 8)
 	c.CompactMinFragments = envInt("LC_COMPACT_MIN_FRAGMENTS", 16)
 	c.RefreshInterval = time.Duration(envInt("LC_STATS_REFRESH_SECS", 10)) * time.Second
@@ -254,8 +257,13 @@ type Experiment struct {
 	LastUpdated        *time.Time           `json:"last_updated"`
 	LastCompaction     *time.Time           `json:"last_compaction"`
 	NeedsCompaction    bool                 `json:"needs_compaction"`
-	Stale              bool                 `json:"stale"`
-	Error              string               `json:"error,omitempty"`
+	// Stale is true when the figures missed a refresh (or the last one
+	// failed); StatsAgeSeconds says how old they are either way (refreshes
+	// run every LC_STATS_REFRESH_SECS; ?fresh=true reads them now).
+	Stale           bool       `json:"stale"`
+	StatsFetchedAt  *time.Time `json:"stats_fetched_at"`
+	StatsAgeSeconds float64    `json:"stats_age_seconds"`
+	Error           string     `json:"error,omitempty"`
 }
 
 func (m *Master) experiment(name string, e *statsEntry) Experiment {
@@ -266,7 +274,11 @@ func (m *Master) experiment(name string, e *statsEntry) Experiment {
 		x.UnflushedRows, x.Version, x.LastUpdated, x.LastCompaction = s.UnflushedRows, s.Version, s.LastUpdated, s.LastCompaction
 		x.NeedsCompaction = s.Fragments >= m.cfg.CompactMinFragments
 	}
-	x.Stale = e.stats == nil || e.err != nil || time.Since(e.fetched) > 3*m.cfg.RefreshInterval
+	x.Stale = e.stats == nil || e.err != nil || time.Since(e.fetched) > 2*m.cfg.RefreshInterval
+	if !e.fetched.IsZero() {
+		t := e.fetched.UTC()
+		x.StatsFetchedAt, x.StatsAgeSeconds = &t, time.Since(e.fetched).Seconds()
+	}
 	if e.err != nil {
 		x.Error = e.err.Error()
 	}
@@ -277,16 +289,17 @@ func (m *Master) experiment(name string, e *statsEntry) Experiment {
 func (m *Master) Mount(r chi.Router, withHealth bool) {
 	if withHealth {
 		r.Get("/api/v1/health", func(w http.ResponseWriter, _ *http.Request) {
-			httpapi.WriteJSON(w, http.StatusOK, map[string]any{"status": "ok", "role": "master", "id": m.cfg.ID})
+			httpapi.WriteJSON(w, http.StatusOK, api.Health{Status: "ok", Role: "master", InstanceID: m.cfg.ID, Version: buildinfo.Version()})
 		})
 	}
 	r.Get("/api/v1/experiments", m.listExperiments)
 	r.Route("/api/v1/experiments/{name}", func(r chi.Router) {
 		r.Get("/", m.getExperiment)
-		reads := worker.RecordReads{Catalog: m.catalog, MaxLimit: 100}
+		reads := httpapi.RecordReads{Catalog: m.catalog, MaxLimit: 100, DefaultSource: rollout.SourceFragments}
 		r.Get("/records", reads.List)
 		r.Get("/records/{id}", reads.Get)
 		r.Get("/records/{id}/blob", reads.Blob)
+		r.Get("/trajectories/{rollout_id}", reads.Trajectory)
 		r.Post("/compact", m.enqueueFor(coord.KindCompact))
 		r.Post("/merge", m.enqueueFor(coord.KindMerge))
 	})
@@ -302,7 +315,7 @@ func (m *Master) listExperiments(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 1000 {
-			httpapi.WriteError(w, r, httpapi.Errorf(http.StatusBadRequest, "invalid_argument", "limit must be an integer from 1 to 1000, got %q", v))
+			httpapi.WriteError(w, r, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "limit must be an integer from 1 to 1000, got %q", v))
 			return
 		}
 		limit = n
@@ -310,7 +323,7 @@ func (m *Master) listExperiments(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("offset"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
-			httpapi.WriteError(w, r, httpapi.Errorf(http.StatusBadRequest, "invalid_argument", "offset must be a non-negative integer, got %q", v))
+			httpapi.WriteError(w, r, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "offset must be a non-negative integer, got %q", v))
 			return
 		}
 		offset = n
@@ -440,11 +453,11 @@ func (m *Master) postTask(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil {
-		httpapi.WriteError(w, r, httpapi.Errorf(http.StatusBadRequest, "invalid_argument", "invalid JSON body: %v", err))
+		httpapi.WriteError(w, r, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "invalid JSON body: %v", err))
 		return
 	}
 	if body.Kind != coord.KindMerge && body.Kind != coord.KindCompact {
-		httpapi.WriteError(w, r, httpapi.Errorf(http.StatusBadRequest, "invalid_argument", "kind must be \"merge\" or \"compact\", got %q", body.Kind))
+		httpapi.WriteError(w, r, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "kind must be \"merge\" or \"compact\", got %q", body.Kind))
 		return
 	}
 	if _, err := m.catalog.Open(r.Context(), body.Store); err != nil {
@@ -466,7 +479,7 @@ func (m *Master) postTask(w http.ResponseWriter, r *http.Request) {
 func (m *Master) getTask(w http.ResponseWriter, r *http.Request) {
 	t, err := m.coord.GetTask(r.Context(), httpapi.PathParam(r, "id"))
 	if errors.Is(err, coord.ErrNoTask) {
-		httpapi.WriteError(w, r, httpapi.Errorf(http.StatusNotFound, "not_found", "%v", err))
+		httpapi.WriteError(w, r, httpapi.Errorf(http.StatusNotFound, "NOT_FOUND", "%v", err))
 		return
 	}
 	if err != nil {
@@ -564,17 +577,24 @@ func (m *Master) runTask(ctx context.Context, t *coord.Task) {
 	var err error
 	switch t.Kind {
 	case coord.KindMerge:
-		result, err = m.mergeStore(ctx, t.Store)
+		var passes []*rollout.MergeResult
+		passes, err = m.mergeStore(ctx, t.Store)
+		res := api.TaskResult{Passes: len(passes)}
+		for _, p := range passes {
+			res.Generations += p.Generations
+			res.Rows += p.Rows
+			res.Replaced += p.Replaced
+			res.Version = max(res.Version, p.BaseVersion)
+		}
+		result = res
 	case coord.KindCompact:
 		var st *rollout.Store
 		if st, err = m.catalog.Open(ctx, t.Store); err == nil {
-			var res any
-			if cr, cerr := st.Compact(ctx); cerr == nil {
-				res = map[string]any{"fragments_removed": cr.Removed, "fragments_added": cr.Added, "version": cr.Dataset.Version()}
-			} else {
-				err = cerr
+			var cr *table.CompactResult
+			if cr, err = st.Compact(ctx, rollout.CompactOptions{}); err == nil {
+				result = api.TaskResult{Passes: 1, FragmentsRemoved: cr.Removed, FragmentsAdded: cr.Added,
+					FilesRemoved: cr.FilesRemoved, FilesAdded: cr.FilesAdded, Version: cr.Dataset.Version()}
 			}
-			result = res
 		}
 	default:
 		err = fmt.Errorf("unknown task kind %q", t.Kind)
@@ -637,27 +657,13 @@ func (m *Master) mergeStore(ctx context.Context, name string) ([]*rollout.MergeR
 	return out, errors.Join(errs...)
 }
 
+// askWorker asks a live worker to merge its own shard of store, through
+// the worker API.
 func (m *Master) askWorker(ctx context.Context, w coord.WorkerInfo, store string) (*rollout.MergeResult, error) {
-	url := strings.TrimSuffix(w.Endpoint, "/") + "/api/v1/rollouts/" + store + "/merge"
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(nil))
-	if err != nil {
-		return nil, err
-	}
-	if tok := os.Getenv("LC_API_TOKEN"); tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	resp, err := m.http.Do(req)
+	c := client.New(w.Endpoint, client.WithToken(m.cfg.APIToken), client.WithHTTPClient(m.http), client.WithRetry(client.RetryPolicy{MaxAttempts: 1}))
+	res, err := c.Merge(ctx, store)
 	if err != nil {
 		return nil, fmt.Errorf("ask worker %s to merge: %w", w.InstanceID, err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("worker %s merge: %s: %s", w.InstanceID, resp.Status, bytes.TrimSpace(body))
-	}
-	res := &rollout.MergeResult{}
-	if err := json.Unmarshal(body, res); err != nil {
-		return nil, fmt.Errorf("worker %s merge: %w", w.InstanceID, err)
 	}
 	return res, nil
 }

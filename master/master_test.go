@@ -18,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/lance-context/lance-context/api"
 	"github.com/lance-context/lance-context/coord"
 	"github.com/lance-context/lance-context/devmode"
 	"github.com/lance-context/lance-context/master"
@@ -324,7 +325,7 @@ func TestExperimentsListBackfillSearchPaging(t *testing.T) {
 		t.Fatalf("limit/offset not echoed: %+v", p)
 	}
 	for _, q := range []string{"limit=0", "limit=1001", "limit=x", "offset=-1", "offset=x"} {
-		if e := call[errorBody](f, "GET", "/api/v1/experiments?"+q, "", 400); e.Error.Code != "invalid_argument" {
+		if e := call[errorBody](f, "GET", "/api/v1/experiments?"+q, "", 400); e.Error.Code != "INVALID_REQUEST" {
 			t.Fatalf("%s: %+v", q, e)
 		}
 	}
@@ -365,7 +366,7 @@ func TestExperimentFresh(t *testing.T) {
 func TestExperimentUnknown404(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
 	for _, p := range []string{"/api/v1/experiments/nope", "/api/v1/experiments/nope?fresh=true", "/api/v1/experiments/_reserved"} {
-		if e := call[errorBody](f, "GET", p, "", 404); e.Error.Code != "not_found" {
+		if e := call[errorBody](f, "GET", p, "", 404); e.Error.Code != "NOT_FOUND" {
 			t.Fatalf("%s: %+v", p, e)
 		}
 	}
@@ -566,17 +567,20 @@ func TestRecordsEndpoint(t *testing.T) {
 		want string
 		more bool
 	}{
+		// Every source lists in id order.
 		{"source=wal", "b-000,b-001,b-002,blob-wal", false},
-		{"source=all&limit=5", "b-000,b-001,b-002,blob-wal,a-000", true},
-		{"source=all&limit=5&offset=5", "a-001,a-002,a-003,a-004,blob-base", false},
+		{"source=all&limit=5", "a-000,a-001,a-002,a-003,a-004", true},
+		{"source=all&limit=5&offset=5", "b-000,b-001,b-002,blob-base,blob-wal", false},
 		{"source=fragments&limit=2&offset=1", "a-001,a-002", true},
 		{"source=all&rollout_id=ro-b", "b-000,b-001,b-002", false},
 		{"rollout_id=ro-b", "", false}, // fragments: not merged yet
 		{"rollout_id=ro-a&limit=100", "a-000,a-001,a-002,a-003,a-004", false},
-		{"source=all&rollout_id=ro-blob", "blob-wal,blob-base", false},
+		{"source=all&rollout_id=ro-blob", "blob-base,blob-wal", false},
 		{"source=all&content_type=image/png", "blob-base", false},
 		{"source=all&id=b-001", "b-001", false},
-		{"source=all&rollout_id=", "b-000,b-001,b-002,blob-wal,a-000,a-001,a-002,a-003,a-004,blob-base", false},
+		{"source=all&rollout_id=", "a-000,a-001,a-002,a-003,a-004,b-000,b-001,b-002,blob-base,blob-wal", false},
+		{`source=all&filters={"rollout_id":"ro-b"}`, "b-000,b-001,b-002", false},
+		{`source=all&filters={"rollout_id":"ro-blob","content_type":"image/png"}`, "blob-base", false},
 	} {
 		p := call[recordsPage](f, "GET", base+"?"+c.q, "", 200)
 		if ids(p) != c.want || p.HasMore != c.more {
@@ -587,7 +591,7 @@ func TestRecordsEndpoint(t *testing.T) {
 		t.Fatalf("echo: %+v", p)
 	}
 	for _, q := range []string{"source=bogus", "limit=0", "limit=101", "limit=-1", "limit=x", "offset=-1", "colour=red", "include_in_training=maybe", "rollout_id=a&rollout_id=b"} {
-		if e := call[errorBody](f, "GET", base+"?"+q, "", 400); e.Error.Code != "invalid_argument" {
+		if e := call[errorBody](f, "GET", base+"?"+q, "", 400); e.Error.Code != "INVALID_REQUEST" {
 			t.Fatalf("%s: %+v", q, e)
 		}
 	}
@@ -605,7 +609,7 @@ func TestRecordGetAndBlob(t *testing.T) {
 		{"blob-base", "image/png", []byte("\x89PNG base bytes")},
 		{"blob-wal", "application/x-thing", []byte{0, 1, 2, 3, 255}},
 	} {
-		r := call[map[string]any](f, "GET", "/api/v1/experiments/rec/records/"+c.id, "", 200)
+		r := call[map[string]map[string]any](f, "GET", "/api/v1/experiments/rec/records/"+c.id, "", 200)["record"]
 		if r["id"] != c.id || r["rollout_id"] != "ro-blob" || r["payload_size"] != float64(len(c.payload)) {
 			t.Fatalf("record %s: %v", c.id, r)
 		}
@@ -621,10 +625,13 @@ func TestRecordGetAndBlob(t *testing.T) {
 			t.Fatalf("blob %s: Content-Disposition %q (%v)", c.id, resp.Header.Get("Content-Disposition"), err)
 		}
 	}
-	if r := call[rollout.Record](f, "GET", "/api/v1/experiments/rec/records/b-001", "", 200); r.ID != "b-001" || r.RolloutID != "ro-b" {
+	if r := call[api.GetRecordResponse](f, "GET", "/api/v1/experiments/rec/records/b-001", "", 200).Record; r == nil || r.ID != "b-001" || r.RolloutID != "ro-b" {
 		t.Fatalf("pending record %+v", r)
 	}
-	f.status("GET", "/api/v1/experiments/rec/records/nope", "", 404)
+	// A missing record is {"record": null}, as the reference answers.
+	if r := call[map[string]any](f, "GET", "/api/v1/experiments/rec/records/nope", "", 200); len(r) != 1 || r["record"] != nil {
+		t.Fatalf("missing record: %v", r)
+	}
 	f.status("GET", "/api/v1/experiments/rec/records/nope/blob", "", 404)
 	f.status("GET", "/api/v1/experiments/rec/records/a-001/blob", "", 404) // no payload
 	f.status("GET", "/api/v1/experiments/nope/records/a-001", "", 404)
@@ -671,8 +678,8 @@ func TestMergeOrphanShard(t *testing.T) {
 		t.Fatalf("merge reply %+v", reply)
 	}
 	tk := f.waitTask(reply.Task.ID)
-	var results []rollout.MergeResult
-	if err := json.Unmarshal(tk.Result, &results); err != nil || len(results) == 0 || results[0].Shard != gone.Shard() {
+	var result api.TaskResult
+	if err := json.Unmarshal(tk.Result, &result); err != nil || result.Rows != 7 || result.Generations != 4 || result.Passes == 0 || result.Version == 0 {
 		t.Fatalf("task result %s (%v)", tk.Result, err)
 	}
 	after, err := wal.LoadManifest(f.ctx, st.Root(), gone.Shard())
@@ -697,7 +704,7 @@ func TestMergeOrphanShard(t *testing.T) {
 func TestMergeAsksOwnerWorker(t *testing.T) {
 	const token = "s3cret"
 	t.Setenv("LC_API_TOKEN", token) // what the master sends to workers
-	f := newFixture(t, fixtureOpts{token: token, cfg: master.Config{RefreshInterval: time.Hour}})
+	f := newFixture(t, fixtureOpts{token: token, cfg: master.Config{RefreshInterval: time.Hour, APIToken: token}})
 	wcfg, err := worker.FromEnv()
 	if err != nil {
 		t.Fatal(err)
@@ -887,12 +894,12 @@ func TestTasksAPI(t *testing.T) {
 		t.Fatalf("no tasks yet: %+v", ts)
 	}
 	for _, body := range []string{`{"kind":"vacuum","store":"exp"}`, `{"kind":"","store":"exp"}`, `{"kind":"merge","store":"exp","x":1}`, `not json`} {
-		if e := call[errorBody](f, "POST", "/api/v1/tasks", body, 400); e.Error.Code != "invalid_argument" {
+		if e := call[errorBody](f, "POST", "/api/v1/tasks", body, 400); e.Error.Code != "INVALID_REQUEST" {
 			t.Fatalf("%s: %+v", body, e)
 		}
 	}
 	for _, body := range []string{`{"kind":"merge","store":"nope"}`, `{"kind":"compact","store":""}`} {
-		if e := call[errorBody](f, "POST", "/api/v1/tasks", body, 404); e.Error.Code != "not_found" {
+		if e := call[errorBody](f, "POST", "/api/v1/tasks", body, 404); e.Error.Code != "NOT_FOUND" {
 			t.Fatalf("%s: %+v", body, e)
 		}
 	}
@@ -919,7 +926,7 @@ func TestTasksAPI(t *testing.T) {
 	if len(list.Tasks) != 2 || list.Tasks[0].ID != merge.Task.ID || list.Tasks[1].ID != tk.ID {
 		t.Fatalf("list (newest first) %+v", list)
 	}
-	if e := call[errorBody](f, "GET", "/api/v1/tasks/no-such-task", "", 404); e.Error.Code != "not_found" {
+	if e := call[errorBody](f, "GET", "/api/v1/tasks/no-such-task", "", 404); e.Error.Code != "NOT_FOUND" {
 		t.Fatalf("unknown task: %+v", e)
 	}
 	f.status("POST", "/api/v1/experiments/nope/merge", "", 404)

@@ -41,7 +41,7 @@ var (
 
 // ConformArrow turns an appended batch whose columns are any subset of
 // Schema's (matched by name, in any order) into a batch with exactly Schema,
-// filling defaults and validating rows as Record.applyDefaults does for JSON
+// filling defaults and validating rows as applyDefaults does for JSON
 // records. It returns the batch (release it) and the ids in row order.
 //
 // Columns already of the schema's type are shared with rec, not copied;
@@ -136,9 +136,6 @@ func conformArrow(mem memory.Allocator, rec arrow.RecordBatch, now time.Time, ba
 	// would fail: each check scans only the rows before the worst so far.
 	e := rowErr{row: n}
 	e.add(checkRollout(rollout, e.row))
-	if a, _ := cols[roleCol].(*array.String); a != nil {
-		e.add(checkRoles(a, e.row))
-	}
 	if a, _ := cols[seqCol].(*array.Int32); a != nil {
 		e.add(checkSequence(a, e.row))
 	}
@@ -642,15 +639,6 @@ func checkRollout(a *array.String, limit int) (int, error) {
 	for i := range limit {
 		if a.IsNull(i) || a.ValueLen(i) == 0 {
 			return i, fmt.Errorf("rollout_id is required")
-		}
-	}
-	return limit, nil
-}
-
-func checkRoles(a *array.String, limit int) (int, error) {
-	for i := range limit {
-		if a.IsValid(i) && a.ValueLen(i) > 0 && !roles[a.Value(i)] {
-			return i, fmt.Errorf("role %q is not one of %s", a.Value(i), roleList)
 		}
 	}
 	return limit, nil

@@ -174,7 +174,7 @@ func BenchmarkBuildBatch(b *testing.B) {
 			for i := range recs {
 				recs[i] = Record{ID: fmt.Sprintf("bench-%d", i), RolloutID: "r", SequenceOrder: int32(i), Content: &text}
 				tc.fill(&recs[i])
-				if err := recs[i].applyDefaults(i, now); err != nil {
+				if err := applyDefaults(&recs[i], i, now); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/google/uuid"
 
@@ -16,6 +20,12 @@ import (
 
 // storeSuffix names a store's dataset directory: {name}.rollout.lance.
 const storeSuffix = ".rollout.lance"
+
+// StoreURI returns where a store lives under a data directory (a path or
+// an s3://, gs://, az:// URL): {dataDir}/{name}.rollout.lance.
+func StoreURI(dataDir, name string) string {
+	return strings.TrimSuffix(dataDir, "/") + "/" + name + storeSuffix
+}
 
 // registryDir holds one marker object per store, so stores can be listed
 // without listing their data.
@@ -180,6 +190,39 @@ func (c *Catalog) Delete(ctx context.Context, name string) error {
 		if err := root.Delete(ctx, o.Key); err != nil {
 			return fmt.Errorf("rollout: delete store %q: %w", name, err)
 		}
+	}
+	// On a file system the emptied directories remain, and LanceDB lists
+	// an empty {name}.rollout.lance/ as a table it then fails to open.
+	if dir, ok := root.(interface{ LocalPath(string) (string, bool) }); ok {
+		if p, ok := dir.LocalPath(""); ok {
+			if err := removeEmptyDirs(p); err != nil {
+				return fmt.Errorf("rollout: delete store %q: %w", name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// removeEmptyDirs removes dir and the directories under it, deepest first,
+// if they hold no files. A file left (a concurrent writer's) keeps its
+// directories, and that is not an error.
+func removeEmptyDirs(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			if err := removeEmptyDirs(filepath.Join(dir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTEMPTY) && !errors.Is(err, syscall.EEXIST) {
+		return err
 	}
 	return nil
 }

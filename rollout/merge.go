@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/lance-context/lance-context/api"
 	"github.com/lance-context/lance-context/lance/file"
 	"github.com/lance-context/lance-context/lance/pb"
 	"github.com/lance-context/lance-context/lance/table"
@@ -20,15 +21,7 @@ import (
 )
 
 // MergeResult reports one merge pass.
-type MergeResult struct {
-	Shard       string `json:"shard"`
-	Generations int    `json:"generations"` // merged in this pass
-	Rows        int64  `json:"rows"`        // rows added to the base table
-	Replaced    int64  `json:"replaced"`    // base rows superseded by newer writes of their id
-	Watermark   uint64 `json:"watermark"`
-	Remaining   int    `json:"remaining"` // pending generations left for later passes
-	BaseVersion uint64 `json:"base_version"`
-}
+type MergeResult = api.MergeResult
 
 // errStale means the base already holds this merge (a crashed earlier pass
 // committed it); only the drain is left.
@@ -135,6 +128,7 @@ func (s *Store) mergeWith(ctx context.Context, w *wal.Writer) (*MergeResult, err
 		return nil, fmt.Errorf("rollout: merge commit: %w", err)
 	default:
 		res.BaseVersion = nd.Version()
+		s.sawVersion(nd.Version())
 	}
 	res.Watermark = target
 	// Only after the base commit: drop the generations, then their files.
@@ -287,10 +281,60 @@ func schemaNames() []string {
 	return out
 }
 
-// Compact bin-packs small base fragments and materializes deletions.
-func (s *Store) Compact(ctx context.Context) (*table.CompactResult, error) {
-	return table.Compact(ctx, s.root, table.CompactOptions{
-		TargetRows: s.opts.CompactTargetRows,
-		Config:     map[string]string{lastCompactionKey: time.Now().UTC().Format(time.RFC3339Nano)},
+// CompactOptions tunes one compaction; zero values take the store's
+// defaults.
+type CompactOptions struct {
+	TargetRows    int64 // rows per compacted fragment; default Options.CompactTargetRows
+	KeepDeletions bool  // leave large fragments with deletions alone
+}
+
+// Compact bin-packs small base fragments and materializes deletions. One
+// compaction runs at a time per store and process; another call meanwhile
+// fails with ErrCompacting.
+func (s *Store) Compact(ctx context.Context, o CompactOptions) (*table.CompactResult, error) {
+	if !s.compactMu.TryLock() {
+		return nil, fmt.Errorf("%w: store %s", ErrCompacting, s.name)
+	}
+	defer s.compactMu.Unlock()
+	if o.TargetRows <= 0 {
+		o.TargetRows = s.opts.CompactTargetRows
+	}
+	res, err := table.Compact(ctx, s.root, table.CompactOptions{
+		TargetRows:    o.TargetRows,
+		KeepDeletions: o.KeepDeletions,
+		Config:        map[string]string{lastCompactionKey: time.Now().UTC().Format(time.RFC3339Nano)},
 	})
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	if err != nil {
+		msg := err.Error()
+		s.compactErr = &msg
+		return nil, err
+	}
+	s.compactErr = nil
+	if res.Removed > 0 {
+		s.compactions++
+	}
+	s.sawVersion(res.Dataset.Version())
+	return res, nil
+}
+
+// CompactionStats reports this process's compactions of the store.
+func (s *Store) CompactionStats(ctx context.Context) (*api.CompactStatsResponse, error) {
+	running := !s.compactMu.TryLock()
+	if !running {
+		s.compactMu.Unlock()
+	}
+	snap, err := s.snapshotLimit(ctx, false, 0)
+	if err != nil {
+		return nil, err
+	}
+	out := &api.CompactStatsResponse{TotalFragments: len(snap.base.Fragments()), IsCompacting: running}
+	if t, err := time.Parse(time.RFC3339Nano, snap.base.Config()[lastCompactionKey]); err == nil {
+		out.LastCompaction = &t
+	}
+	s.cmu.Lock()
+	out.LastError, out.TotalCompactions = s.compactErr, s.compactions
+	s.cmu.Unlock()
+	return out, nil
 }

@@ -13,23 +13,20 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/lance-context/lance-context/api"
 	"github.com/lance-context/lance-context/lance/table"
 	"github.com/lance-context/lance-context/objstore"
 	"github.com/lance-context/lance-context/wal"
 )
 
-// Source selects which tier List reads.
-type Source string
+// Source selects which tier List reads (see api.Source).
+type Source = api.Source
 
+// The sources.
 const (
-	// SourceFragments reads the merged base table only. It never reads WAL
-	// manifests, so its latency does not depend on the merge backlog; it may
-	// lag the most recent un-merged writes.
-	SourceFragments Source = "fragments"
-	// SourceWAL reads only sealed generations not yet merged.
-	SourceWAL Source = "wal"
-	// SourceAll reads both, one row per id, the newest write winning.
-	SourceAll Source = "all"
+	SourceFragments = api.SourceFragments
+	SourceWAL       = api.SourceWAL
+	SourceAll       = api.SourceAll
 )
 
 // ParseSource maps "" to fragments and rejects unknown names.
@@ -81,18 +78,21 @@ func tableFilters(fs []Filter) []table.Eq {
 	return out
 }
 
-// ListOptions selects a page of records.
+// ListOptions selects a page of records (see cursor.go for the order).
 type ListOptions struct {
 	Source  Source
 	Filters []Filter
-	Limit   int // default 25
-	Offset  int
+	Limit   int    // default 25
+	Offset  int    // rows to skip after After
+	After   string // an id: list the ids above it (DecodeCursor reads a cursor)
 }
 
-// ListResult is one page.
+// ListResult is one page. NextCursor continues after it; empty on the last
+// page.
 type ListResult struct {
-	Records []Record
-	HasMore bool
+	Records    []Record
+	HasMore    bool
+	NextCursor string
 }
 
 // snapshot is a consistent view: shard manifests first, then the base, so
@@ -115,6 +115,14 @@ func (s *Store) snapshot(ctx context.Context, withWAL bool) (*snapshot, error) {
 
 // snapshotLimit is snapshot with a chosen pending-generation limit.
 func (s *Store) snapshotLimit(ctx context.Context, withWAL bool, limit int) (*snapshot, error) {
+	if v := s.pinned.Load(); v != 0 {
+		// A checkout: the base at that version, without the WAL tier.
+		base, err := table.Checkout(ctx, s.root, v)
+		if err != nil {
+			return nil, err
+		}
+		return &snapshot{base: base}, nil
+	}
 	var shards []shardView
 	if withWAL {
 		ids, err := wal.ListShards(ctx, s.root)
@@ -151,6 +159,7 @@ func (s *Store) snapshotLimit(ctx context.Context, withWAL bool, limit int) (*sn
 	if err != nil {
 		return nil, err
 	}
+	s.sawVersion(base.Version())
 	total := 0
 	for i := range shards {
 		shards[i].pending = shards[i].man.Pending(Watermark(base, shards[i].id))
@@ -285,9 +294,7 @@ func (w walRow) record() (Record, error) {
 	return rs[0], nil
 }
 
-// List returns one page of records. Order, stable for a fixed set of
-// writes: fragments = base table order; wal = shard, generation, row; all =
-// the wal rows first, then base rows whose id has no pending write.
+// List returns one page of records, in id order (see cursor.go).
 func (s *Store) List(ctx context.Context, o ListOptions) (*ListResult, error) {
 	if o.Limit <= 0 {
 		o.Limit = 25
@@ -301,63 +308,10 @@ func (s *Store) List(ctx context.Context, o ListOptions) (*ListResult, error) {
 	var res *ListResult
 	err := s.readRetry(ctx, o.Source != SourceFragments, func(snap *snapshot) error {
 		var err error
-		res, err = s.list(ctx, snap, o)
+		res, err = s.listByID(ctx, snap, o)
 		return err
 	})
 	return res, err
-}
-
-func (s *Store) list(ctx context.Context, snap *snapshot, o ListOptions) (*ListResult, error) {
-	want := o.Limit + 1 // one more to learn has_more
-	var out []Record
-	offset := o.Offset
-	var exclude map[string]struct{}
-	if o.Source != SourceFragments {
-		rows, ids, err := s.walRows(ctx, snap)
-		if err != nil {
-			return nil, err
-		}
-		exclude = ids
-		for _, r := range rows {
-			if len(out) == want {
-				break
-			}
-			if !r.matches(o.Filters) {
-				continue
-			}
-			if offset > 0 {
-				offset--
-				continue
-			}
-			rec, err := r.record()
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, rec)
-		}
-	}
-	if o.Source != SourceWAL && len(out) < want {
-		opts := table.ScanOptions{
-			Columns: listColumns, Where: tableFilters(o.Filters),
-			Offset: int64(offset), Limit: int64(want - len(out)), BatchRows: 4096,
-		}
-		if len(exclude) > 0 {
-			opts.In = []table.In{{Column: ColID, Values: exclude, Negate: true}}
-		}
-		err := snap.base.Scan(ctx, opts, func(b arrow.RecordBatch) error {
-			rs, err := recordsFromBatch(b)
-			out = append(out, rs...)
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	res := &ListResult{Records: out}
-	if len(out) > o.Limit {
-		res.Records, res.HasMore = out[:o.Limit], true
-	}
-	return res, nil
 }
 
 // Get returns the newest version of a record from the full union.
@@ -509,30 +463,11 @@ func (s *Store) Trajectory(ctx context.Context, rolloutID string) ([]Record, err
 	return res.Records, nil
 }
 
-// ShardStats describes one shard's WAL tier.
-type ShardStats struct {
-	ShardID            string    `json:"shard_id"`
-	PendingGenerations int       `json:"pending_generations"`
-	PendingRows        int64     `json:"pending_rows"`
-	Epoch              uint64    `json:"epoch"`
-	Watermark          uint64    `json:"watermark"`
-	UpdatedAt          time.Time `json:"updated_at"`
-}
-
-// Stats describes a store, from manifests only (no data is read).
-type Stats struct {
-	Name               string       `json:"name"`
-	Rows               int64        `json:"rows"` // base rows + pending rows (a retried id may count twice until merged)
-	BaseRows           int64        `json:"base_rows"`
-	PendingRows        int64        `json:"pending_rows"`
-	Fragments          int          `json:"fragments"`
-	Version            uint64       `json:"version"`
-	PendingGenerations int          `json:"pending_generations"`
-	Shards             []ShardStats `json:"shards"`
-	UnflushedRows      int64        `json:"unflushed_rows"` // this process's shard only
-	LastUpdated        *time.Time   `json:"last_updated"`
-	LastCompaction     *time.Time   `json:"last_compaction"`
-}
+// ShardStats and Stats are the wire types of a store's statistics.
+type (
+	ShardStats = api.ShardStats
+	Stats      = api.Stats
+)
 
 // Stats reads the store's statistics from its manifests.
 func (s *Store) Stats(ctx context.Context) (*Stats, error) {

@@ -1,7 +1,6 @@
 package rollout
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -15,112 +14,16 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/google/uuid"
+
+	"github.com/lance-context/lance-context/api"
 )
 
-// Relationship links a record to another one.
-type Relationship struct {
-	TargetID *string  `json:"target_id"`
-	Relation *string  `json:"relation"`
-	Weight   *float32 `json:"weight"`
-}
-
-// Record is one row of a rollout store: a step, a message or an artifact of
-// a trajectory. Pointer and slice fields are nullable.
-type Record struct {
-	ID            string     `json:"id"`
-	RolloutID     string     `json:"rollout_id"`
-	ProblemID     string     `json:"problem_id"`
-	Dataset       *string    `json:"dataset"`
-	SequenceOrder int32      `json:"sequence_order"`
-	Role          string     `json:"role"`
-	CreatedAt     *time.Time `json:"created_at"`
-
-	Content     *string `json:"content"`
-	ContentType string  `json:"content_type"`
-
-	ModelInputString  *string `json:"model_input_string"`
-	ModelOutputString *string `json:"model_output_string"`
-	Rationale         *string `json:"rationale"`
-	ProblemText       *string `json:"problem_text"`
-	UserMetadata      *string `json:"user_metadata"`
-
-	InputTokens     []int32 `json:"input_tokens"`
-	OutputTokens    []int32 `json:"output_tokens"`
-	NumInputTokens  *int32  `json:"num_input_tokens"`
-	NumOutputTokens *int32  `json:"num_output_tokens"`
-
-	OutputLogprobs []float32 `json:"output_logprobs"`
-	InputLogprobs  []float32 `json:"input_logprobs"`
-	RefLogprobs    []float32 `json:"ref_logprobs"`
-	LossMask       []int8    `json:"loss_mask"`
-
-	Advantage *float32 `json:"advantage"`
-	Reward    *float32 `json:"reward"`
-	RawReward *float32 `json:"raw_reward"`
-	Score     *float32 `json:"score"`
-	GraderID  *string  `json:"grader_id"`
-
-	IncludeInTraining *bool   `json:"include_in_training"`
-	ExcludeReason     *string `json:"exclude_reason"`
-	PolicyVersion     *string `json:"policy_version"`
-
-	Relationships []Relationship `json:"relationships"`
-
-	// BinaryPayload is base64 in JSON. It is accepted on append and never
-	// returned by List or Get; Blob returns it.
-	BinaryPayload   []byte  `json:"binary_payload,omitempty"`
-	PayloadSize     *int64  `json:"payload_size"`
-	PayloadChecksum *string `json:"payload_checksum"`
-	ArtifactType    *string `json:"artifact_type"`
-
-	// Metadata is JSON text. On input any JSON value is accepted: a string is
-	// stored as given, anything else as its JSON encoding.
-	Metadata *string `json:"metadata"`
-}
-
-// recordFields is Record without its methods, so that decoding into it
-// uses the default struct decoding.
-type recordFields Record
-
-// RecordJSON is an appended record as JSON: decode request bodies into it
-// with a strict decoder (DisallowUnknownFields reaches it, since it has no
-// UnmarshalJSON of its own) and convert with Record. Decoding a body of
-// []Record instead makes every record go through Record.UnmarshalJSON, a
-// second decoder and scan per record.
-type RecordJSON struct {
-	recordFields
-	// Metadata accepts any JSON value (see Record.Metadata).
-	Metadata json.RawMessage `json:"metadata"`
-}
-
-// Record returns the decoded record.
-func (w *RecordJSON) Record() Record {
-	r := Record(w.recordFields)
-	r.Metadata = nil
-	if len(w.Metadata) > 0 && string(w.Metadata) != "null" {
-		var s string
-		if json.Unmarshal(w.Metadata, &s) == nil {
-			r.Metadata = &s
-		} else {
-			m := string(w.Metadata)
-			r.Metadata = &m
-		}
-	}
-	return r
-}
-
-// UnmarshalJSON accepts metadata as any JSON value and rejects unknown
-// fields.
-func (r *Record) UnmarshalJSON(b []byte) error {
-	var w RecordJSON
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&w); err != nil {
-		return err
-	}
-	*r = w.Record()
-	return nil
-}
+// Record and Relationship are the wire types: the engine stores and reads
+// exactly what the API carries.
+type (
+	Record       = api.Record
+	Relationship = api.Relationship
+)
 
 // ValidationError is bad input: the message says what to fix.
 type ValidationError struct{ Msg string }
@@ -131,12 +34,6 @@ func invalid(format string, args ...any) error {
 	return &ValidationError{Msg: fmt.Sprintf(format, args...)}
 }
 
-// Roles a record may have.
-var roles = map[string]bool{"assistant": true, "user": true, "system": true, "tool": true, "grade": true, "artifact": true}
-
-// roleList names the roles in messages.
-const roleList = "assistant, user, system, tool, grade, artifact"
-
 // Defaults of the role and content type, for JSON and Arrow appends alike.
 const (
 	defaultRole        = "assistant"
@@ -145,7 +42,7 @@ const (
 
 // applyDefaults fills server-side defaults and checks required fields.
 // index is the record's position in its request, for messages.
-func (r *Record) applyDefaults(index int, now time.Time) error {
+func applyDefaults(r *Record, index int, now time.Time) error {
 	if r.ID == "" {
 		r.ID = uuid.Must(uuid.NewV7()).String()
 	}
@@ -157,9 +54,6 @@ func (r *Record) applyDefaults(index int, now time.Time) error {
 	}
 	if r.Role == "" {
 		r.Role = defaultRole
-	}
-	if !roles[r.Role] {
-		return invalid("record %d: role %q is not one of %s", index, r.Role, roleList)
 	}
 	if r.ContentType == "" {
 		r.ContentType = defaultContentType

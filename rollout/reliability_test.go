@@ -684,7 +684,7 @@ func TestRegression_StoppedWriterAnswers(t *testing.T) {
 	s.writer = nil // the catalog's cleanup must not depend on the fix
 	s.mu.Unlock()
 	rs := recs("b", 1, "r")
-	if err := rs[0].applyDefaults(0, time.Now()); err != nil {
+	if err := applyDefaults(&rs[0], 0, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	rec := buildBatch(rs)

@@ -246,7 +246,6 @@ func TestBadInput(t *testing.T) {
 	for name, rs := range map[string][]Record{
 		"empty":       nil,
 		"no rollout":  {{ID: "a"}},
-		"bad role":    {{RolloutID: "r", Role: "wizard"}},
 		"bad size":    {{RolloutID: "r", BinaryPayload: []byte("ab"), PayloadSize: ptr[int64](3)}},
 		"bad meta":    {{RolloutID: "r", Metadata: ptr("{")}},
 		"neg seq":     {{RolloutID: "r", SequenceOrder: -1}},
@@ -259,6 +258,10 @@ func TestBadInput(t *testing.T) {
 	_ = s.Flush(ctx)
 	if got := counts(t, s); got != [3]int{0, 0, 0} {
 		t.Fatalf("bad input stored rows: %v", got)
+	}
+	// Roles are free-form, as in the reference: any role is stored.
+	if _, err := s.Append(ctx, []Record{{ID: "w", RolloutID: "r", Role: "wizard"}}); err != nil {
+		t.Fatalf("free-form role: %v", err)
 	}
 	if _, err := ParseSource("bogus"); !errors.As(err, &ve) {
 		t.Fatal("bad source accepted")
@@ -311,7 +314,7 @@ func TestMergeCapsAndOverload(t *testing.T) {
 	if st.Fragments != 3 {
 		t.Fatalf("fragments %d", st.Fragments)
 	}
-	cres, err := s.Compact(ctx)
+	cres, err := s.Compact(ctx, CompactOptions{})
 	if err != nil || cres.Removed != 3 || cres.Added != 1 {
 		t.Fatalf("compact %+v %v", cres, err)
 	}

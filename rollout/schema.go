@@ -2,6 +2,8 @@ package rollout
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/lance-context/lance-context/api"
 )
 
 // Column names of the rollout schema.
@@ -107,4 +109,4 @@ var listColumns = func() []string {
 }()
 
 // FilterColumns are the columns List accepts equality filters on.
-var FilterColumns = []string{"id", "rollout_id", "problem_id", "dataset", "role", "content_type", "policy_version", "artifact_type", "include_in_training"}
+var FilterColumns = api.FilterColumns

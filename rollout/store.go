@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -27,6 +28,16 @@ var (
 	ErrOverloaded = errors.New("rollout: too many pending WAL generations")
 	// ErrClosed is returned after the store is closed.
 	ErrClosed = errors.New("rollout: store closed")
+	// ErrFenced is returned when another process claimed this process's
+	// shard (a newer epoch): its writes are refused at storage. Callers
+	// match the store's errors against this package alone.
+	ErrFenced = wal.ErrFenced
+	// ErrWriterClosed is returned for a shard writer that was closed or
+	// dropped after a failure; the next call claims the shard again.
+	ErrWriterClosed = wal.ErrClosed
+	// ErrCompacting is returned while another compaction of the store runs
+	// in this process.
+	ErrCompacting = errors.New("rollout: a compaction of this store is already running")
 )
 
 // Config keys this package keeps in the base table's manifest config.
@@ -89,6 +100,14 @@ type Store struct {
 	opts  Options
 
 	mergeMu sync.Mutex // one merge pass at a time per store and process
+
+	compactMu   sync.Mutex // one compaction at a time per store and process
+	cmu         sync.Mutex // guards compactions and compactErr
+	compactions uint64
+	compactErr  *string
+
+	version atomic.Uint64 // the newest base version this process has seen
+	pinned  atomic.Uint64 // a checkout's base version; 0 reads the latest
 
 	mu     sync.Mutex
 	writer *wal.Writer
@@ -156,8 +175,54 @@ func openStore(ctx context.Context, name string, root objstore.Store, shard stri
 			return nil, fmt.Errorf("rollout: evolve schema of %q: %w", name, err)
 		}
 	}
-	return &Store{name: name, root: root, shard: shard, opts: opts}, nil
+	st := &Store{name: name, root: root, shard: shard, opts: opts}
+	st.sawVersion(d.Version())
+	return st, nil
 }
+
+// sawVersion records a base version read or committed by this process.
+func (s *Store) sawVersion(v uint64) {
+	for {
+		old := s.version.Load()
+		if v <= old || s.version.CompareAndSwap(old, v) {
+			return
+		}
+	}
+}
+
+// Version returns the newest base table version this process has seen (a
+// read or a commit of its own; appends go to the WAL and do not advance it).
+func (s *Store) Version() uint64 { return s.version.Load() }
+
+// Checkout pins this process's reads of the store to base version v: lists,
+// gets and blobs then read that version of the base table and not the WAL
+// tier (time travel). Checking out the latest version unpins. Appends are
+// unaffected. It returns the version reads now see.
+func (s *Store) Checkout(ctx context.Context, v uint64) (uint64, error) {
+	latest, err := table.Open(ctx, s.root)
+	if err != nil {
+		return 0, err
+	}
+	s.sawVersion(latest.Version())
+	switch {
+	case v == 0 || v > latest.Version():
+		return 0, fmt.Errorf("%w: version %d of store %s (the latest is %d)", ErrNotFound, v, s.name, latest.Version())
+	case v == latest.Version():
+		s.pinned.Store(0)
+		return v, nil
+	}
+	if _, err := table.Checkout(ctx, s.root, v); err != nil {
+		if errors.Is(err, objstore.ErrNotFound) {
+			return 0, fmt.Errorf("%w: version %d of store %s was cleaned up", ErrNotFound, v, s.name)
+		}
+		return 0, err
+	}
+	s.pinned.Store(v)
+	return v, nil
+}
+
+// Pinned returns the version a checkout pinned reads to, 0 when none.
+func (s *Store) Pinned() uint64 { return s.pinned.Load() }
 
 // Name returns the store name.
 func (s *Store) Name() string { return s.name }
@@ -231,7 +296,7 @@ func (s *Store) Append(ctx context.Context, recs []Record) ([]string, error) {
 	now := time.Now().UTC()
 	ids := make([]string, len(recs))
 	for i := range recs {
-		if err := recs[i].applyDefaults(i, now); err != nil {
+		if err := applyDefaults(&recs[i], i, now); err != nil {
 			return nil, err
 		}
 		ids[i] = recs[i].ID

@@ -89,7 +89,7 @@ func serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.WriteHeader(http.StatusNotFound)
-		_, _ = w.Write([]byte(`{"error":{"code":"not_found","message":"no such endpoint"}}` + "\n"))
+		_, _ = w.Write([]byte(`{"error":{"code":"NOT_FOUND","message":"no such endpoint"}}` + "\n"))
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {

@@ -44,9 +44,9 @@ func TestHandler(t *testing.T) {
 		{"hashed asset", "GET", asset, 200, "public, max-age=31536000, immutable", ""},
 		{"head asset", "HEAD", asset, 200, "public, max-age=31536000, immutable", ""},
 		{"missing asset", "GET", "/assets/nope-123.js", 404, "", ""},
-		{"unknown api", "GET", "/api/v1/nope", 404, "", `"not_found"`},
-		{"api root", "GET", "/api", 404, "", `"not_found"`},
-		{"metrics", "GET", "/metrics", 404, "", `"not_found"`},
+		{"unknown api", "GET", "/api/v1/nope", 404, "", `"NOT_FOUND"`},
+		{"api root", "GET", "/api", 404, "", `"NOT_FOUND"`},
+		{"metrics", "GET", "/metrics", 404, "", `"NOT_FOUND"`},
 		{"post to ui", "POST", "/tasks", 405, "", ""},
 		{"dot segments", "GET", "/assets/../index.html", 200, "no-cache", `<div id="root">`},
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lance-context/lance-context/api"
 	"github.com/lance-context/lance-context/httpapi"
 	"github.com/lance-context/lance-context/rollout"
 )
@@ -70,16 +71,12 @@ func TestDecodeJSONRecords(t *testing.T) {
 func TestWriteAppended(t *testing.T) {
 	for _, ids := range [][]string{{"a"}, {"0193-abc", `q"uote`, `back\slash`, "tab\t", "é✓", "<html>&"}} {
 		rec := httptest.NewRecorder()
-		writeAppended(rec, ids, true)
-		var got struct {
-			IDs     []string `json:"ids"`
-			Count   int      `json:"count"`
-			Flushed bool     `json:"flushed"`
-		}
+		writeAppended(rec, 1<<40+7, ids, true)
+		var got api.AppendResponse
 		if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
 			t.Fatalf("%q: %v", rec.Body.String(), err)
 		}
-		if !slices.Equal(got.IDs, ids) || got.Count != len(ids) || !got.Flushed || rec.Code != 201 {
+		if !slices.Equal(got.IDs, ids) || got.Count != len(ids) || !got.Flushed || got.Version != 1<<40+7 || rec.Code != 201 {
 			t.Fatalf("got %+v (%d) for %q", got, rec.Code, ids)
 		}
 		if rec.Header().Get("Content-Length") != strconv.Itoa(rec.Body.Len()) {

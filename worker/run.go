@@ -12,13 +12,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/lance-context/lance-context/buildinfo"
 	"github.com/lance-context/lance-context/coord"
 	"github.com/lance-context/lance-context/objstore"
 	"github.com/lance-context/lance-context/rollout"
 )
-
-// Version is the build version, set by the binary.
-var Version = "dev"
 
 // StoreOptions maps the configuration to store options.
 func (c Config) StoreOptions() rollout.Options {
@@ -76,7 +74,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if adv == "" {
 			adv = "http://" + ln.Addr().String()
 		}
-		info := coord.WorkerInfo{InstanceID: cfg.InstanceID, ShardID: catalog.Shard(), Endpoint: adv, Version: Version}
+		info := coord.WorkerInfo{InstanceID: cfg.InstanceID, ShardID: catalog.Shard(), Endpoint: adv, Version: buildinfo.Version()}
 		background = append(background, func(ctx context.Context) { _ = c.RegisterWorker(ctx, info, 10) })
 	}
 	slog.Info("worker listening", "url", "http://"+ln.Addr().String(), "data_dir", cfg.DataDir, "instance_id", cfg.InstanceID, "shard_id", catalog.Shard())

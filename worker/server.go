@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +23,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	fastjson "github.com/segmentio/encoding/json"
 
+	"github.com/lance-context/lance-context/api"
+	"github.com/lance-context/lance-context/buildinfo"
 	"github.com/lance-context/lance-context/httpapi"
 	"github.com/lance-context/lance-context/rollout"
 )
@@ -83,23 +86,27 @@ func (s *Server) Handler() http.Handler {
 // Mount registers the worker API routes (under /api/v1) on r.
 func (s *Server) Mount(r chi.Router) {
 	r.Get("/api/v1/health", func(w http.ResponseWriter, _ *http.Request) {
-		httpapi.WriteJSON(w, http.StatusOK, map[string]any{"status": "ok", "role": "worker", "instance_id": s.cfg.InstanceID, "shard_id": s.catalog.Shard()})
+		httpapi.WriteJSON(w, http.StatusOK, api.Health{Status: "ok", Role: "worker", InstanceID: s.cfg.InstanceID, ShardID: s.catalog.Shard(), Version: buildinfo.Version()})
 	})
 	r.Route("/api/v1/rollouts", func(r chi.Router) {
 		r.Post("/", s.createStore)
 		r.Get("/", s.listStores)
 		r.Route("/{name}", func(r chi.Router) {
-			r.Get("/", s.storeStats)
+			r.Get("/", s.storeInfo)
 			r.Delete("/", s.deleteStore)
 			r.Post("/records", s.appendRecords)
-			reads := RecordReads{Catalog: s.catalog, MaxLimit: 1000}
+			// The reference's worker lists base and WAL together when no
+			// source is named; the master's browser defaults to fragments.
+			reads := httpapi.RecordReads{Catalog: s.catalog, MaxLimit: 1000, DefaultSource: rollout.SourceAll}
 			r.Get("/records", reads.List)
 			r.Get("/records/{id}", reads.Get)
 			r.Get("/records/{id}/blob", reads.Blob)
-			r.Get("/trajectories/{rollout_id}", s.trajectory)
+			r.Get("/trajectories/{rollout_id}", reads.Trajectory)
 			r.Post("/flush", s.flush)
 			r.Post("/merge", s.merge)
 			r.Post("/compact", s.compact)
+			r.Get("/compact/stats", s.compactStats)
+			r.Post("/checkout", s.checkout)
 		})
 	})
 }
@@ -108,12 +115,18 @@ func (s *Server) store(r *http.Request) (*rollout.Store, error) {
 	return s.catalog.Open(r.Context(), httpapi.PathParam(r, "name"))
 }
 
+// storeURI is where a store lives, as the reference reports it.
+func (s *Server) storeURI(name string) string { return rollout.StoreURI(s.cfg.DataDir, name) }
+
 func (s *Server) createStore(w http.ResponseWriter, r *http.Request) {
-	var body struct {
-		Name string `json:"name"`
-	}
+	var body api.CreateStoreRequest
 	if err := decodeJSON(http.MaxBytesReader(w, r.Body, 1<<20), r.ContentLength, &body); err != nil {
 		httpapi.WriteError(w, r, err)
+		return
+	}
+	for _, k := range slices.Sorted(maps.Keys(body.StorageOptions)) {
+		httpapi.WriteError(w, r, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest,
+			"storage_options.%s cannot be set per store: storage is configured per deployment (DATA_DIR and the object store's environment); send storage_options null or {}", k))
 		return
 	}
 	st, err := s.catalog.Create(r.Context(), body.Name)
@@ -127,7 +140,8 @@ func (s *Server) createStore(w http.ResponseWriter, r *http.Request) {
 			s.log.Warn("register store in etcd", "store", st.Name(), "err", err)
 		}
 	}
-	httpapi.WriteJSON(w, http.StatusCreated, map[string]any{"name": st.Name()})
+	v := st.Version()
+	httpapi.WriteJSON(w, http.StatusCreated, api.StoreInfo{Name: st.Name(), URI: s.storeURI(st.Name()), Version: &v})
 }
 
 func (s *Server) listStores(w http.ResponseWriter, r *http.Request) {
@@ -136,14 +150,16 @@ func (s *Server) listStores(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, r, err)
 		return
 	}
-	out := make([]map[string]string, len(names))
+	out := api.ListStoresResponse{Stores: make([]api.StoreInfo, len(names)), Count: len(names)}
 	for i, n := range names {
-		out[i] = map[string]string{"name": n}
+		out.Stores[i] = api.StoreInfo{Name: n, URI: s.storeURI(n)}
 	}
-	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"rollouts": out, "count": len(out)})
+	httpapi.WriteJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) storeStats(w http.ResponseWriter, r *http.Request) {
+// storeInfo answers GET /rollouts/{name}: the reference's {name, uri,
+// version} and the store's statistics beside them.
+func (s *Server) storeInfo(w http.ResponseWriter, r *http.Request) {
 	st, err := s.store(r)
 	if err != nil {
 		httpapi.WriteError(w, r, err)
@@ -154,6 +170,7 @@ func (s *Server) storeStats(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, r, err)
 		return
 	}
+	stats.URI = s.storeURI(st.Name())
 	httpapi.WriteJSON(w, http.StatusOK, stats)
 }
 
@@ -169,18 +186,6 @@ func (s *Server) deleteStore(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// wantsFlush reports whether the query opts in to a seal: exactly
-// "flush", "flush=true" or "flush=1". Any other spelling is ignored, so a
-// typo cannot make every append pay for a seal.
-func wantsFlush(rawQuery string) bool {
-	for _, p := range strings.Split(rawQuery, "&") {
-		if p == "flush" || p == "flush=true" || p == "flush=1" {
-			return true
-		}
-	}
-	return false
 }
 
 func (s *Server) appendRecords(w http.ResponseWriter, r *http.Request) {
@@ -212,7 +217,7 @@ func (s *Server) appendRecords(w http.ResponseWriter, r *http.Request) {
 			}
 		}()
 	default:
-		err = httpapi.Errorf(http.StatusUnsupportedMediaType, "unsupported_media_type",
+		err = httpapi.Errorf(http.StatusUnsupportedMediaType, api.CodeUnsupportedMediaType,
 			"Content-Type %q is not supported: use application/json, multipart/form-data or application/vnd.apache.arrow.stream", r.Header.Get("Content-Type"))
 	}
 	if err == nil && format != "arrow" {
@@ -234,7 +239,7 @@ func (s *Server) appendRecords(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	flushed := false
-	if wantsFlush(r.URL.RawQuery) {
+	if api.WantsFlush(r.URL.RawQuery) {
 		if err := st.Flush(r.Context()); err != nil {
 			// The append is durable; only visibility failed. Say so.
 			httpapi.WriteError(w, r, fmt.Errorf("records are durable (ids %s...) but the flush failed, retry the flush: %w", ids[0], err))
@@ -247,20 +252,22 @@ func (s *Server) appendRecords(w http.ResponseWriter, r *http.Request) {
 	}
 	s.appends.WithLabelValues(format).Inc()
 	s.appendRecs.Add(float64(len(ids)))
-	writeAppended(w, ids, flushed)
+	writeAppended(w, st.Version(), ids, flushed)
 }
 
-// writeAppended writes the 201 of an append, {"ids":[...],"count":N,
-// "flushed":bool}, built by hand with its length set: it is the response
-// the service sends most, and encoding/json's reflection on a map cost more
-// than the rest of a small append's handler.
-func writeAppended(w http.ResponseWriter, ids []string, flushed bool) {
-	n := 48
+// writeAppended writes the 201 of an append (api.AppendResponse), built by
+// hand with its length set: it is the response the service sends most, and
+// encoding/json's reflection cost more than the rest of a small append's
+// handler.
+func writeAppended(w http.ResponseWriter, version uint64, ids []string, flushed bool) {
+	n := 72
 	for _, id := range ids {
 		n += len(id) + 3
 	}
 	b := make([]byte, 0, n)
-	b = append(b, `{"ids":[`...)
+	b = append(b, `{"version":`...)
+	b = strconv.AppendUint(b, version, 10)
+	b = append(b, `,"ids":[`...)
 	for i, id := range ids {
 		if i > 0 {
 			b = append(b, ',')
@@ -295,12 +302,12 @@ func appendJSONString(b []byte, s string) []byte {
 
 func (s *Server) checkLimits(recs []rollout.Record) error {
 	if len(recs) > s.cfg.MaxRecords {
-		return httpapi.Errorf(http.StatusRequestEntityTooLarge, "payload_too_large",
+		return httpapi.Errorf(http.StatusRequestEntityTooLarge, api.CodePayloadTooLarge,
 			"%d records in one request; the limit is %d (LC_MAX_RECORDS_PER_REQUEST): split the batch", len(recs), s.cfg.MaxRecords)
 	}
 	for i, rec := range recs {
 		if int64(len(rec.BinaryPayload)) > s.cfg.MaxPayloadBytes {
-			return httpapi.Errorf(http.StatusRequestEntityTooLarge, "payload_too_large",
+			return httpapi.Errorf(http.StatusRequestEntityTooLarge, api.CodePayloadTooLarge,
 				"record %d: payload of %d bytes; the limit is %d (LC_MAX_PAYLOAD_BYTES)", i, len(rec.BinaryPayload), s.cfg.MaxPayloadBytes)
 		}
 	}
@@ -324,10 +331,10 @@ func decodeJSON(r io.Reader, sizeHint int64, v any) error {
 func parseJSON(b []byte, v any) error {
 	rest, err := fastjson.Parse(b, v, fastjson.DisallowUnknownFields|fastjson.DontCopyString|fastjson.DontCopyRawMessage)
 	if err != nil {
-		return httpapi.Errorf(http.StatusBadRequest, "invalid_argument", "invalid JSON body: %v", err)
+		return httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "invalid JSON body: %v", err)
 	}
 	if len(bytes.TrimSpace(rest)) > 0 {
-		return httpapi.Errorf(http.StatusBadRequest, "invalid_argument", "invalid JSON body: more than one value")
+		return httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "invalid JSON body: more than one value")
 	}
 	return nil
 }
@@ -345,7 +352,7 @@ func readBody(r io.Reader, sizeHint int64) ([]byte, error) {
 		if errors.As(err, &mbe) {
 			return nil, err
 		}
-		return nil, httpapi.Errorf(http.StatusBadRequest, "invalid_argument", "reading the body: %v", err)
+		return nil, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "reading the body: %v", err)
 	}
 	return buf.Bytes(), nil
 }
@@ -358,12 +365,12 @@ func (s *Server) decodeJSONRecords(body io.Reader, sizeHint int64) ([]rollout.Re
 		return nil, err
 	}
 	var req struct {
-		Records []rollout.RecordJSON `json:"records"`
+		Records []api.RecordJSON `json:"records"`
 	}
 	// The decoder would start the slice at 10 records (4.5 KB) and double
 	// it, most of an append's garbage; a pooled slice is reused instead, as
 	// the records are copied out of it below.
-	pooled := recordsPool.Get().(*[]rollout.RecordJSON)
+	pooled := recordsPool.Get().(*[]api.RecordJSON)
 	req.Records = (*pooled)[:0]
 	defer func() {
 		// Zero what the decoder wrote, so that no field of this body leaks
@@ -375,7 +382,7 @@ func (s *Server) decodeJSONRecords(body io.Reader, sizeHint int64) ([]rollout.Re
 		}
 	}()
 	if err := parseJSON(b, &req); err != nil {
-		return nil, err
+		return nil, explainRecordsError(b, err)
 	}
 	if len(req.Records) == 0 {
 		return nil, nil
@@ -388,7 +395,7 @@ func (s *Server) decodeJSONRecords(body io.Reader, sizeHint int64) ([]rollout.Re
 }
 
 // recordsPool holds decodeJSONRecords' slices, of at most maxPooledRecords.
-var recordsPool = sync.Pool{New: func() any { return new([]rollout.RecordJSON) }}
+var recordsPool = sync.Pool{New: func() any { return new([]api.RecordJSON) }}
 
 const maxPooledRecords = 1024
 
@@ -396,10 +403,11 @@ const maxPooledRecords = 1024
 // payload parts named by record index.
 func (s *Server) decodeMultipart(body io.Reader, boundary string) ([]rollout.Record, error) {
 	if boundary == "" {
-		return nil, httpapi.Errorf(http.StatusBadRequest, "invalid_argument", "multipart body without a boundary")
+		return nil, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "multipart body without a boundary")
 	}
 	mr := multipart.NewReader(body, boundary)
 	var recs []rollout.Record
+	var parts []bool // parts[i]: record i's payload part arrived
 	seen := false
 	for {
 		p, err := mr.NextPart()
@@ -411,22 +419,23 @@ func (s *Server) decodeMultipart(body io.Reader, boundary string) ([]rollout.Rec
 			if errors.As(err, &mbe) {
 				return nil, err
 			}
-			return nil, httpapi.Errorf(http.StatusBadRequest, "invalid_argument", "malformed multipart body: %v", err)
+			return nil, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "malformed multipart body: %v", err)
 		}
 		name := p.FormName()
 		if !seen {
 			if name != "metadata" {
-				return nil, httpapi.Errorf(http.StatusBadRequest, "invalid_argument", "the first multipart part must be \"metadata\" (JSON {\"records\":[...]}), got %q", name)
+				return nil, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "the first multipart part must be \"metadata\" (JSON {\"records\":[...]}), got %q", name)
 			}
 			if recs, err = s.decodeJSONRecords(p, -1); err != nil {
 				return nil, err
 			}
+			parts = make([]bool, len(recs))
 			seen = true
 			continue
 		}
 		i, err := strconv.Atoi(name)
 		if err != nil || i < 0 || i >= len(recs) {
-			return nil, httpapi.Errorf(http.StatusBadRequest, "invalid_argument", "payload part %q must be named by a record index 0..%d", name, len(recs)-1)
+			return nil, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "payload part %q must be named by a record index 0..%d", name, len(recs)-1)
 		}
 		data, err := io.ReadAll(io.LimitReader(p, s.cfg.MaxPayloadBytes+1))
 		if err != nil {
@@ -434,15 +443,29 @@ func (s *Server) decodeMultipart(body io.Reader, boundary string) ([]rollout.Rec
 			if errors.As(err, &mbe) {
 				return nil, err
 			}
-			return nil, httpapi.Errorf(http.StatusBadRequest, "invalid_argument", "reading payload part %q: %v", name, err)
+			return nil, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "reading payload part %q: %v", name, err)
 		}
 		if int64(len(data)) > s.cfg.MaxPayloadBytes {
-			return nil, httpapi.Errorf(http.StatusRequestEntityTooLarge, "payload_too_large", "payload part %q is larger than %d bytes (LC_MAX_PAYLOAD_BYTES)", name, s.cfg.MaxPayloadBytes)
+			return nil, httpapi.Errorf(http.StatusRequestEntityTooLarge, api.CodePayloadTooLarge, "payload part %q is larger than %d bytes (LC_MAX_PAYLOAD_BYTES)", name, s.cfg.MaxPayloadBytes)
+		}
+		if parts[i] {
+			return nil, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "duplicate payload part for record index %d: send one part per record", i)
+		}
+		parts[i] = true
+		if want := recs[i].PayloadSize; want != nil && *want != int64(len(data)) {
+			return nil, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "record %d: payload_size %d does not match the %d bytes of its part", i, *want, len(data))
 		}
 		recs[i].BinaryPayload = data
 	}
 	if !seen {
-		return nil, httpapi.Errorf(http.StatusBadRequest, "invalid_argument", "multipart body has no \"metadata\" part")
+		return nil, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "multipart body has no \"metadata\" part")
+	}
+	// A record that declares a payload but got no bytes would be stored
+	// without its artifact: refuse it, as the reference does.
+	for i := range recs {
+		if recs[i].PayloadSize != nil && !parts[i] && recs[i].BinaryPayload == nil {
+			return nil, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "record %d declares payload_size but no part named %q carries its bytes", i, strconv.Itoa(i))
+		}
 	}
 	return recs, nil
 }
@@ -456,7 +479,7 @@ func (s *Server) decodeArrow(body io.Reader) ([]arrow.RecordBatch, error) {
 		if errors.As(err, &mbe) {
 			return nil, err
 		}
-		return nil, httpapi.Errorf(http.StatusBadRequest, "invalid_argument", "invalid Arrow IPC stream: %v", err)
+		return nil, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "invalid Arrow IPC stream: %v", err)
 	}
 	defer rd.Release()
 	var (
@@ -476,7 +499,7 @@ func (s *Server) decodeArrow(body io.Reader) ([]arrow.RecordBatch, error) {
 		}
 		rows += int(rec.NumRows())
 		if rows > s.cfg.MaxRecords {
-			return fail(httpapi.Errorf(http.StatusRequestEntityTooLarge, "payload_too_large",
+			return fail(httpapi.Errorf(http.StatusRequestEntityTooLarge, api.CodePayloadTooLarge,
 				"more than %d records in one request (LC_MAX_RECORDS_PER_REQUEST): split the batch", s.cfg.MaxRecords))
 		}
 		rec.Retain()
@@ -487,7 +510,7 @@ func (s *Server) decodeArrow(body io.Reader) ([]arrow.RecordBatch, error) {
 		if errors.As(err, &mbe) {
 			return fail(err)
 		}
-		return fail(httpapi.Errorf(http.StatusBadRequest, "invalid_argument", "invalid Arrow IPC stream: %v", err))
+		return fail(httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "invalid Arrow IPC stream: %v", err))
 	}
 	return out, nil
 }
@@ -505,62 +528,11 @@ func (s *Server) checkArrowPayloads(rec arrow.RecordBatch, base int) error {
 	}
 	for i := 0; i < int(rec.NumRows()); i++ {
 		if n := int64(col.ValueLen(i)); n > s.cfg.MaxPayloadBytes {
-			return httpapi.Errorf(http.StatusRequestEntityTooLarge, "payload_too_large",
+			return httpapi.Errorf(http.StatusRequestEntityTooLarge, api.CodePayloadTooLarge,
 				"record %d: payload of %d bytes; the limit is %d (LC_MAX_PAYLOAD_BYTES)", base+i, n, s.cfg.MaxPayloadBytes)
 		}
 	}
 	return nil
-}
-
-// ListQuery parses source, limit, offset and filters of a list request.
-func ListQuery(r *http.Request, maxLimit int) (rollout.ListOptions, error) {
-	q := r.URL.Query()
-	var o rollout.ListOptions
-	var err error
-	if o.Source, err = rollout.ParseSource(q.Get("source")); err != nil {
-		return o, err
-	}
-	o.Limit = 25
-	if v := q.Get("limit"); v != "" {
-		if o.Limit, err = strconv.Atoi(v); err != nil || o.Limit < 1 || o.Limit > maxLimit {
-			return o, httpapi.Errorf(http.StatusBadRequest, "invalid_argument", "limit must be an integer from 1 to %d, got %q", maxLimit, v)
-		}
-	}
-	if v := q.Get("offset"); v != "" {
-		if o.Offset, err = strconv.Atoi(v); err != nil || o.Offset < 0 {
-			return o, httpapi.Errorf(http.StatusBadRequest, "invalid_argument", "offset must be a non-negative integer, got %q", v)
-		}
-	}
-	filters := map[string]string{}
-	for k, vs := range q {
-		switch k {
-		case "source", "limit", "offset":
-			continue
-		}
-		if len(vs) != 1 {
-			return o, httpapi.Errorf(http.StatusBadRequest, "invalid_argument", "filter %q given %d times; give it once", k, len(vs))
-		}
-		filters[k] = vs[0]
-	}
-	o.Filters, err = rollout.ParseFilters(filters)
-	return o, err
-}
-
-func (s *Server) trajectory(w http.ResponseWriter, r *http.Request) {
-	st, err := s.store(r)
-	if err != nil {
-		httpapi.WriteError(w, r, err)
-		return
-	}
-	recs, err := st.Trajectory(r.Context(), httpapi.PathParam(r, "rollout_id"))
-	if err != nil {
-		httpapi.WriteError(w, r, err)
-		return
-	}
-	if recs == nil {
-		recs = []rollout.Record{}
-	}
-	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"rollout_id": httpapi.PathParam(r, "rollout_id"), "records": recs, "count": len(recs)})
 }
 
 func (s *Server) flush(w http.ResponseWriter, r *http.Request) {
@@ -575,7 +547,7 @@ func (s *Server) flush(w http.ResponseWriter, r *http.Request) {
 	}
 	s.seals.Inc()
 	s.maybeMerge(st, "count")
-	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"flushed": true})
+	httpapi.WriteJSON(w, http.StatusOK, api.FlushResponse{Flushed: true})
 }
 
 func (s *Server) merge(w http.ResponseWriter, r *http.Request) {
@@ -598,12 +570,66 @@ func (s *Server) compact(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, r, err)
 		return
 	}
-	res, err := st.Compact(r.Context())
+	var body api.CompactRequest
+	if r.ContentLength != 0 {
+		if err := decodeJSON(http.MaxBytesReader(w, r.Body, 1<<20), r.ContentLength, &body); err != nil {
+			httpapi.WriteError(w, r, err)
+			return
+		}
+	}
+	o := rollout.CompactOptions{}
+	if v := body.TargetRowsPerFragment; v != nil {
+		if *v < 1 {
+			httpapi.WriteError(w, r, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "target_rows_per_fragment must be at least 1, got %d", *v))
+			return
+		}
+		o.TargetRows = *v
+	}
+	if v := body.MaterializeDeletions; v != nil {
+		o.KeepDeletions = !*v
+	}
+	res, err := st.Compact(r.Context(), o)
 	if err != nil {
 		httpapi.WriteError(w, r, err)
 		return
 	}
-	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"fragments_removed": res.Removed, "fragments_added": res.Added, "version": res.Dataset.Version()})
+	httpapi.WriteJSON(w, http.StatusOK, api.CompactResponse{FragmentsRemoved: res.Removed, FragmentsAdded: res.Added,
+		FilesRemoved: res.FilesRemoved, FilesAdded: res.FilesAdded, Version: res.Dataset.Version()})
+}
+
+func (s *Server) compactStats(w http.ResponseWriter, r *http.Request) {
+	st, err := s.store(r)
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	out, err := st.CompactionStats(r.Context())
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, out)
+}
+
+// checkout pins this worker's reads of the store to a base version (time
+// travel, as the reference's checkout); the latest version unpins.
+func (s *Server) checkout(w http.ResponseWriter, r *http.Request) {
+	st, err := s.store(r)
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	var body api.CheckoutRequest
+	if err := decodeJSON(http.MaxBytesReader(w, r.Body, 1<<20), r.ContentLength, &body); err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	v, err := st.Checkout(r.Context(), body.Version)
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, api.VersionResponse{Version: v})
 }
 
 func (s *Server) mergeNow(ctx context.Context, st *rollout.Store, trigger string) (*rollout.MergeResult, error) {

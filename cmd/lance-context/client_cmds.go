@@ -14,8 +14,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lance-context/lance-context/api"
+	"github.com/lance-context/lance-context/buildinfo"
 	"github.com/lance-context/lance-context/client"
-	"github.com/lance-context/lance-context/rollout"
 )
 
 // defaultURL is the address of the all-in-one dev mode.
@@ -38,7 +39,7 @@ func (f *clientFlags) register(cmd *cobra.Command) {
 }
 
 func (f *clientFlags) client() *client.Client {
-	return client.New(f.url, client.WithToken(f.token), client.WithUserAgent("lance-context-cli/"+version))
+	return client.New(f.url, client.WithToken(f.token), client.WithUserAgent("lance-context-cli/"+buildinfo.Version()))
 }
 
 // emit prints v as one line of JSON with --json, else runs text.
@@ -90,13 +91,13 @@ func newStoresCmd() *cobra.Command {
 		Long:  "List the rollout stores, one name a line." + clientGroupNote,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			names, err := f.client().ListStores(cmd.Context())
+			stores, err := f.client().ListStores(cmd.Context())
 			if err != nil {
 				return err
 			}
-			return f.emit(cmd, map[string]any{"stores": names, "count": len(names)}, func(w io.Writer) error {
-				for _, n := range names {
-					if _, err := fmt.Fprintln(w, n); err != nil {
+			return f.emit(cmd, api.ListStoresResponse{Stores: stores, Count: len(stores)}, func(w io.Writer) error {
+				for _, st := range stores {
+					if _, err := fmt.Fprintln(w, st.Name); err != nil {
 						return err
 					}
 				}
@@ -193,7 +194,7 @@ type jsonLines struct {
 }
 
 // next reads up to n records; eof is true when the input is exhausted.
-func (j *jsonLines) next(n int) (recs []rollout.Record, eof bool, err error) {
+func (j *jsonLines) next(n int) (recs []api.Record, eof bool, err error) {
 	for len(recs) < n {
 		b, rerr := j.r.ReadBytes('\n')
 		if rerr != nil && rerr != io.EOF {
@@ -202,7 +203,7 @@ func (j *jsonLines) next(n int) (recs []rollout.Record, eof bool, err error) {
 		if len(b) > 0 {
 			j.line++
 			if b = bytes.TrimSpace(b); len(b) > 0 {
-				var rec rollout.Record
+				var rec api.Record
 				if err := json.Unmarshal(b, &rec); err != nil {
 					return nil, false, fmt.Errorf("%s line %d: not a record: %v", j.name, j.line, err)
 				}
@@ -233,20 +234,22 @@ func newListCmd() *cobra.Command {
 	var f clientFlags
 	var source string
 	var limit, offset int
+	var cursor string
 	var filters []string
 	var all bool
 	cmd := &cobra.Command{
 		Use:   "list NAME",
 		Short: "List records of a store (a page, or --all)",
-		Long: `List records of a store. --source fragments (merged base table, the default),
-wal (flushed, not yet merged) or all (both). --filter COLUMN=VALUE (repeatable)
-on id, rollout_id, problem_id, dataset, role, content_type, policy_version,
-artifact_type, include_in_training. --all follows pages of --limit to the end.
---json prints one page object ({"records",...}), or with --all one record per
-line.` + clientGroupNote,
+		Long: `List records of a store, in id order. --source all (merged and un-merged rows,
+a worker's default), fragments (the merged base table) or wal (flushed, not yet
+merged). --filter COLUMN=VALUE (repeatable) on id, rollout_id, problem_id,
+dataset, role, content_type, policy_version, artifact_type, include_in_training.
+--cursor continues after a page (its next_cursor); --all follows cursors to the
+end. --json prints one page object ({"records",...}), or with --all one record
+per line.` + clientGroupNote,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o := client.ListOptions{Source: rollout.Source(source), Limit: limit, Offset: offset, Filters: map[string]string{}}
+			o := client.ListOptions{Source: api.Source(source), Limit: limit, Offset: offset, Cursor: cursor, Filters: map[string]string{}}
 			for _, kv := range filters {
 				k, v, ok := strings.Cut(kv, "=")
 				if !ok || k == "" {
@@ -291,8 +294,8 @@ line.` + clientGroupNote,
 			if err != nil {
 				return err
 			}
-			out := map[string]any{"records": nonNil(page.Records), "has_more": page.HasMore, "limit": page.Limit, "offset": page.Offset, "source": page.Source}
-			return f.emit(cmd, out, func(w io.Writer) error {
+			page.Records = nonNil(page.Records)
+			return f.emit(cmd, page, func(w io.Writer) error {
 				tw := newRecordTable(w)
 				for _, r := range page.Records {
 					tw.add(r)
@@ -302,7 +305,7 @@ line.` + clientGroupNote,
 				}
 				more := ""
 				if page.HasMore {
-					more = fmt.Sprintf("; more: --offset %d, or --all", page.Offset+len(page.Records))
+					more = fmt.Sprintf("; more: --cursor %s, or --all", page.NextCursor)
 				}
 				_, err := fmt.Fprintf(w, "%d records (source %s, offset %d%s)\n", len(page.Records), page.Source, page.Offset, more)
 				return err
@@ -310,24 +313,25 @@ line.` + clientGroupNote,
 		},
 	}
 	f.register(cmd)
-	cmd.Flags().StringVar(&source, "source", "fragments", "fragments, wal or all")
+	cmd.Flags().StringVar(&source, "source", "", "all, fragments or wal (default: the server's, all on a worker)")
 	cmd.Flags().IntVar(&limit, "limit", 25, "records per page (1-1000)")
 	cmd.Flags().IntVar(&offset, "offset", 0, "records to skip")
+	cmd.Flags().StringVar(&cursor, "cursor", "", "continue after the page whose next_cursor this is")
 	cmd.Flags().StringArrayVar(&filters, "filter", nil, "COLUMN=VALUE equality filter (repeatable)")
 	cmd.Flags().BoolVar(&all, "all", false, "fetch every page")
 	return cmd
 }
 
-func sourceName(s rollout.Source) rollout.Source {
+func sourceName(s api.Source) string {
 	if s == "" {
-		return rollout.SourceFragments
+		return "the server's default"
 	}
-	return s
+	return string(s)
 }
 
-func nonNil(recs []rollout.Record) []rollout.Record {
+func nonNil(recs []api.Record) []api.Record {
 	if recs == nil {
-		return []rollout.Record{}
+		return []api.Record{}
 	}
 	return recs
 }
@@ -343,7 +347,7 @@ func newRecordTable(w io.Writer) *recordTable {
 	return t
 }
 
-func (t *recordTable) add(r rollout.Record) {
+func (t *recordTable) add(r api.Record) {
 	created, reward, content := "", "", ""
 	if r.CreatedAt != nil {
 		created = r.CreatedAt.UTC().Format(time.RFC3339)
@@ -464,7 +468,7 @@ func newStatsCmd() *cobra.Command {
 				fmt.Fprintf(tw, "version\t%d\n", st.Version)
 				fmt.Fprintf(tw, "last updated\t%s\n", ts(st.LastUpdated))
 				fmt.Fprintf(tw, "last compaction\t%s\n", ts(st.LastCompaction))
-				shards := append([]rollout.ShardStats(nil), st.Shards...)
+				shards := append([]api.ShardStats(nil), st.Shards...)
 				sort.Slice(shards, func(i, j int) bool { return shards[i].ShardID < shards[j].ShardID })
 				for _, sh := range shards {
 					fmt.Fprintf(tw, "shard %s\t%d pending generations, %d pending rows, epoch %d, watermark %d\n", sh.ShardID, sh.PendingGenerations, sh.PendingRows, sh.Epoch, sh.Watermark)
@@ -529,7 +533,7 @@ func newCompactCmd() *cobra.Command {
 		Long:  "Compact a store's base table: bin-pack small fragments and fragments with deletions." + clientGroupNote,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			res, err := f.client().Compact(cmd.Context(), args[0])
+			res, err := f.client().Compact(cmd.Context(), args[0], nil)
 			if err != nil {
 				return err
 			}

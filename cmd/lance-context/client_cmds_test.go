@@ -45,7 +45,7 @@ func TestClientVerbs(t *testing.T) {
 	if out := must("", "create", "runs"); out != "created runs\n" {
 		t.Fatalf("create: %q", out)
 	}
-	if _, err := run("", "create", "runs"); err == nil || !strings.Contains(err.Error(), "409 already_exists") {
+	if _, err := run("", "create", "runs"); err == nil || !strings.Contains(err.Error(), "409 ALREADY_EXISTS") {
 		t.Fatalf("second create: %v", err)
 	}
 	if out := must("", "stores"); out != "runs\n" {
@@ -91,7 +91,13 @@ func TestClientVerbs(t *testing.T) {
 		return p
 	}
 	nrecs := func(p map[string]any) int { return len(p["records"].([]any)) }
-	if n := nrecs(page()); n != 0 {
+	// The worker's default source is all: what append --flush made
+	// readable is listed without naming a source (regression: list showed
+	// 0 records after "append --flush" said they were readable).
+	if n := nrecs(page("--limit", "100")); n != 7 {
+		t.Fatalf("default source after a flushed append: %d", n)
+	}
+	if n := nrecs(page("--source", "fragments")); n != 0 {
 		t.Fatalf("fragments before merge: %d", n)
 	}
 	if n := nrecs(page("--source", "wal", "--limit", "100")); n != 7 {
@@ -117,7 +123,7 @@ func TestClientVerbs(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rec); err != nil || rec["rollout_id"] != "r2" || rec["payload_size"] != 3.0 {
 		t.Fatalf("get: %q %v", out, err)
 	}
-	if _, err := run("", "get", "runs", "nope"); err == nil || !strings.Contains(err.Error(), "404 not_found") {
+	if _, err := run("", "get", "runs", "nope"); err == nil || !strings.Contains(err.Error(), "404 NOT_FOUND") {
 		t.Fatalf("get missing: %v", err)
 	}
 	if out := must("", "blob", "runs", "art-1"); out != "\x00\xff\x10" {
@@ -156,7 +162,7 @@ func TestClientVerbs(t *testing.T) {
 	root := newRootCmd()
 	root.SetOut(new(bytes.Buffer))
 	root.SetArgs([]string{"stores", "--url", srv.URL, "--token", "wrong"})
-	if err := root.Execute(); err == nil || !strings.Contains(err.Error(), "401 unauthorized") {
+	if err := root.Execute(); err == nil || !strings.Contains(err.Error(), "401 UNAUTHORIZED") {
 		t.Fatalf("wrong token: %v", err)
 	}
 }

@@ -13,17 +13,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lance-context/lance-context/worker"
+	"github.com/lance-context/lance-context/buildinfo"
 )
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
-	worker.Version = version
 	if err := newRootCmd().ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
@@ -45,10 +41,10 @@ func newRootCmd() *cobra.Command {
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print the version",
+		Short: "Print the version: the module version and the commit it was built from",
 		Args:  cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) {
-			fmt.Fprintln(cmd.OutOrStdout(), "lance-context", version)
+			fmt.Fprintln(cmd.OutOrStdout(), "lance-context", buildinfo.Version())
 		},
 	}
 }

@@ -20,12 +20,16 @@ type CompactOptions struct {
 	TargetRows int64
 	// Config keys to set in the same commit (e.g. a last-compaction mark).
 	Config map[string]string
+	// KeepDeletions leaves fragments of TargetRows or more alone even when
+	// they have deleted rows (only small fragments are rewritten).
+	KeepDeletions bool
 }
 
 // CompactResult reports what Compact did.
 type CompactResult struct {
-	Removed, Added int
-	Dataset        *Dataset
+	Removed, Added           int // fragments
+	FilesRemoved, FilesAdded int // data and deletion files
+	Dataset                  *Dataset
 }
 
 // Compact bin-packs small fragments and fragments with deletions into new
@@ -44,7 +48,7 @@ func Compact(ctx context.Context, store objstore.Store, opts CompactOptions) (*C
 	}
 	var old []*pb.DataFragment
 	for _, f := range d.Fragments() {
-		if liveRows(f) < opts.TargetRows || f.GetDeletionFile() != nil {
+		if liveRows(f) < opts.TargetRows || (f.GetDeletionFile() != nil && !opts.KeepDeletions) {
 			old = append(old, f)
 		}
 	}
@@ -116,5 +120,15 @@ func Compact(ctx context.Context, store objstore.Store, opts CompactOptions) (*C
 	if err != nil {
 		return nil, err
 	}
-	return &CompactResult{Removed: len(old), Added: len(added), Dataset: nd}, nil
+	res := &CompactResult{Removed: len(old), Added: len(added), Dataset: nd}
+	for _, f := range old {
+		res.FilesRemoved += len(f.GetFiles())
+		if f.GetDeletionFile() != nil {
+			res.FilesRemoved++
+		}
+	}
+	for _, f := range added {
+		res.FilesAdded += len(f.GetFiles())
+	}
+	return res, nil
 }

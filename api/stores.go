@@ -1,0 +1,127 @@
+package api
+
+import "time"
+
+// CreateStoreRequest is the body of POST /api/v1/rollouts.
+type CreateStoreRequest struct {
+	Name string `json:"name"`
+	// StorageOptions are per-store storage settings. The reference sends
+	// them on every create; null and {} are accepted, and every option this
+	// service cannot honour per store is refused with a 400 that names it
+	// (storage is configured per deployment: LC_DATA_DIR and its env).
+	StorageOptions map[string]string `json:"storage_options,omitempty"`
+}
+
+// StoreInfo identifies a store. Version is the base table's version; lists
+// leave it out (they are served without opening each store).
+type StoreInfo struct {
+	Name    string  `json:"name"`
+	URI     string  `json:"uri"`
+	Version *uint64 `json:"version,omitempty"`
+}
+
+// ListStoresResponse is the body of GET /api/v1/rollouts.
+type ListStoresResponse struct {
+	Stores []StoreInfo `json:"stores"`
+	Count  int         `json:"count"`
+}
+
+// ShardStats describes one writer shard's un-merged tail.
+type ShardStats struct {
+	ShardID            string    `json:"shard_id"`
+	PendingGenerations int       `json:"pending_generations"`
+	PendingRows        int64     `json:"pending_rows"`
+	Epoch              uint64    `json:"epoch"`
+	Watermark          uint64    `json:"watermark"`
+	UpdatedAt          time.Time `json:"updated_at"`
+}
+
+// Stats describes a store, from manifests only (no data is read). It is
+// the body of GET /api/v1/rollouts/{name}: a superset of StoreInfo.
+type Stats struct {
+	Name               string       `json:"name"`
+	URI                string       `json:"uri"`
+	Rows               int64        `json:"rows"` // base rows + pending rows (a retried id may count twice until merged)
+	BaseRows           int64        `json:"base_rows"`
+	PendingRows        int64        `json:"pending_rows"`
+	Fragments          int          `json:"fragments"`
+	Version            uint64       `json:"version"`
+	PendingGenerations int          `json:"pending_generations"`
+	Shards             []ShardStats `json:"shards"`
+	UnflushedRows      int64        `json:"unflushed_rows"` // the answering worker's shard only
+	LastUpdated        *time.Time   `json:"last_updated"`
+	LastCompaction     *time.Time   `json:"last_compaction"`
+	// PinnedVersion is set while a checkout pins this worker's reads of the
+	// store to an older base version.
+	PinnedVersion *uint64 `json:"pinned_version,omitempty"`
+}
+
+// CheckoutRequest is the body of POST .../checkout.
+type CheckoutRequest struct {
+	Version uint64 `json:"version"`
+}
+
+// VersionResponse answers a checkout: the base version reads now see.
+type VersionResponse struct {
+	Version uint64 `json:"version"`
+}
+
+// MergeResult reports one merge pass of one shard.
+type MergeResult struct {
+	Shard       string `json:"shard"`
+	Generations int    `json:"generations"` // merged in this pass
+	Rows        int64  `json:"rows"`        // rows added to the base table
+	Replaced    int64  `json:"replaced"`    // base rows superseded by newer writes of their id
+	Watermark   uint64 `json:"watermark"`
+	Remaining   int    `json:"remaining"` // pending generations left for later passes
+	BaseVersion uint64 `json:"base_version"`
+}
+
+// CompactRequest is the body of POST .../compact; every field is optional
+// (an empty body compacts with the defaults).
+type CompactRequest struct {
+	TargetRowsPerFragment *int64 `json:"target_rows_per_fragment,omitempty"`
+	MaterializeDeletions  *bool  `json:"materialize_deletions,omitempty"`
+}
+
+// CompactResponse reports a compaction.
+type CompactResponse struct {
+	FragmentsRemoved int    `json:"fragments_removed"`
+	FragmentsAdded   int    `json:"fragments_added"`
+	FilesRemoved     int    `json:"files_removed"`
+	FilesAdded       int    `json:"files_added"`
+	Version          uint64 `json:"version"`
+}
+
+// CompactStatsResponse is the body of GET .../compact/stats.
+type CompactStatsResponse struct {
+	TotalFragments   int        `json:"total_fragments"`
+	IsCompacting     bool       `json:"is_compacting"`
+	LastCompaction   *time.Time `json:"last_compaction,omitempty"`
+	LastError        *string    `json:"last_error,omitempty"`
+	TotalCompactions uint64     `json:"total_compactions"`
+}
+
+// Health is the body of GET /api/v1/health.
+type Health struct {
+	Status     string `json:"status"` // "ok", or "degraded" when a store is damaged
+	Role       string `json:"role"`
+	InstanceID string `json:"instance_id,omitempty"`
+	ShardID    string `json:"shard_id,omitempty"`
+	Version    string `json:"version,omitempty"`
+}
+
+// TaskResult is the result of a finished maintenance task, one shape for
+// every kind: a merge fills the generation and row counts (summed over its
+// passes), a compaction the fragment and file counts.
+type TaskResult struct {
+	Passes           int    `json:"passes"`
+	Generations      int    `json:"generations"`
+	Rows             int64  `json:"rows"`
+	Replaced         int64  `json:"replaced"`
+	FragmentsRemoved int    `json:"fragments_removed"`
+	FragmentsAdded   int    `json:"fragments_added"`
+	FilesRemoved     int    `json:"files_removed"`
+	FilesAdded       int    `json:"files_added"`
+	Version          uint64 `json:"version"` // the base table version after the task
+}

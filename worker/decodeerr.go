@@ -1,0 +1,151 @@
+package worker
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strings"
+
+	"github.com/lance-context/lance-context/api"
+	"github.com/lance-context/lance-context/httpapi"
+)
+
+// explainRecordsError turns a failed decode of {"records":[...]} into a
+// message that names the record, the field, and the expected and given
+// types, instead of the decoder's words about Go structs. It runs only on
+// the error path: the body is decoded again, record by record, with
+// encoding/json, whose errors carry the field.
+func explainRecordsError(body []byte, cause error) error {
+	var env map[string]json.RawMessage
+	if json.Unmarshal(body, &env) != nil {
+		return cause // not one JSON object: the decoder's words say where
+	}
+	for k := range env {
+		if k != "records" {
+			return httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "invalid JSON body: unknown field %q: send {\"records\":[...]}", k)
+		}
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(env["records"], &items); err != nil {
+		return httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "invalid JSON body: records must be an array of record objects, got %s", kindOf(env["records"]))
+	}
+	for i, it := range items {
+		var w api.RecordJSON
+		if err := strictDecode(it, &w); err != nil {
+			return httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "invalid JSON body: record %d: %s", i, fieldMessage(err, it))
+		}
+	}
+	return cause
+}
+
+func strictDecode(b []byte, v any) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	known := recordFieldNames()
+	for k := range m {
+		if !known[k] {
+			return fmt.Errorf("unknown field %q", k)
+		}
+	}
+	return json.Unmarshal(b, v)
+}
+
+// recordFieldNames are the JSON names of a record's fields.
+var recordFieldNames = func() func() map[string]bool {
+	names := map[string]bool{}
+	t := reflect.TypeFor[api.Record]()
+	for i := range t.NumField() {
+		if n, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); n != "" {
+			names[n] = true
+		}
+	}
+	return func() map[string]bool { return names }
+}()
+
+// fieldMessage words a record's decode error.
+func fieldMessage(err error, record json.RawMessage) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		field := strings.TrimPrefix(te.Field, "recordFields.")
+		var m map[string]json.RawMessage
+		given := te.Value
+		if json.Unmarshal(record, &m) == nil {
+			if raw, ok := m[topField(field)]; ok {
+				given = kindOf(raw)
+			}
+		}
+		return fmt.Sprintf("field %q must be %s, got %s", field, expected(te.Type), given)
+	}
+	return syntaxMessage(err)
+}
+
+// topField is the record field a nested path (relationships.0.weight)
+// starts with.
+func topField(path string) string {
+	top, _, _ := strings.Cut(path, ".")
+	return top
+}
+
+// expected names a Go type the way the API documents it.
+func expected(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Int:
+		return fmt.Sprintf("an integer (%s)", t.Kind())
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return "a base64 string"
+		}
+		return "an array of " + expected(t.Elem())
+	case reflect.Struct:
+		if t.Name() == "Time" {
+			return "an RFC 3339 timestamp string"
+		}
+		return "an object"
+	}
+	return t.String()
+}
+
+// kindOf names the JSON type of a value.
+func kindOf(raw json.RawMessage) string {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return "invalid JSON"
+	}
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return fmt.Sprintf("the boolean %v", x)
+	case float64:
+		return "the number " + string(raw)
+	case string:
+		if len(x) > 40 {
+			x = x[:40] + "..."
+		}
+		return fmt.Sprintf("the string %q", x)
+	case []any:
+		return "an array"
+	}
+	return "an object"
+}
+
+func syntaxMessage(err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("%v (at byte %d)", se, se.Offset)
+	}
+	return err.Error()
+}
