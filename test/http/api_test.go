@@ -23,8 +23,9 @@ func rec(id, rolloutID string) map[string]any {
 	return map[string]any{"id": id, "rollout_id": rolloutID, "content": "content of " + id}
 }
 
-// TestFlushQueryParsing: only ?flush, ?flush=true and ?flush=1 seal before
-// responding; every other spelling is ignored (no error, no seal).
+// TestFlushQueryParsing: ?flush, ?flush=true in any case and ?flush=1 seal
+// before responding, as the reference does (Python's urlencode sends
+// flush=True); every other spelling is ignored (no error, no seal).
 func TestFlushQueryParsing(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		w := startWorker(t, b.dataDir(t), nil)
@@ -40,7 +41,8 @@ func TestFlushQueryParsing(t *testing.T) {
 			{"?flush=false", false},
 			{"?flush=0", false},
 			{"?flush=yes", false},
-			{"?flush=True", false},
+			{"?flush=True", true},
+			{"?flush=TRUE", true},
 			{"?Flush=true", false},
 			{"?flush=", false},
 			{"?flushh=1", false},
@@ -79,7 +81,8 @@ func TestFlushQueryParsing(t *testing.T) {
 }
 
 // TestListSources: fragments, wal and all, before and after a merge; an
-// absent or empty source means fragments, and the response echoes it.
+// absent or empty source means all on the worker (the reference's worker
+// lists base and WAL), and the response echoes it.
 func TestListSources(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		w := startWorker(t, b.dataDir(t), nil)
@@ -97,8 +100,8 @@ func TestListSources(t *testing.T) {
 				{"?source=fragments", "fragments", frag},
 				{"?source=wal", "wal", wal},
 				{"?source=all", "all", all},
-				{"", "fragments", frag},
-				{"?source=", "fragments", frag},
+				{"", "all", all},
+				{"?source=", "all", all},
 			} {
 				r := c.must(http.StatusOK, c.do("GET", "/api/v1/rollouts/src/records"+sc.query, "", nil), stage+" list"+sc.query)
 				recs, _ := r["records"].([]any)
@@ -118,7 +121,7 @@ func TestListSources(t *testing.T) {
 		check("after merge", 3, 0, 3)
 		for _, q := range []string{"?source=bogus", "?source=WAL", "?source=%20all"} {
 			r := c.do("GET", "/api/v1/rollouts/src/records"+q, "", nil)
-			if code := expectError(t, r, http.StatusBadRequest, "list"+q); code != "invalid_argument" {
+			if code := expectError(t, r, http.StatusBadRequest, "list"+q); code != "INVALID_REQUEST" {
 				t.Errorf("list%s: code %q, want invalid_argument", q, code)
 			}
 		}
@@ -167,46 +170,53 @@ func TestBadInputStoresNothing(t *testing.T) {
 			status       int
 			code         string
 		}{
-			{name: "text/plain", method: "POST", path: recs, ctype: "text/plain", body: `{"records":[{"rollout_id":"r"}]}`, status: 415, code: "unsupported_media_type"},
-			{name: "no content type", method: "POST", path: recs, body: `{"records":[{"rollout_id":"r"}]}`, status: 415, code: "unsupported_media_type"},
-			{name: "invalid JSON", method: "POST", path: recs, ctype: "application/json", body: `{"records":[{"rollout_id":`, status: 400, code: "invalid_argument"},
-			{name: "two JSON values", method: "POST", path: recs, ctype: "application/json", body: `{"records":[{"rollout_id":"r"}]} {}`, status: 400, code: "invalid_argument"},
-			{name: "unknown top-level field", method: "POST", path: recs, ctype: "application/json", body: `{"records":[{"rollout_id":"r"}],"extra":1}`, status: 400, code: "invalid_argument"},
-			{name: "unknown record field", method: "POST", path: recs, ctype: "application/json", body: `{"records":[{"rollout_id":"r","bogus":1}]}`, status: 400, code: "invalid_argument"},
-			{name: "empty records", method: "POST", path: recs, ctype: "application/json", body: `{"records":[]}`, status: 400, code: "invalid_argument"},
-			{name: "no records key", method: "POST", path: recs, ctype: "application/json", body: `{}`, status: 400, code: "invalid_argument"},
-			{name: "missing rollout_id (2nd record)", method: "POST", path: recs, ctype: "application/json", body: `{"records":[{"rollout_id":"r"},{"content":"c"}]}`, status: 400, code: "invalid_argument"},
-			{name: "bad role", method: "POST", path: recs, ctype: "application/json", body: `{"records":[{"rollout_id":"r","role":"robot"}]}`, status: 400, code: "invalid_argument"},
-			{name: "bad base64", method: "POST", path: recs, ctype: "application/json", body: `{"records":[{"rollout_id":"r","binary_payload":"!!not base64!!"}]}`, status: 400, code: "invalid_argument"},
-			{name: "bad checksum", method: "POST", path: recs, ctype: "application/json", body: `{"records":[{"rollout_id":"r","binary_payload":"AAEC","payload_checksum":"sha256:00"}]}`, status: 400, code: "invalid_argument"},
-			{name: "multipart without metadata", method: "POST", path: recs, ctype: "multipart/form-data; boundary=xyz", body: "--xyz\r\nContent-Disposition: form-data; name=\"0\"\r\n\r\nabc\r\n--xyz--\r\n", status: 400, code: "invalid_argument"},
-			{name: "multipart without boundary", method: "POST", path: recs, ctype: "multipart/form-data", body: "x", status: 400, code: "invalid_argument"},
-			{name: "invalid arrow", method: "POST", path: recs, ctype: "application/vnd.apache.arrow.stream", body: "not arrow", status: 400, code: "invalid_argument"},
-			{name: "append with flush and bad body", method: "POST", path: recs + "?flush=true", ctype: "application/json", body: `{"records":[{"content":"no rollout"}]}`, status: 400, code: "invalid_argument"},
-			{name: "bad filter column", method: "GET", path: recs + "?bogus=1", status: 400, code: "invalid_argument"},
-			{name: "bad include_in_training", method: "GET", path: recs + "?include_in_training=maybe", status: 400, code: "invalid_argument"},
-			{name: "repeated filter", method: "GET", path: recs + "?rollout_id=a&rollout_id=b", status: 400, code: "invalid_argument"},
-			{name: "limit 0", method: "GET", path: recs + "?limit=0", status: 400, code: "invalid_argument"},
-			{name: "limit abc", method: "GET", path: recs + "?limit=abc", status: 400, code: "invalid_argument"},
-			{name: "limit 1001", method: "GET", path: recs + "?limit=1001", status: 400, code: "invalid_argument"},
-			{name: "offset -1", method: "GET", path: recs + "?offset=-1", status: 400, code: "invalid_argument"},
-			{name: "append to unknown store", method: "POST", path: "/api/v1/rollouts/nope/records?flush=true", ctype: "application/json", body: `{"records":[{"rollout_id":"r"}]}`, status: 404, code: "not_found"},
-			{name: "list unknown store", method: "GET", path: "/api/v1/rollouts/nope/records", status: 404, code: "not_found"},
-			{name: "stats unknown store", method: "GET", path: "/api/v1/rollouts/nope", status: 404, code: "not_found"},
-			{name: "unknown record", method: "GET", path: recs + "/nope", status: 404, code: "not_found"},
-			{name: "blob of unknown record", method: "GET", path: recs + "/nope/blob", status: 404, code: "not_found"},
-			{name: "blob of record without payload", method: "GET", path: "/api/v1/rollouts/good/records/nopayload/blob", status: 404, code: "not_found"},
-			{name: "missing token", method: "POST", path: recs + "?flush=true", ctype: "application/json", body: `{"records":[{"rollout_id":"r"}]}`, noToken: true, status: 401, code: "unauthorized"},
-			{name: "wrong token", method: "POST", path: recs + "?flush=true", ctype: "application/json", body: `{"records":[{"rollout_id":"r"}]}`, noToken: true, hdr: []string{"Authorization", "Bearer nope"}, status: 401, code: "unauthorized"},
-			{name: "token without Bearer", method: "POST", path: recs + "?flush=true", ctype: "application/json", body: `{"records":[{"rollout_id":"r"}]}`, noToken: true, hdr: []string{"Authorization", token}, status: 401, code: "unauthorized"},
-			{name: "list without token", method: "GET", path: recs, noToken: true, status: 401, code: "unauthorized"},
-			{name: "metrics without token", method: "GET", path: "/metrics", noToken: true, status: 401, code: "unauthorized"},
-			{name: "body over LC_MAX_BODY_BYTES", method: "POST", path: recs + "?flush=true", ctype: "application/json", body: `{"records":[{"rollout_id":"r","content":"` + big + `"}]}`, status: 413, code: "payload_too_large"},
-			{name: "multipart body over LC_MAX_BODY_BYTES", method: "POST", path: recs + "?flush=true", ctype: "multipart/form-data; boundary=xyz", body: "--xyz\r\nContent-Disposition: form-data; name=\"metadata\"\r\n\r\n{\"records\":[{\"rollout_id\":\"r\",\"content\":\"" + big + "\"}]}\r\n--xyz--\r\n", status: 413, code: "payload_too_large"},
-			{name: "more than LC_MAX_RECORDS_PER_REQUEST", method: "POST", path: recs + "?flush=true", ctype: "application/json", body: sixRecs, status: 413, code: "payload_too_large"},
-			{name: "JSON payload over LC_MAX_PAYLOAD_BYTES", method: "POST", path: recs + "?flush=true", ctype: "application/json", body: `{"records":[{"rollout_id":"r","binary_payload":"` + payload2k + `"}]}`, status: 413, code: "payload_too_large"},
-			{name: "multipart payload over LC_MAX_PAYLOAD_BYTES", method: "POST", path: recs + "?flush=true", ctype: mpCT, body: string(mpBody), status: 413, code: "payload_too_large"},
-			{name: "arrow over LC_MAX_RECORDS_PER_REQUEST", method: "POST", path: recs + "?flush=true", ctype: "application/vnd.apache.arrow.stream", body: string(arrowBody(t, 6, "ar")), status: 413, code: "payload_too_large"},
+			{name: "text/plain", method: "POST", path: recs, ctype: "text/plain", body: `{"records":[{"rollout_id":"r"}]}`, status: 415, code: "UNSUPPORTED_MEDIA_TYPE"},
+			{name: "no content type", method: "POST", path: recs, body: `{"records":[{"rollout_id":"r"}]}`, status: 415, code: "UNSUPPORTED_MEDIA_TYPE"},
+			{name: "invalid JSON", method: "POST", path: recs, ctype: "application/json", body: `{"records":[{"rollout_id":`, status: 400, code: "INVALID_REQUEST"},
+			{name: "two JSON values", method: "POST", path: recs, ctype: "application/json", body: `{"records":[{"rollout_id":"r"}]} {}`, status: 400, code: "INVALID_REQUEST"},
+			{name: "unknown top-level field", method: "POST", path: recs, ctype: "application/json", body: `{"records":[{"rollout_id":"r"}],"extra":1}`, status: 400, code: "INVALID_REQUEST"},
+			{name: "unknown record field", method: "POST", path: recs, ctype: "application/json", body: `{"records":[{"rollout_id":"r","bogus":1}]}`, status: 400, code: "INVALID_REQUEST"},
+			{name: "empty records", method: "POST", path: recs, ctype: "application/json", body: `{"records":[]}`, status: 400, code: "INVALID_REQUEST"},
+			{name: "no records key", method: "POST", path: recs, ctype: "application/json", body: `{}`, status: 400, code: "INVALID_REQUEST"},
+			{name: "missing rollout_id (2nd record)", method: "POST", path: recs, ctype: "application/json", body: `{"records":[{"rollout_id":"r"},{"content":"c"}]}`, status: 400, code: "INVALID_REQUEST"},
+			{name: "bad base64", method: "POST", path: recs, ctype: "application/json", body: `{"records":[{"rollout_id":"r","binary_payload":"!!not base64!!"}]}`, status: 400, code: "INVALID_REQUEST"},
+			{name: "bad checksum", method: "POST", path: recs, ctype: "application/json", body: `{"records":[{"rollout_id":"r","binary_payload":"AAEC","payload_checksum":"sha256:00"}]}`, status: 400, code: "INVALID_REQUEST"},
+			{name: "multipart without metadata", method: "POST", path: recs, ctype: "multipart/form-data; boundary=xyz", body: "--xyz\r\nContent-Disposition: form-data; name=\"0\"\r\n\r\nabc\r\n--xyz--\r\n", status: 400, code: "INVALID_REQUEST"},
+			{name: "multipart without boundary", method: "POST", path: recs, ctype: "multipart/form-data", body: "x", status: 400, code: "INVALID_REQUEST"},
+			{name: "invalid arrow", method: "POST", path: recs, ctype: "application/vnd.apache.arrow.stream", body: "not arrow", status: 400, code: "INVALID_REQUEST"},
+			{name: "multipart payload_size without a part", method: "POST", path: recs, ctype: "multipart/form-data; boundary=xyz", body: "--xyz\r\nContent-Disposition: form-data; name=\"metadata\"\r\n\r\n{\"records\":[{\"rollout_id\":\"r\",\"payload_size\":3}]}\r\n--xyz--\r\n", status: 400, code: "INVALID_REQUEST"},
+			{name: "multipart duplicate part", method: "POST", path: recs, ctype: "multipart/form-data; boundary=xyz", body: "--xyz\r\nContent-Disposition: form-data; name=\"metadata\"\r\n\r\n{\"records\":[{\"rollout_id\":\"r\"}]}\r\n--xyz\r\nContent-Disposition: form-data; name=\"0\"\r\n\r\nabc\r\n--xyz\r\nContent-Disposition: form-data; name=\"0\"\r\n\r\nabc\r\n--xyz--\r\n", status: 400, code: "INVALID_REQUEST"},
+			{name: "wrong JSON type", method: "POST", path: recs, ctype: "application/json", body: `{"records":[{"rollout_id":"r"},{"rollout_id":"r","sequence_order":"3"}]}`, status: 400, code: "INVALID_REQUEST"},
+			{name: "filters not JSON", method: "GET", path: recs + "?filters=%7Bnope", status: 400, code: "INVALID_REQUEST"},
+			{name: "filters on an unknown column", method: "GET", path: recs + "?filters=%7B%22colour%22%3A%22red%22%7D", status: 400, code: "INVALID_REQUEST"},
+			{name: "filters of the wrong type", method: "GET", path: recs + "?filters=%7B%22rollout_id%22%3A3%7D", status: 400, code: "INVALID_REQUEST"},
+			{name: "garbled cursor", method: "GET", path: recs + "?cursor=%21%21", status: 400, code: "INVALID_REQUEST"},
+			{name: "storage_options we cannot honour", method: "POST", path: "/api/v1/rollouts", ctype: "application/json", body: `{"name":"so","storage_options":{"aws_region":"x"}}`, status: 400, code: "INVALID_REQUEST"},
+			{name: "checkout of a version that does not exist", method: "POST", path: "/api/v1/rollouts/good/checkout", ctype: "application/json", body: `{"version":999}`, status: 404, code: "NOT_FOUND"},
+			{name: "append with flush and bad body", method: "POST", path: recs + "?flush=true", ctype: "application/json", body: `{"records":[{"content":"no rollout"}]}`, status: 400, code: "INVALID_REQUEST"},
+			{name: "bad filter column", method: "GET", path: recs + "?bogus=1", status: 400, code: "INVALID_REQUEST"},
+			{name: "bad include_in_training", method: "GET", path: recs + "?include_in_training=maybe", status: 400, code: "INVALID_REQUEST"},
+			{name: "repeated filter", method: "GET", path: recs + "?rollout_id=a&rollout_id=b", status: 400, code: "INVALID_REQUEST"},
+			{name: "limit 0", method: "GET", path: recs + "?limit=0", status: 400, code: "INVALID_REQUEST"},
+			{name: "limit abc", method: "GET", path: recs + "?limit=abc", status: 400, code: "INVALID_REQUEST"},
+			{name: "limit 1001", method: "GET", path: recs + "?limit=1001", status: 400, code: "INVALID_REQUEST"},
+			{name: "offset -1", method: "GET", path: recs + "?offset=-1", status: 400, code: "INVALID_REQUEST"},
+			{name: "append to unknown store", method: "POST", path: "/api/v1/rollouts/nope/records?flush=true", ctype: "application/json", body: `{"records":[{"rollout_id":"r"}]}`, status: 404, code: "NOT_FOUND"},
+			{name: "list unknown store", method: "GET", path: "/api/v1/rollouts/nope/records", status: 404, code: "NOT_FOUND"},
+			{name: "stats unknown store", method: "GET", path: "/api/v1/rollouts/nope", status: 404, code: "NOT_FOUND"},
+			{name: "blob of unknown record", method: "GET", path: recs + "/nope/blob", status: 404, code: "NOT_FOUND"},
+			{name: "blob of record without payload", method: "GET", path: "/api/v1/rollouts/good/records/nopayload/blob", status: 404, code: "NOT_FOUND"},
+			{name: "missing token", method: "POST", path: recs + "?flush=true", ctype: "application/json", body: `{"records":[{"rollout_id":"r"}]}`, noToken: true, status: 401, code: "UNAUTHORIZED"},
+			{name: "wrong token", method: "POST", path: recs + "?flush=true", ctype: "application/json", body: `{"records":[{"rollout_id":"r"}]}`, noToken: true, hdr: []string{"Authorization", "Bearer nope"}, status: 401, code: "UNAUTHORIZED"},
+			{name: "token without Bearer", method: "POST", path: recs + "?flush=true", ctype: "application/json", body: `{"records":[{"rollout_id":"r"}]}`, noToken: true, hdr: []string{"Authorization", token}, status: 401, code: "UNAUTHORIZED"},
+			{name: "list without token", method: "GET", path: recs, noToken: true, status: 401, code: "UNAUTHORIZED"},
+			{name: "metrics without token", method: "GET", path: "/metrics", noToken: true, status: 401, code: "UNAUTHORIZED"},
+			{name: "body over LC_MAX_BODY_BYTES", method: "POST", path: recs + "?flush=true", ctype: "application/json", body: `{"records":[{"rollout_id":"r","content":"` + big + `"}]}`, status: 413, code: "PAYLOAD_TOO_LARGE"},
+			{name: "multipart body over LC_MAX_BODY_BYTES", method: "POST", path: recs + "?flush=true", ctype: "multipart/form-data; boundary=xyz", body: "--xyz\r\nContent-Disposition: form-data; name=\"metadata\"\r\n\r\n{\"records\":[{\"rollout_id\":\"r\",\"content\":\"" + big + "\"}]}\r\n--xyz--\r\n", status: 413, code: "PAYLOAD_TOO_LARGE"},
+			{name: "more than LC_MAX_RECORDS_PER_REQUEST", method: "POST", path: recs + "?flush=true", ctype: "application/json", body: sixRecs, status: 413, code: "PAYLOAD_TOO_LARGE"},
+			{name: "JSON payload over LC_MAX_PAYLOAD_BYTES", method: "POST", path: recs + "?flush=true", ctype: "application/json", body: `{"records":[{"rollout_id":"r","binary_payload":"` + payload2k + `"}]}`, status: 413, code: "PAYLOAD_TOO_LARGE"},
+			{name: "multipart payload over LC_MAX_PAYLOAD_BYTES", method: "POST", path: recs + "?flush=true", ctype: mpCT, body: string(mpBody), status: 413, code: "PAYLOAD_TOO_LARGE"},
+			{name: "arrow over LC_MAX_RECORDS_PER_REQUEST", method: "POST", path: recs + "?flush=true", ctype: "application/vnd.apache.arrow.stream", body: string(arrowBody(t, 6, "ar")), status: 413, code: "PAYLOAD_TOO_LARGE"},
 		}
 		for _, tc := range cases {
 			cl := *c
@@ -328,7 +338,7 @@ func TestMultipartBlobAndArrow(t *testing.T) {
 			}
 			expectError(t, c.do("GET", "/api/v1/rollouts/mp/records/txt-1/blob", "", nil), http.StatusNotFound, stage+": blob of txt-1")
 			// Get describes the payload but never returns it.
-			g := c.must(http.StatusOK, c.do("GET", "/api/v1/rollouts/mp/records/img-1", "", nil), stage+": get img-1")
+			g, _ := c.must(http.StatusOK, c.do("GET", "/api/v1/rollouts/mp/records/img-1", "", nil), stage+": get img-1")["record"].(map[string]any)
 			sum := sha256.Sum256(payload)
 			if fmt.Sprint(g["payload_size"]) != fmt.Sprint(len(payload)) || g["payload_checksum"] != hex.EncodeToString(sum[:]) {
 				t.Errorf("%s: get img-1: payload_size %v checksum %v", stage, g["payload_size"], g["payload_checksum"])
