@@ -49,6 +49,9 @@ type BuildOptions struct {
 	TempDir  string
 	// BatchSize is the rows per page (DefaultBatchSize when 0).
 	BatchSize int
+	// Delta makes Update add a segment over the uncovered fragments beside
+	// the existing segments instead of replacing them.
+	Delta bool
 }
 
 // entry is one indexed value and the address of its row.

@@ -222,7 +222,16 @@ func Update(ctx context.Context, store objstore.Store, column string, opts Build
 		res.Index = uuidString(idxs[0])
 		return res, nil
 	}
-	if len(idxs) == 1 {
+	if opts.Delta && len(idxs) > 0 && !stale {
+		// A new segment over the uncovered fragments only, beside the
+		// existing ones (what Lance's optimize does with
+		// num_indices_to_merge = 0): cost O(new rows).
+		opts.Base, opts.Fragments = nil, missing
+		if opts.Name == "" {
+			opts.Name = idxs[0].GetName()
+		}
+		idxs = nil
+	} else if len(idxs) == 1 {
 		opts.Base = idxs[0]
 		opts.Fragments = missing
 		if opts.Name == "" {
