@@ -106,7 +106,7 @@ func (s *Store) mergeWith(ctx context.Context, w *wal.Writer) (*MergeResult, err
 		// Newest wins: base rows with the ids being merged are deleted in
 		// the same commit (a retried append, merged earlier).
 		var addrs []table.RowAddr
-		err := latest.Scan(ctx, table.ScanOptions{Columns: []string{ColID}, In: []table.In{{Column: ColID, Values: ids}}, WithRowAddr: true}, func(b arrow.RecordBatch) error {
+		err := latest.Scan(ctx, table.ScanOptions{Columns: []string{ColID}, In: []table.In{{Column: ColID, Values: ids}}, WithRowAddr: true, Index: s.finder()}, func(b arrow.RecordBatch) error {
 			a := b.Column(1).(*array.Uint64)
 			for i := 0; i < a.Len(); i++ {
 				addrs = append(addrs, table.RowAddr{Fragment: a.Value(i) >> 32, Offset: uint32(a.Value(i))})
@@ -140,6 +140,9 @@ func (s *Store) mergeWith(ctx context.Context, w *wal.Writer) (*MergeResult, err
 	// Only after the base commit: drop the generations, then their files.
 	if err := w.DropGenerations(ctx, target); err != nil {
 		return res, fmt.Errorf("rollout: merged, but draining the shard failed (the next merge finishes it): %w", err)
+	}
+	if res.Rows > 0 {
+		s.indexAfter(ctx, "merge", true)
 	}
 	s.opts.Logger.Info("rollout: merged", "store", s.name, "shard", id, "generations", res.Generations, "rows", res.Rows, "replaced", res.Replaced, "watermark", target, "remaining", res.Remaining)
 	return res, nil
@@ -288,9 +291,15 @@ func schemaNames() []string {
 }
 
 // Compact bin-packs small base fragments and materializes deletions.
+// The indexes are then rebuilt over the rewritten fragments (the commit
+// already stopped them claiming the removed ones).
 func (s *Store) Compact(ctx context.Context) (*table.CompactResult, error) {
-	return table.Compact(ctx, s.root, table.CompactOptions{
+	res, err := table.Compact(ctx, s.root, table.CompactOptions{
 		TargetRows: s.opts.CompactTargetRows,
 		Config:     map[string]string{lastCompactionKey: time.Now().UTC().Format(time.RFC3339Nano)},
 	})
+	if err == nil && res.Removed > 0 {
+		s.indexAfter(ctx, "compaction", false)
+	}
+	return res, err
 }

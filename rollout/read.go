@@ -340,6 +340,7 @@ func (s *Store) list(ctx context.Context, snap *snapshot, o ListOptions) (*ListR
 		opts := table.ScanOptions{
 			Columns: listColumns, Where: tableFilters(o.Filters),
 			Offset: int64(offset), Limit: int64(want - len(out)), BatchRows: 4096,
+			Index: s.finder(),
 		}
 		if len(exclude) > 0 {
 			opts.In = []table.In{{Column: ColID, Values: exclude, Negate: true}}
@@ -380,7 +381,7 @@ func (s *Store) get(ctx context.Context, snap *snapshot, id string) (*Record, er
 		return &r, err
 	}
 	var out *Record
-	err := snap.base.Scan(ctx, table.ScanOptions{Columns: listColumns, Where: []table.Eq{{Column: ColID, Value: id}}, Limit: 1}, func(b arrow.RecordBatch) error {
+	err := snap.base.Scan(ctx, table.ScanOptions{Columns: listColumns, Where: []table.Eq{{Column: ColID, Value: id}}, Limit: 1, Index: s.finder()}, func(b arrow.RecordBatch) error {
 		rs, err := recordsFromBatch(b)
 		if err == nil && len(rs) > 0 {
 			out = &rs[0]
@@ -462,7 +463,7 @@ func (s *Store) blob(ctx context.Context, snap *snapshot, id string) ([]byte, st
 			return nil, "", err
 		}
 	} else {
-		err := snap.base.Scan(ctx, table.ScanOptions{Columns: []string{ColPayload, ColContentType}, Where: []table.Eq{{Column: ColID, Value: id}}, Limit: 1}, func(b arrow.RecordBatch) error {
+		err := snap.base.Scan(ctx, table.ScanOptions{Columns: []string{ColPayload, ColContentType}, Where: []table.Eq{{Column: ColID, Value: id}}, Limit: 1, Index: s.finder()}, func(b arrow.RecordBatch) error {
 			b.Retain()
 			rec = b
 			return nil
