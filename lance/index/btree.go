@@ -155,20 +155,17 @@ func strs(a arrow.Array) strArr {
 	return strArr{a, func(int) string { return "" }}
 }
 
-// page is one decoded page of page_data.
+// page is one decoded page of page_data, kept as Arrow arrays (values are
+// compared in place, without a Go string per value).
 type page struct {
-	values []string
-	null   []bool
-	ids    []uint64
+	values strArr
+	ids    *array.Uint64
+	bytes  int64
 }
 
-func (p *page) size() int64 {
-	n := int64(len(p.ids)) * 24
-	for _, v := range p.values {
-		n += int64(len(v))
-	}
-	return n
-}
+func (p *page) size() int64 { return p.bytes }
+
+func (p *page) len() int { return p.ids.Len() }
 
 func (t *BTree) readPage(ctx context.Context, i int) (*page, error) {
 	key := pageKey{t.uuid, i}
@@ -181,23 +178,40 @@ func (t *BTree) readPage(ctx context.Context, i int) (*page, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lance/index: read %s page %d: %w", t.uuid, i, err)
 	}
-	defer rec.Release()
-	vals := strs(rec.Column(0))
-	ids := rec.Column(1).(*array.Uint64)
-	p := &page{values: make([]string, e-s), null: make([]bool, e-s), ids: make([]uint64, e-s)}
-	for j := range p.values {
-		if vals.IsNull(j) {
-			p.null[j] = true
-		} else {
-			p.values[j] = vals.value(j)
-		}
-		if ids.IsNull(j) {
-			return nil, fmt.Errorf("%w: %s page %d row %d has a null row id", ErrCorrupt, t.uuid, i, j)
-		}
-		p.ids[j] = ids.Value(j)
+	// The arrays outlive the record (they are retained by the page); memory
+	// comes from the Go allocator and is reclaimed by the GC.
+	ids, ok := rec.Column(1).(*array.Uint64)
+	if !ok || ids.NullN() > 0 || !isString(rec.Column(0).DataType()) {
+		return nil, fmt.Errorf("%w: %s page %d: bad values or row ids", ErrCorrupt, t.uuid, i)
 	}
+	vals := strs(rec.Column(0))
+	vals.Retain()
+	ids.Retain()
+	p := &page{values: vals, ids: ids}
+	for _, a := range []arrow.Array{vals, ids} {
+		for _, b := range a.Data().Buffers() {
+			if b != nil {
+				p.bytes += int64(b.Len())
+			}
+		}
+	}
+	rec.Release()
 	t.cache.put(key, p)
 	return p, nil
+}
+
+// search returns the first row of the page whose value is >= v (nulls
+// sort first).
+func (p *page) search(v string) int {
+	return sort.Search(p.len(), func(j int) bool { return !p.values.IsNull(j) && p.values.value(j) >= v })
+}
+
+// entry returns row j of the page.
+func (p *page) entry(j int) entry {
+	if p.values.IsNull(j) {
+		return entry{null: true, addr: p.ids.Value(j)}
+	}
+	return entry{v: p.values.value(j), addr: p.ids.Value(j)}
 }
 
 // Equal appends to out the row addresses (fragment id << 32 | offset) of
@@ -214,10 +228,8 @@ func (t *BTree) Equal(ctx context.Context, v string, out []uint64) ([]uint64, er
 		if err != nil {
 			return out, err
 		}
-		// Nulls sort first within the page too.
-		lo := sort.Search(len(pg.values), func(j int) bool { return !pg.null[j] && pg.values[j] >= v })
-		for j := lo; j < len(pg.values) && pg.values[j] == v && !pg.null[j]; j++ {
-			out = append(out, pg.ids[j])
+		for j := pg.search(v); j < pg.len() && !pg.values.IsNull(j) && pg.values.value(j) == v; j++ {
+			out = append(out, pg.ids.Value(j))
 		}
 	}
 	return out, nil

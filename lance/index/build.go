@@ -486,7 +486,7 @@ type baseSource struct {
 
 func (s *baseSource) next() (entry, bool, error) {
 	for {
-		if s.pg == nil || s.i >= len(s.pg.ids) {
+		if s.pg == nil || s.i >= s.pg.len() {
 			if s.pg != nil {
 				s.p++
 			}
@@ -501,7 +501,8 @@ func (s *baseSource) next() (entry, bool, error) {
 		}
 		i := s.i
 		s.i++
-		addr := s.pg.ids[i]
+		e := s.pg.entry(i)
+		addr := e.addr
 		frag := addr >> 32
 		if !s.keep.Contains(uint32(frag)) {
 			continue
@@ -517,7 +518,8 @@ func (s *baseSource) next() (entry, bool, error) {
 		if del != nil && del.Contains(uint32(addr)) {
 			continue
 		}
-		return entry{v: s.pg.values[i], null: s.pg.null[i], addr: addr}, true, nil
+		e.v = strings.Clone(e.v) // outlives the page in the merge heap
+		return e, true, nil
 	}
 }
 func (s *baseSource) close() {}
