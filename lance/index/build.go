@@ -26,6 +26,17 @@ import (
 	"github.com/lance-context/lance-context/lance/table"
 )
 
+// Failpoint, when set, is called at each step of an index build and
+// commit with the step's name ("scanned", "page", "pages-written",
+// "files-written", "committed"). Crash tests kill the process there.
+var Failpoint func(step string)
+
+func failpoint(step string) {
+	if Failpoint != nil {
+		Failpoint(step)
+	}
+}
+
 // DefaultRunBytes bounds the (value, row address) pairs a build holds in
 // memory before it sorts them and spills them to a temporary run file.
 const DefaultRunBytes = 64 << 20
@@ -183,6 +194,7 @@ func Build(ctx context.Context, ds *table.Dataset, column string, opts BuildOpti
 		return nil, err
 	}
 
+	failpoint("scanned")
 	id := uuid.New()
 	if err := writeBTree(ctx, ds, id.String(), f, sources, opts.BatchSize); err != nil {
 		return nil, err
@@ -277,6 +289,7 @@ func writeBTree(ctx context.Context, ds *table.Dataset, id string, f *schema.Fie
 		if werr != nil {
 			return werr
 		}
+		failpoint("page")
 		mins, maxs, nulls = append(mins, first), append(maxs, last), append(nulls, pageNulls)
 		n, pageNulls = 0, 0
 		return nil
@@ -322,6 +335,7 @@ func writeBTree(ctx context.Context, ds *table.Dataset, id string, f *schema.Fie
 	if err := obj.Close(); err != nil {
 		return fmt.Errorf("lance/index: write %s: %w", PagesFile, err)
 	}
+	failpoint("pages-written")
 
 	lookupArrow := arrow.NewSchema([]arrow.Field{
 		{Name: "min", Type: f.Type, Nullable: true},
@@ -376,6 +390,7 @@ func writeBTree(ctx context.Context, ds *table.Dataset, id string, f *schema.Fie
 	if err := lobj.Close(); err != nil {
 		return fmt.Errorf("lance/index: write %s: %w", LookupFile, err)
 	}
+	failpoint("files-written")
 	return nil
 }
 

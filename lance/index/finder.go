@@ -265,6 +265,7 @@ func Update(ctx context.Context, store objstore.Store, column string, opts Build
 		}
 		return nil, fmt.Errorf("lance/index: commit index on %s: %w", column, err)
 	}
+	failpoint("committed")
 	res.Built, res.Index, res.Version, res.Replaced = true, uuidString(m), nd.Version(), len(idxs)
 	return res, nil
 }
