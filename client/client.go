@@ -133,7 +133,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // APIError is an error response of the API.
 type APIError struct {
 	Status int    // HTTP status
-	Code   string // stable code of the error envelope, e.g. "not_found"; empty when the body was not the envelope
+	Code   string // stable code of the error envelope, e.g. "NOT_FOUND"; empty when the body was not the envelope
 	// Message says what went wrong and usually what to do.
 	Message string
 	// RetryAfter is the server's Retry-After, 0 when absent.
@@ -673,7 +673,7 @@ func (c *Client) OpenBlob(ctx context.Context, store, id string) (io.ReadCloser,
 }
 
 // Blob returns a record's binary payload and its content type. A record
-// without a payload is a 404 (code "not_found").
+// without a payload is a 404 (code NOT_FOUND).
 func (c *Client) Blob(ctx context.Context, store, id string) ([]byte, string, error) {
 	rc, ctype, err := c.OpenBlob(ctx, store, id)
 	if err != nil {

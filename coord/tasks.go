@@ -25,6 +25,9 @@ const (
 const (
 	KindMerge   = "merge"
 	KindCompact = "compact"
+	// KindIndex brings a store's BTree indexes up to date (one segment per
+	// column); the scheduler enqueues it after each compaction.
+	KindIndex = "index"
 )
 
 // Task is a maintenance task.

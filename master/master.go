@@ -302,6 +302,7 @@ func (m *Master) Mount(r chi.Router, withHealth bool) {
 		r.Get("/trajectories/{rollout_id}", reads.Trajectory)
 		r.Post("/compact", m.enqueueFor(coord.KindCompact))
 		r.Post("/merge", m.enqueueFor(coord.KindMerge))
+		r.Post("/index", m.enqueueFor(coord.KindIndex))
 	})
 	r.Get("/api/v1/tasks", m.listTasks)
 	r.Post("/api/v1/tasks", m.postTask)
@@ -456,8 +457,8 @@ func (m *Master) postTask(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, r, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "invalid JSON body: %v", err))
 		return
 	}
-	if body.Kind != coord.KindMerge && body.Kind != coord.KindCompact {
-		httpapi.WriteError(w, r, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "kind must be \"merge\" or \"compact\", got %q", body.Kind))
+	if body.Kind != coord.KindMerge && body.Kind != coord.KindCompact && body.Kind != coord.KindIndex {
+		httpapi.WriteError(w, r, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "kind must be \"merge\", \"compact\" or \"index\", got %q", body.Kind))
 		return
 	}
 	if _, err := m.catalog.Open(r.Context(), body.Store); err != nil {
@@ -594,7 +595,15 @@ func (m *Master) runTask(ctx context.Context, t *coord.Task) {
 			if cr, err = st.Compact(ctx, rollout.CompactOptions{}); err == nil {
 				result = api.TaskResult{Passes: 1, FragmentsRemoved: cr.Removed, FragmentsAdded: cr.Added,
 					FilesRemoved: cr.FilesRemoved, FilesAdded: cr.FilesAdded, Version: cr.Dataset.Version()}
+				if cr.Removed > 0 { // index after compaction
+					_, _, _ = m.coord.Enqueue(ctx, coord.KindIndex, t.Store, "scheduler")
+				}
 			}
+		}
+	case coord.KindIndex:
+		var st *rollout.Store
+		if st, err = m.catalog.Open(ctx, t.Store); err == nil {
+			result, err = st.Index(ctx)
 		}
 	default:
 		err = fmt.Errorf("unknown task kind %q", t.Kind)

@@ -840,12 +840,13 @@ func TestSchedulerMaintenanceOn(t *testing.T) {
 			}
 			return false
 		}
-		return done("merge/deep") && done("compact/frag16")
+		// A compaction is followed by an index task (index after compaction).
+		return done("merge/deep") && done("compact/frag16") && done("index/frag16")
 	})
 	time.Sleep(time.Second) // a few more scheduler rounds
 	ts := tasksOf(f)
 	for k, list := range ts {
-		if k != "merge/deep" && k != "compact/frag16" {
+		if k != "merge/deep" && k != "compact/frag16" && k != "index/frag16" {
 			t.Errorf("unexpected task %s: %+v", k, list)
 		}
 		for _, tk := range list {

@@ -98,7 +98,7 @@ func (s *Store) listByID(ctx context.Context, snap *snapshot, o ListOptions) (*L
 		}
 	}
 	if o.Source != SourceWAL {
-		opts := table.ScanOptions{Columns: []string{ColID}, Where: tableFilters(o.Filters), WithRowAddr: true}
+		opts := table.ScanOptions{Columns: []string{ColID}, Where: tableFilters(o.Filters), WithRowAddr: true, Index: s.finder()}
 		if len(exclude) > 0 {
 			opts.In = []table.In{{Column: ColID, Values: exclude, Negate: true}}
 		}

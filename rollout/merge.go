@@ -99,7 +99,7 @@ func (s *Store) mergeWith(ctx context.Context, w *wal.Writer) (*MergeResult, err
 		// Newest wins: base rows with the ids being merged are deleted in
 		// the same commit (a retried append, merged earlier).
 		var addrs []table.RowAddr
-		err := latest.Scan(ctx, table.ScanOptions{Columns: []string{ColID}, In: []table.In{{Column: ColID, Values: ids}}, WithRowAddr: true}, func(b arrow.RecordBatch) error {
+		err := latest.Scan(ctx, table.ScanOptions{Columns: []string{ColID}, In: []table.In{{Column: ColID, Values: ids}}, WithRowAddr: true, Index: s.finder()}, func(b arrow.RecordBatch) error {
 			a := b.Column(1).(*array.Uint64)
 			for i := 0; i < a.Len(); i++ {
 				addrs = append(addrs, table.RowAddr{Fragment: a.Value(i) >> 32, Offset: uint32(a.Value(i))})
@@ -134,6 +134,9 @@ func (s *Store) mergeWith(ctx context.Context, w *wal.Writer) (*MergeResult, err
 	// Only after the base commit: drop the generations, then their files.
 	if err := w.DropGenerations(ctx, target); err != nil {
 		return res, fmt.Errorf("rollout: merged, but draining the shard failed (the next merge finishes it): %w", err)
+	}
+	if res.Rows > 0 {
+		s.indexAfter(ctx, "merge", true)
 	}
 	s.opts.Logger.Info("rollout: merged", "store", s.name, "shard", id, "generations", res.Generations, "rows", res.Rows, "replaced", res.Replaced, "watermark", target, "remaining", res.Remaining)
 	return res, nil
@@ -305,17 +308,23 @@ func (s *Store) Compact(ctx context.Context, o CompactOptions) (*table.CompactRe
 		Config:        map[string]string{lastCompactionKey: time.Now().UTC().Format(time.RFC3339Nano)},
 	})
 	s.cmu.Lock()
-	defer s.cmu.Unlock()
 	if err != nil {
 		msg := err.Error()
 		s.compactErr = &msg
+		s.cmu.Unlock()
 		return nil, err
 	}
 	s.compactErr = nil
 	if res.Removed > 0 {
 		s.compactions++
 	}
+	s.cmu.Unlock()
 	s.sawVersion(res.Dataset.Version())
+	if res.Removed > 0 {
+		// Rebuild the indexes over the rewritten fragments (the commit
+		// already stopped them claiming the removed ones).
+		s.indexAfter(ctx, "compaction", false)
+	}
 	return res, nil
 }
 

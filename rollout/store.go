@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/lance-context/lance-context/lance/index"
 	"github.com/lance-context/lance-context/lance/schema"
 	"github.com/lance-context/lance-context/lance/table"
 	"github.com/lance-context/lance-context/objstore"
@@ -65,6 +66,15 @@ type Options struct {
 	MaxMemtableBytes    int64 // or this many bytes; default 128 MiB
 	Logger              *slog.Logger
 	Cache               *GenCache // shared generation cache; default a private 256 MiB one
+	// IndexColumns are the columns kept under BTree indexes (nil means
+	// DefaultIndexColumns, empty means none); Indexes is the shared index
+	// lookup and page cache (default a private one); IndexMaxSegments caps
+	// the delta segments merges add before they consolidate (default 16);
+	// IndexTempDir holds an index build's spilled runs (default os.TempDir).
+	IndexColumns     []string
+	Indexes          *index.Finder
+	IndexMaxSegments int
+	IndexTempDir     string
 }
 
 func (o *Options) setDefaults() {
@@ -88,6 +98,12 @@ func (o *Options) setDefaults() {
 	}
 	if o.Cache == nil {
 		o.Cache = NewGenCache(256 << 20)
+	}
+	if o.Indexes == nil {
+		o.Indexes = index.NewFinder(0)
+	}
+	if o.IndexMaxSegments <= 0 {
+		o.IndexMaxSegments = 16
 	}
 }
 

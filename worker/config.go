@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lance-context/lance-context/rollout"
 )
 
 // Config is the worker's configuration. FromEnv documents every variable
@@ -28,6 +30,7 @@ type Config struct {
 	CleanupInterval       time.Duration // ROLLOUT_CLEANUP_INTERVAL_SECS, default 0 (off)
 	PendingWarn           int           // ROLLOUT_WAL_PENDING_WARN_GENERATIONS, default 256
 	PendingMax            int           // ROLLOUT_WAL_PENDING_MAX_GENERATIONS, default 4096
+	IndexColumns          []string      // LC_INDEX_COLUMNS: BTree-indexed columns, default id,rollout_id,problem_id ("none": no indexes)
 
 	MaxBodyBytes    int64         // LC_MAX_BODY_BYTES, default 67108864 (64 MiB)
 	MaxRecords      int           // LC_MAX_RECORDS_PER_REQUEST, default 10000
@@ -70,6 +73,11 @@ func FromEnv() (Config, error) {
 	c.ReadTimeout = secs("LC_HTTP_READ_TIMEOUT_SECS", 60)
 	c.WriteTimeout = secs("LC_HTTP_WRITE_TIMEOUT_SECS", 120)
 	c.IdleTimeout = secs("LC_HTTP_IDLE_TIMEOUT_SECS", 120)
+	if cols, ierr := rollout.IndexColumnsFromEnv(); ierr != nil && err == nil {
+		err = ierr
+	} else {
+		c.IndexColumns = cols
+	}
 	return c, err
 }
 

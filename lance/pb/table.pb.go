@@ -355,6 +355,10 @@ func (x *UUID) GetUuid() []byte {
 	return nil
 }
 
+// IndexMetadata describes one index (one delta of it) in a version's
+// IndexSection. fragment_bitmap is a serialized 32-bit Roaring bitmap of the
+// fragment ids the index covers; index_details is a google.protobuf.Any whose
+// type URL names the index type (e.g. "/lance.table.BTreeIndexDetails").
 type IndexMetadata struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Uuid           *UUID                  `protobuf:"bytes,1,opt,name=uuid,proto3" json:"uuid,omitempty"`
@@ -362,6 +366,10 @@ type IndexMetadata struct {
 	Name           string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
 	DatasetVersion uint64                 `protobuf:"varint,4,opt,name=dataset_version,json=datasetVersion,proto3" json:"dataset_version,omitempty"`
 	FragmentBitmap []byte                 `protobuf:"bytes,5,opt,name=fragment_bitmap,json=fragmentBitmap,proto3" json:"fragment_bitmap,omitempty"`
+	IndexDetails   *AnyMsg                `protobuf:"bytes,6,opt,name=index_details,json=indexDetails,proto3" json:"index_details,omitempty"`
+	IndexVersion   *int32                 `protobuf:"varint,7,opt,name=index_version,json=indexVersion,proto3,oneof" json:"index_version,omitempty"`
+	CreatedAt      *uint64                `protobuf:"varint,8,opt,name=created_at,json=createdAt,proto3,oneof" json:"created_at,omitempty"`
+	BaseId         *uint32                `protobuf:"varint,9,opt,name=base_id,json=baseId,proto3,oneof" json:"base_id,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -429,6 +437,34 @@ func (x *IndexMetadata) GetFragmentBitmap() []byte {
 		return x.FragmentBitmap
 	}
 	return nil
+}
+
+func (x *IndexMetadata) GetIndexDetails() *AnyMsg {
+	if x != nil {
+		return x.IndexDetails
+	}
+	return nil
+}
+
+func (x *IndexMetadata) GetIndexVersion() int32 {
+	if x != nil && x.IndexVersion != nil {
+		return *x.IndexVersion
+	}
+	return 0
+}
+
+func (x *IndexMetadata) GetCreatedAt() uint64 {
+	if x != nil && x.CreatedAt != nil {
+		return *x.CreatedAt
+	}
+	return 0
+}
+
+func (x *IndexMetadata) GetBaseId() uint32 {
+	if x != nil && x.BaseId != nil {
+		return *x.BaseId
+	}
+	return 0
 }
 
 type IndexSection struct {
@@ -722,6 +758,7 @@ type Transaction struct {
 	//	*Transaction_Append_
 	//	*Transaction_Delete_
 	//	*Transaction_Overwrite_
+	//	*Transaction_CreateIndex_
 	//	*Transaction_Rewrite_
 	//	*Transaction_Merge_
 	//	*Transaction_Update_
@@ -823,6 +860,15 @@ func (x *Transaction) GetOverwrite() *Transaction_Overwrite {
 	return nil
 }
 
+func (x *Transaction) GetCreateIndex() *Transaction_CreateIndex {
+	if x != nil {
+		if x, ok := x.Operation.(*Transaction_CreateIndex_); ok {
+			return x.CreateIndex
+		}
+	}
+	return nil
+}
+
 func (x *Transaction) GetRewrite() *Transaction_Rewrite {
 	if x != nil {
 		if x, ok := x.Operation.(*Transaction_Rewrite_); ok {
@@ -875,6 +921,10 @@ type Transaction_Overwrite_ struct {
 	Overwrite *Transaction_Overwrite `protobuf:"bytes,102,opt,name=overwrite,proto3,oneof"`
 }
 
+type Transaction_CreateIndex_ struct {
+	CreateIndex *Transaction_CreateIndex `protobuf:"bytes,103,opt,name=create_index,json=createIndex,proto3,oneof"`
+}
+
 type Transaction_Rewrite_ struct {
 	Rewrite *Transaction_Rewrite `protobuf:"bytes,104,opt,name=rewrite,proto3,oneof"`
 }
@@ -896,6 +946,8 @@ func (*Transaction_Append_) isTransaction_Operation() {}
 func (*Transaction_Delete_) isTransaction_Operation() {}
 
 func (*Transaction_Overwrite_) isTransaction_Operation() {}
+
+func (*Transaction_CreateIndex_) isTransaction_Operation() {}
 
 func (*Transaction_Rewrite_) isTransaction_Operation() {}
 
@@ -1505,6 +1557,58 @@ func (x *Transaction_UpdateConfig) GetSchemaMetadataUpdates() *Transaction_Updat
 	return nil
 }
 
+type Transaction_CreateIndex struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	NewIndices     []*IndexMetadata       `protobuf:"bytes,1,rep,name=new_indices,json=newIndices,proto3" json:"new_indices,omitempty"`
+	RemovedIndices []*IndexMetadata       `protobuf:"bytes,2,rep,name=removed_indices,json=removedIndices,proto3" json:"removed_indices,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *Transaction_CreateIndex) Reset() {
+	*x = Transaction_CreateIndex{}
+	mi := &file_table_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Transaction_CreateIndex) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Transaction_CreateIndex) ProtoMessage() {}
+
+func (x *Transaction_CreateIndex) ProtoReflect() protoreflect.Message {
+	mi := &file_table_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Transaction_CreateIndex.ProtoReflect.Descriptor instead.
+func (*Transaction_CreateIndex) Descriptor() ([]byte, []int) {
+	return file_table_proto_rawDescGZIP(), []int{8, 9}
+}
+
+func (x *Transaction_CreateIndex) GetNewIndices() []*IndexMetadata {
+	if x != nil {
+		return x.NewIndices
+	}
+	return nil
+}
+
+func (x *Transaction_CreateIndex) GetRemovedIndices() []*IndexMetadata {
+	if x != nil {
+		return x.RemovedIndices
+	}
+	return nil
+}
+
 type Transaction_Update struct {
 	state              protoimpl.MessageState `protogen:"open.v1"`
 	RemovedFragmentIds []uint64               `protobuf:"varint,1,rep,packed,name=removed_fragment_ids,json=removedFragmentIds,proto3" json:"removed_fragment_ids,omitempty"`
@@ -1517,7 +1621,7 @@ type Transaction_Update struct {
 
 func (x *Transaction_Update) Reset() {
 	*x = Transaction_Update{}
-	mi := &file_table_proto_msgTypes[23]
+	mi := &file_table_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1529,7 +1633,7 @@ func (x *Transaction_Update) String() string {
 func (*Transaction_Update) ProtoMessage() {}
 
 func (x *Transaction_Update) ProtoReflect() protoreflect.Message {
-	mi := &file_table_proto_msgTypes[23]
+	mi := &file_table_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1542,7 +1646,7 @@ func (x *Transaction_Update) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transaction_Update.ProtoReflect.Descriptor instead.
 func (*Transaction_Update) Descriptor() ([]byte, []int) {
-	return file_table_proto_rawDescGZIP(), []int{8, 9}
+	return file_table_proto_rawDescGZIP(), []int{8, 10}
 }
 
 func (x *Transaction_Update) GetRemovedFragmentIds() []uint64 {
@@ -1583,7 +1687,7 @@ type Transaction_Rewrite_RewriteGroup struct {
 
 func (x *Transaction_Rewrite_RewriteGroup) Reset() {
 	*x = Transaction_Rewrite_RewriteGroup{}
-	mi := &file_table_proto_msgTypes[26]
+	mi := &file_table_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1595,7 +1699,7 @@ func (x *Transaction_Rewrite_RewriteGroup) String() string {
 func (*Transaction_Rewrite_RewriteGroup) ProtoMessage() {}
 
 func (x *Transaction_Rewrite_RewriteGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_table_proto_msgTypes[26]
+	mi := &file_table_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1630,7 +1734,7 @@ var File_table_proto protoreflect.FileDescriptor
 const file_table_proto_rawDesc = "" +
 	"\n" +
 	"\vtable.proto\x12\vlance.table\x1a\n" +
-	"file.proto\";\n" +
+	"file.proto\x1a\vfile2.proto\";\n" +
 	"\tTimestamp\x12\x18\n" +
 	"\aseconds\x18\x01 \x01(\x03R\aseconds\x12\x14\n" +
 	"\x05nanos\x18\x02 \x01(\x05R\x05nanos\"\xdb\v\n" +
@@ -1683,13 +1787,22 @@ const file_table_proto_rawDesc = "" +
 	"\a_branchB\x16\n" +
 	"\x14_transaction_section\"\x1a\n" +
 	"\x04UUID\x12\x12\n" +
-	"\x04uuid\x18\x01 \x01(\fR\x04uuid\"\xb4\x01\n" +
+	"\x04uuid\x18\x01 \x01(\fR\x04uuid\"\x89\x03\n" +
 	"\rIndexMetadata\x12%\n" +
 	"\x04uuid\x18\x01 \x01(\v2\x11.lance.table.UUIDR\x04uuid\x12\x16\n" +
 	"\x06fields\x18\x02 \x03(\x05R\x06fields\x12\x12\n" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12'\n" +
 	"\x0fdataset_version\x18\x04 \x01(\x04R\x0edatasetVersion\x12'\n" +
-	"\x0ffragment_bitmap\x18\x05 \x01(\fR\x0efragmentBitmap\"D\n" +
+	"\x0ffragment_bitmap\x18\x05 \x01(\fR\x0efragmentBitmap\x12:\n" +
+	"\rindex_details\x18\x06 \x01(\v2\x15.lance.file.v2.AnyMsgR\findexDetails\x12(\n" +
+	"\rindex_version\x18\a \x01(\x05H\x00R\findexVersion\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"created_at\x18\b \x01(\x04H\x01R\tcreatedAt\x88\x01\x01\x12\x1c\n" +
+	"\abase_id\x18\t \x01(\rH\x02R\x06baseId\x88\x01\x01B\x10\n" +
+	"\x0e_index_versionB\r\n" +
+	"\v_created_atB\n" +
+	"\n" +
+	"\b_base_id\"D\n" +
 	"\fIndexSection\x124\n" +
 	"\aindices\x18\x01 \x03(\v2\x1a.lance.table.IndexMetadataR\aindices\"\xb0\x01\n" +
 	"\fDataFragment\x12\x0e\n" +
@@ -1718,7 +1831,7 @@ const file_table_proto_rawDesc = "" +
 	"\n" +
 	"\x06BITMAP\x10\x01B\n" +
 	"\n" +
-	"\b_base_id\"\x9c\x18\n" +
+	"\b_base_id\"\xf9\x19\n" +
 	"\vTransaction\x12!\n" +
 	"\fread_version\x18\x01 \x01(\x04R\vreadVersion\x12\x12\n" +
 	"\x04uuid\x18\x02 \x01(\tR\x04uuid\x12\x10\n" +
@@ -1726,7 +1839,8 @@ const file_table_proto_rawDesc = "" +
 	"\x16transaction_properties\x18\x04 \x03(\v23.lance.table.Transaction.TransactionPropertiesEntryR\x15transactionProperties\x129\n" +
 	"\x06append\x18d \x01(\v2\x1f.lance.table.Transaction.AppendH\x00R\x06append\x129\n" +
 	"\x06delete\x18e \x01(\v2\x1f.lance.table.Transaction.DeleteH\x00R\x06delete\x12B\n" +
-	"\toverwrite\x18f \x01(\v2\".lance.table.Transaction.OverwriteH\x00R\toverwrite\x12<\n" +
+	"\toverwrite\x18f \x01(\v2\".lance.table.Transaction.OverwriteH\x00R\toverwrite\x12I\n" +
+	"\fcreate_index\x18g \x01(\v2$.lance.table.Transaction.CreateIndexH\x00R\vcreateIndex\x12<\n" +
 	"\arewrite\x18h \x01(\v2 .lance.table.Transaction.RewriteH\x00R\arewrite\x126\n" +
 	"\x05merge\x18i \x01(\v2\x1e.lance.table.Transaction.MergeH\x00R\x05merge\x129\n" +
 	"\x06update\x18l \x01(\v2\x1f.lance.table.Transaction.UpdateH\x00R\x06update\x12L\n" +
@@ -1785,7 +1899,11 @@ const file_table_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1aA\n" +
 	"\x13SchemaMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a\xeb\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a\x8f\x01\n" +
+	"\vCreateIndex\x12;\n" +
+	"\vnew_indices\x18\x01 \x03(\v2\x1a.lance.table.IndexMetadataR\n" +
+	"newIndices\x12C\n" +
+	"\x0fremoved_indices\x18\x02 \x03(\v2\x1a.lance.table.IndexMetadataR\x0eremovedIndices\x1a\xeb\x01\n" +
 	"\x06Update\x120\n" +
 	"\x14removed_fragment_ids\x18\x01 \x03(\x04R\x12removedFragmentIds\x12F\n" +
 	"\x11updated_fragments\x18\x02 \x03(\v2\x19.lance.table.DataFragmentR\x10updatedFragments\x12>\n" +
@@ -1806,7 +1924,7 @@ func file_table_proto_rawDescGZIP() []byte {
 }
 
 var file_table_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_table_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_table_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_table_proto_goTypes = []any{
 	(DeletionFile_DeletionFileType)(0),       // 0: lance.table.DeletionFile.DeletionFileType
 	(*Timestamp)(nil),                        // 1: lance.table.Timestamp
@@ -1832,17 +1950,19 @@ var file_table_proto_goTypes = []any{
 	(*Transaction_UpdateMapEntry)(nil),       // 21: lance.table.Transaction.UpdateMapEntry
 	(*Transaction_UpdateMap)(nil),            // 22: lance.table.Transaction.UpdateMap
 	(*Transaction_UpdateConfig)(nil),         // 23: lance.table.Transaction.UpdateConfig
-	(*Transaction_Update)(nil),               // 24: lance.table.Transaction.Update
-	nil,                                      // 25: lance.table.Transaction.Overwrite.SchemaMetadataEntry
-	nil,                                      // 26: lance.table.Transaction.Overwrite.ConfigUpsertValuesEntry
-	(*Transaction_Rewrite_RewriteGroup)(nil), // 27: lance.table.Transaction.Rewrite.RewriteGroup
-	nil,                                      // 28: lance.table.Transaction.Merge.SchemaMetadataEntry
-	nil,                                      // 29: lance.table.Transaction.UpdateConfig.UpsertValuesEntry
-	nil,                                      // 30: lance.table.Transaction.UpdateConfig.SchemaMetadataEntry
-	(*Field)(nil),                            // 31: lance.file.Field
+	(*Transaction_CreateIndex)(nil),          // 24: lance.table.Transaction.CreateIndex
+	(*Transaction_Update)(nil),               // 25: lance.table.Transaction.Update
+	nil,                                      // 26: lance.table.Transaction.Overwrite.SchemaMetadataEntry
+	nil,                                      // 27: lance.table.Transaction.Overwrite.ConfigUpsertValuesEntry
+	(*Transaction_Rewrite_RewriteGroup)(nil), // 28: lance.table.Transaction.Rewrite.RewriteGroup
+	nil,                                      // 29: lance.table.Transaction.Merge.SchemaMetadataEntry
+	nil,                                      // 30: lance.table.Transaction.UpdateConfig.UpsertValuesEntry
+	nil,                                      // 31: lance.table.Transaction.UpdateConfig.SchemaMetadataEntry
+	(*Field)(nil),                            // 32: lance.file.Field
+	(*AnyMsg)(nil),                           // 33: lance.file.v2.AnyMsg
 }
 var file_table_proto_depIdxs = []int32{
-	31, // 0: lance.table.Manifest.fields:type_name -> lance.file.Field
+	32, // 0: lance.table.Manifest.fields:type_name -> lance.file.Field
 	6,  // 1: lance.table.Manifest.fragments:type_name -> lance.table.DataFragment
 	10, // 2: lance.table.Manifest.schema_metadata:type_name -> lance.table.Manifest.SchemaMetadataEntry
 	1,  // 3: lance.table.Manifest.timestamp:type_name -> lance.table.Timestamp
@@ -1851,45 +1971,49 @@ var file_table_proto_depIdxs = []int32{
 	13, // 6: lance.table.Manifest.config:type_name -> lance.table.Manifest.ConfigEntry
 	14, // 7: lance.table.Manifest.table_metadata:type_name -> lance.table.Manifest.TableMetadataEntry
 	3,  // 8: lance.table.IndexMetadata.uuid:type_name -> lance.table.UUID
-	4,  // 9: lance.table.IndexSection.indices:type_name -> lance.table.IndexMetadata
-	7,  // 10: lance.table.DataFragment.files:type_name -> lance.table.DataFile
-	8,  // 11: lance.table.DataFragment.deletion_file:type_name -> lance.table.DeletionFile
-	0,  // 12: lance.table.DeletionFile.file_type:type_name -> lance.table.DeletionFile.DeletionFileType
-	15, // 13: lance.table.Transaction.transaction_properties:type_name -> lance.table.Transaction.TransactionPropertiesEntry
-	16, // 14: lance.table.Transaction.append:type_name -> lance.table.Transaction.Append
-	17, // 15: lance.table.Transaction.delete:type_name -> lance.table.Transaction.Delete
-	18, // 16: lance.table.Transaction.overwrite:type_name -> lance.table.Transaction.Overwrite
-	19, // 17: lance.table.Transaction.rewrite:type_name -> lance.table.Transaction.Rewrite
-	20, // 18: lance.table.Transaction.merge:type_name -> lance.table.Transaction.Merge
-	24, // 19: lance.table.Transaction.update:type_name -> lance.table.Transaction.Update
-	23, // 20: lance.table.Transaction.update_config:type_name -> lance.table.Transaction.UpdateConfig
-	6,  // 21: lance.table.Transaction.Append.fragments:type_name -> lance.table.DataFragment
-	6,  // 22: lance.table.Transaction.Delete.updated_fragments:type_name -> lance.table.DataFragment
-	6,  // 23: lance.table.Transaction.Overwrite.fragments:type_name -> lance.table.DataFragment
-	31, // 24: lance.table.Transaction.Overwrite.schema:type_name -> lance.file.Field
-	25, // 25: lance.table.Transaction.Overwrite.schema_metadata:type_name -> lance.table.Transaction.Overwrite.SchemaMetadataEntry
-	26, // 26: lance.table.Transaction.Overwrite.config_upsert_values:type_name -> lance.table.Transaction.Overwrite.ConfigUpsertValuesEntry
-	6,  // 27: lance.table.Transaction.Rewrite.old_fragments:type_name -> lance.table.DataFragment
-	6,  // 28: lance.table.Transaction.Rewrite.new_fragments:type_name -> lance.table.DataFragment
-	27, // 29: lance.table.Transaction.Rewrite.groups:type_name -> lance.table.Transaction.Rewrite.RewriteGroup
-	6,  // 30: lance.table.Transaction.Merge.fragments:type_name -> lance.table.DataFragment
-	31, // 31: lance.table.Transaction.Merge.schema:type_name -> lance.file.Field
-	28, // 32: lance.table.Transaction.Merge.schema_metadata:type_name -> lance.table.Transaction.Merge.SchemaMetadataEntry
-	21, // 33: lance.table.Transaction.UpdateMap.update_entries:type_name -> lance.table.Transaction.UpdateMapEntry
-	29, // 34: lance.table.Transaction.UpdateConfig.upsert_values:type_name -> lance.table.Transaction.UpdateConfig.UpsertValuesEntry
-	30, // 35: lance.table.Transaction.UpdateConfig.schema_metadata:type_name -> lance.table.Transaction.UpdateConfig.SchemaMetadataEntry
-	22, // 36: lance.table.Transaction.UpdateConfig.config_updates:type_name -> lance.table.Transaction.UpdateMap
-	22, // 37: lance.table.Transaction.UpdateConfig.table_metadata_updates:type_name -> lance.table.Transaction.UpdateMap
-	22, // 38: lance.table.Transaction.UpdateConfig.schema_metadata_updates:type_name -> lance.table.Transaction.UpdateMap
-	6,  // 39: lance.table.Transaction.Update.updated_fragments:type_name -> lance.table.DataFragment
-	6,  // 40: lance.table.Transaction.Update.new_fragments:type_name -> lance.table.DataFragment
-	6,  // 41: lance.table.Transaction.Rewrite.RewriteGroup.old_fragments:type_name -> lance.table.DataFragment
-	6,  // 42: lance.table.Transaction.Rewrite.RewriteGroup.new_fragments:type_name -> lance.table.DataFragment
-	43, // [43:43] is the sub-list for method output_type
-	43, // [43:43] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	33, // 9: lance.table.IndexMetadata.index_details:type_name -> lance.file.v2.AnyMsg
+	4,  // 10: lance.table.IndexSection.indices:type_name -> lance.table.IndexMetadata
+	7,  // 11: lance.table.DataFragment.files:type_name -> lance.table.DataFile
+	8,  // 12: lance.table.DataFragment.deletion_file:type_name -> lance.table.DeletionFile
+	0,  // 13: lance.table.DeletionFile.file_type:type_name -> lance.table.DeletionFile.DeletionFileType
+	15, // 14: lance.table.Transaction.transaction_properties:type_name -> lance.table.Transaction.TransactionPropertiesEntry
+	16, // 15: lance.table.Transaction.append:type_name -> lance.table.Transaction.Append
+	17, // 16: lance.table.Transaction.delete:type_name -> lance.table.Transaction.Delete
+	18, // 17: lance.table.Transaction.overwrite:type_name -> lance.table.Transaction.Overwrite
+	24, // 18: lance.table.Transaction.create_index:type_name -> lance.table.Transaction.CreateIndex
+	19, // 19: lance.table.Transaction.rewrite:type_name -> lance.table.Transaction.Rewrite
+	20, // 20: lance.table.Transaction.merge:type_name -> lance.table.Transaction.Merge
+	25, // 21: lance.table.Transaction.update:type_name -> lance.table.Transaction.Update
+	23, // 22: lance.table.Transaction.update_config:type_name -> lance.table.Transaction.UpdateConfig
+	6,  // 23: lance.table.Transaction.Append.fragments:type_name -> lance.table.DataFragment
+	6,  // 24: lance.table.Transaction.Delete.updated_fragments:type_name -> lance.table.DataFragment
+	6,  // 25: lance.table.Transaction.Overwrite.fragments:type_name -> lance.table.DataFragment
+	32, // 26: lance.table.Transaction.Overwrite.schema:type_name -> lance.file.Field
+	26, // 27: lance.table.Transaction.Overwrite.schema_metadata:type_name -> lance.table.Transaction.Overwrite.SchemaMetadataEntry
+	27, // 28: lance.table.Transaction.Overwrite.config_upsert_values:type_name -> lance.table.Transaction.Overwrite.ConfigUpsertValuesEntry
+	6,  // 29: lance.table.Transaction.Rewrite.old_fragments:type_name -> lance.table.DataFragment
+	6,  // 30: lance.table.Transaction.Rewrite.new_fragments:type_name -> lance.table.DataFragment
+	28, // 31: lance.table.Transaction.Rewrite.groups:type_name -> lance.table.Transaction.Rewrite.RewriteGroup
+	6,  // 32: lance.table.Transaction.Merge.fragments:type_name -> lance.table.DataFragment
+	32, // 33: lance.table.Transaction.Merge.schema:type_name -> lance.file.Field
+	29, // 34: lance.table.Transaction.Merge.schema_metadata:type_name -> lance.table.Transaction.Merge.SchemaMetadataEntry
+	21, // 35: lance.table.Transaction.UpdateMap.update_entries:type_name -> lance.table.Transaction.UpdateMapEntry
+	30, // 36: lance.table.Transaction.UpdateConfig.upsert_values:type_name -> lance.table.Transaction.UpdateConfig.UpsertValuesEntry
+	31, // 37: lance.table.Transaction.UpdateConfig.schema_metadata:type_name -> lance.table.Transaction.UpdateConfig.SchemaMetadataEntry
+	22, // 38: lance.table.Transaction.UpdateConfig.config_updates:type_name -> lance.table.Transaction.UpdateMap
+	22, // 39: lance.table.Transaction.UpdateConfig.table_metadata_updates:type_name -> lance.table.Transaction.UpdateMap
+	22, // 40: lance.table.Transaction.UpdateConfig.schema_metadata_updates:type_name -> lance.table.Transaction.UpdateMap
+	4,  // 41: lance.table.Transaction.CreateIndex.new_indices:type_name -> lance.table.IndexMetadata
+	4,  // 42: lance.table.Transaction.CreateIndex.removed_indices:type_name -> lance.table.IndexMetadata
+	6,  // 43: lance.table.Transaction.Update.updated_fragments:type_name -> lance.table.DataFragment
+	6,  // 44: lance.table.Transaction.Update.new_fragments:type_name -> lance.table.DataFragment
+	6,  // 45: lance.table.Transaction.Rewrite.RewriteGroup.old_fragments:type_name -> lance.table.DataFragment
+	6,  // 46: lance.table.Transaction.Rewrite.RewriteGroup.new_fragments:type_name -> lance.table.DataFragment
+	47, // [47:47] is the sub-list for method output_type
+	47, // [47:47] is the sub-list for method input_type
+	47, // [47:47] is the sub-list for extension type_name
+	47, // [47:47] is the sub-list for extension extendee
+	0,  // [0:47] is the sub-list for field type_name
 }
 
 func init() { file_table_proto_init() }
@@ -1898,13 +2022,16 @@ func file_table_proto_init() {
 		return
 	}
 	file_file_proto_init()
+	file_file2_proto_init()
 	file_table_proto_msgTypes[1].OneofWrappers = []any{}
+	file_table_proto_msgTypes[3].OneofWrappers = []any{}
 	file_table_proto_msgTypes[6].OneofWrappers = []any{}
 	file_table_proto_msgTypes[7].OneofWrappers = []any{}
 	file_table_proto_msgTypes[8].OneofWrappers = []any{
 		(*Transaction_Append_)(nil),
 		(*Transaction_Delete_)(nil),
 		(*Transaction_Overwrite_)(nil),
+		(*Transaction_CreateIndex_)(nil),
 		(*Transaction_Rewrite_)(nil),
 		(*Transaction_Merge_)(nil),
 		(*Transaction_Update_)(nil),
@@ -1918,7 +2045,7 @@ func file_table_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_table_proto_rawDesc), len(file_table_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   30,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

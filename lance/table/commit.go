@@ -39,6 +39,9 @@ const (
 	// KindUpdate adds, replaces and removes fragments at once (merge-insert:
 	// new rows plus deletions of the rows they supersede).
 	KindUpdate
+	// KindCreateIndex adds and replaces index metadata (Change.IndexAdd,
+	// Change.IndexRemove); the index files are written before the commit.
+	KindCreateIndex
 )
 
 // Change is what one commit does to the latest version. A ChangeFunc builds
@@ -61,6 +64,10 @@ type Change struct {
 	SchemaMetadata map[string][]byte
 	// Predicate is recorded in delete transactions, for humans.
 	Predicate string
+	// IndexAdd lists index metadata to add to the index section; IndexRemove
+	// the uuids of indexes to drop from it (KindCreateIndex).
+	IndexAdd    []*pb.IndexMetadata
+	IndexRemove [][]byte
 }
 
 // ChangeFunc builds a Change against latest. It must not have side effects
@@ -197,6 +204,12 @@ func commitOnce(ctx context.Context, latest *Dataset, ch *Change) (*Dataset, err
 			return nil, err
 		}
 	}
+	if len(ch.IndexAdd) > 0 || len(ch.IndexRemove) > 0 {
+		var err error
+		if indexSection, err = applyIndexChange(indexSection, ch, m.Fragments); err != nil {
+			return nil, err
+		}
+	}
 
 	txn := buildTransaction(readVersion, ch, newFrags, latest)
 	txnName := fmt.Sprintf("%d-%s.txn", readVersion, txn.GetUuid())
@@ -278,6 +291,20 @@ func buildTransaction(readVersion uint64, ch *Change, newFrags []*pb.DataFragmen
 	case KindUpdate:
 		txn.Operation = &pb.Transaction_Update_{Update: &pb.Transaction_Update{
 			RemovedFragmentIds: ch.Removed, UpdatedFragments: ch.Updated, NewFragments: newFrags,
+		}}
+	case KindCreateIndex:
+		var removed []*pb.IndexMetadata
+		if idxs, err := latest.Indexes(); err == nil {
+			for _, idx := range idxs {
+				for _, u := range ch.IndexRemove {
+					if string(idx.GetUuid().GetUuid()) == string(u) {
+						removed = append(removed, idx)
+					}
+				}
+			}
+		}
+		txn.Operation = &pb.Transaction_CreateIndex_{CreateIndex: &pb.Transaction_CreateIndex{
+			NewIndices: ch.IndexAdd, RemovedIndices: removed,
 		}}
 	case KindUpdateConfig:
 		txn.Operation = &pb.Transaction_UpdateConfig_{UpdateConfig: &pb.Transaction_UpdateConfig{

@@ -9,7 +9,7 @@
 //	_transactions/{read_version}-{uuid}.txn   raw lance.table.Transaction
 //	_deletions/{frag}-{read_version}-{id}.bin Roaring bitmap of deleted offsets
 //	_deletions/{frag}-{read_version}-{id}.arrow  Arrow IPC file, one int32 column (read only)
-//	_indices/                                 written by LanceDB; we only carry its metadata
+//	_indices/{uuid}/                          index files (see lance/index)
 //
 // Manifest names: V2 (what we create) is the zero-padded 20-digit decimal
 // of (2^64-1 - version), so a lexical listing yields the newest first; V1 is
@@ -18,7 +18,8 @@
 //
 // # Manifest file bytes
 //
-//	[u32 len][IndexSection]   optional, copied byte for byte from the previous version
+//	[u32 len][IndexSection]   optional; carried from the previous version (unknown
+//	                          fields kept), changed by index commits and compaction
 //	[u32 len][Transaction]    the transaction of this version (also in _transactions/)
 //	[u32 len][Manifest]       Manifest.index_section / transaction_section hold the
 //	                          absolute offsets of the two prefixes above

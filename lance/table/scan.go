@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/RoaringBitmap/roaring/v2"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
@@ -44,6 +45,55 @@ type ScanOptions struct {
 	Limit       int64    // matching rows to return; <= 0 means all
 	BatchRows   int      // rows read per step; default 65536
 	WithRowAddr bool     // append a RowAddrColumn column
+	// Fragments, when non-nil, restricts the scan to these fragment ids (the
+	// fragments an index does not cover, say).
+	Fragments *roaring.Bitmap
+	// Index, when non-nil, is asked for the rows of one key predicate (an Eq
+	// on a string column or a non-negated In); in the fragments it covers
+	// only those rows are read. Every predicate is still evaluated on the
+	// rows read, so an index can narrow a scan but never add a wrong row.
+	Index RowFinder
+}
+
+// RowFinder finds rows by key through an index. Find returns the fragments
+// it covers in d and, for each covered fragment, the offsets (ascending) of
+// the rows whose column holds one of values. Deleted rows may be included;
+// the scan drops them.
+type RowFinder interface {
+	Find(ctx context.Context, d *Dataset, column string, values []string) (covered *roaring.Bitmap, rows map[uint64][]uint32, err error)
+}
+
+// keyLookup asks the finder for the rows of the first indexable predicate.
+// ok is false when no predicate is indexable or the finder covers nothing.
+func (d *Dataset) keyLookup(ctx context.Context, opts ScanOptions) (covered *roaring.Bitmap, rows map[uint64][]uint32, err error) {
+	if opts.Index == nil {
+		return nil, nil, nil
+	}
+	for _, w := range opts.Where {
+		if v, ok := w.Value.(string); ok {
+			if f := d.schema.Field(w.Column); f != nil && (f.Type.ID() == arrow.STRING || f.Type.ID() == arrow.LARGE_STRING) {
+				covered, rows, err = opts.Index.Find(ctx, d, w.Column, []string{v})
+				if err != nil || (covered != nil && !covered.IsEmpty()) {
+					return covered, rows, err
+				}
+			}
+		}
+	}
+	for _, in := range opts.In {
+		if in.Negate {
+			continue
+		}
+		vals := make([]string, 0, len(in.Values))
+		for v := range in.Values {
+			vals = append(vals, v)
+		}
+		slices.Sort(vals)
+		covered, rows, err = opts.Index.Find(ctx, d, in.Column, vals)
+		if err != nil || (covered != nil && !covered.IsEmpty()) {
+			return covered, rows, err
+		}
+	}
+	return nil, nil, nil
 }
 
 const defaultBatchRows = 64 << 10
@@ -74,9 +124,22 @@ func (d *Dataset) Scan(ctx context.Context, opts ScanOptions, fn func(arrow.Reco
 	if opts.WithRowAddr {
 		outSchema = arrow.NewSchema(append(outSchema.Fields(), arrow.Field{Name: RowAddrColumn, Type: arrow.PrimitiveTypes.Uint64}), nil)
 	}
+	covered, found, err := d.keyLookup(ctx, opts)
+	if err != nil {
+		return err
+	}
 	for _, frag := range d.Fragments() {
 		if remaining == 0 {
 			return nil
+		}
+		if opts.Fragments != nil && !opts.Fragments.Contains(uint32(frag.GetId())) {
+			continue
+		}
+		if covered != nil && covered.Contains(uint32(frag.GetId())) {
+			if err := d.scanRows(ctx, frag, proj, preds, found[frag.GetId()], &offset, &remaining, opts.WithRowAddr, outSchema, fn); err != nil {
+				return err
+			}
+			continue
 		}
 		if len(preds) == 0 && offset >= liveRows(frag) {
 			offset -= liveRows(frag) // skip whole fragments without reading them
@@ -105,6 +168,45 @@ func (d *Dataset) Scan(ctx context.Context, opts ScanOptions, fn func(arrow.Reco
 			if err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// scanRows scans only the given row offsets (ascending) of a fragment, in
+// runs of consecutive offsets, with the same predicates, deletions, offset
+// and limit as a full scan of the fragment.
+func (d *Dataset) scanRows(ctx context.Context, frag *pb.DataFragment, proj *schema.Schema, preds []predicate,
+	offsets []uint32, offset, remaining *int64, withAddr bool, out *arrow.Schema, fn func(arrow.RecordBatch) error) error {
+	if len(offsets) == 0 {
+		return nil
+	}
+	del, err := d.deletedRows(ctx, frag)
+	if err != nil {
+		return err
+	}
+	n := frag.GetPhysicalRows()
+	for i := 0; i < len(offsets) && *remaining != 0; {
+		j := i + 1
+		for j < len(offsets) && offsets[j] == offsets[j-1]+1 {
+			j++
+		}
+		s, e := int64(offsets[i]), int64(offsets[j-1])+1
+		i = j
+		if uint64(e) > n {
+			return fmt.Errorf("%w: index names row %d of fragment %d, which has %d rows", ErrCorrupt, e-1, frag.GetId(), n)
+		}
+		rec, err := d.scanChunk(ctx, frag, proj, preds, del, s, e, offset, remaining, withAddr, out)
+		if err != nil {
+			return err
+		}
+		if rec == nil {
+			continue
+		}
+		err = fn(rec)
+		rec.Release()
+		if err != nil {
+			return err
 		}
 	}
 	return nil

@@ -61,7 +61,7 @@ func TestLanceDBReadsRolloutBaseAfterMergesAndCompaction(t *testing.T) {
 			break
 		}
 	}
-	if _, err := s.Compact(ctx); err != nil {
+	if _, err := s.Compact(ctx, rollout.CompactOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	add("pending-1", "pending-2") // sealed but not merged: not in the base

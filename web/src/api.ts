@@ -86,7 +86,7 @@ export interface RecordPage {
   source: Source | string;
 }
 
-export type TaskKind = 'merge' | 'compact';
+export type TaskKind = 'merge' | 'compact' | 'index';
 export type TaskState = 'queued' | 'running' | 'done' | 'failed';
 
 export interface Task {

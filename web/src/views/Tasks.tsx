@@ -96,6 +96,7 @@ function EnqueueForm({ onCreated }: { onCreated: () => void }) {
         <select value={kind} onChange={(e) => setKind(e.target.value as TaskKind)} data-testid="task-kind">
           <option value="merge">merge</option>
           <option value="compact">compact</option>
+          <option value="index">index</option>
         </select>
       </label>
       <label>

@@ -1,0 +1,239 @@
+package index
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/lance-context/lance-context/lance/file"
+	"github.com/lance-context/lance-context/objstore"
+)
+
+// File and column names of a BTree index, as Lance writes them.
+const (
+	PagesFile   = "page_data.lance"
+	LookupFile  = "page_lookup.lance"
+	IndicesDir  = "_indices/"
+	valuesCol   = "values"
+	idsCol      = "ids"
+	batchSizeMD = "batch_size"
+	// DefaultBatchSize is the rows per page of page_data.lance (Lance's
+	// DEFAULT_BTREE_BATCH_SIZE).
+	DefaultBatchSize = 4096
+	// BTreeDetailsURL is the type URL of IndexMetadata.index_details for a
+	// BTree index (an empty lance.table.BTreeIndexDetails message).
+	BTreeDetailsURL = "/lance.table.BTreeIndexDetails"
+	// btreeIndexVersion is IndexMetadata.index_version for BTree indexes.
+	btreeIndexVersion = 0
+)
+
+// ErrCorrupt marks an index file that cannot be decoded as a BTree index.
+var ErrCorrupt = errors.New("lance/index: corrupt index")
+
+// BTree is an opened BTree index: its page lookup in memory, its pages read
+// on demand (and cached). It is immutable, like the files it reads.
+type BTree struct {
+	uuid      string
+	pages     *file.Reader
+	valuesID  int32
+	idsID     int32
+	batchSize int64
+	rows      int64
+	// Per page of page_data: first and last value (null when the page
+	// starts with nulls / is all null); pages are sorted ascending, nulls
+	// first, so maxs is non-decreasing once non-null.
+	mins, maxs       []string
+	minNull, maxNull []bool
+	cache            *pageCache
+}
+
+// indexDir is the directory of index files for uuid.
+func indexDir(uuid string) string { return IndicesDir + uuid + "/" }
+
+// openFile opens one Lance file of an index.
+func openFile(ctx context.Context, store objstore.Store, key string) (*file.Reader, error) {
+	info, err := store.Head(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("lance/index: %s: %w", key, err)
+	}
+	r, err := file.Open(ctx, source{store, key}, info.Size)
+	if err != nil {
+		return nil, fmt.Errorf("lance/index: open %s: %w", key, err)
+	}
+	return r, nil
+}
+
+type source struct {
+	store objstore.Store
+	key   string
+}
+
+func (s source) ReadRange(ctx context.Context, off, n int64) ([]byte, error) {
+	b, err := s.store.GetRange(ctx, s.key, off, n)
+	if err != nil {
+		return nil, fmt.Errorf("read %s [%d,+%d): %w", s.key, off, n, err)
+	}
+	return b, nil
+}
+
+// OpenBTree opens the BTree index stored under _indices/{uuid}/.
+func OpenBTree(ctx context.Context, store objstore.Store, uuid string, cache *pageCache) (*BTree, error) {
+	lookup, err := openFile(ctx, store, indexDir(uuid)+LookupFile)
+	if err != nil {
+		return nil, err
+	}
+	pages, err := openFile(ctx, store, indexDir(uuid)+PagesFile)
+	if err != nil {
+		return nil, err
+	}
+	t := &BTree{uuid: uuid, pages: pages, batchSize: DefaultBatchSize, rows: pages.NumRows(), cache: cache}
+	if bs, ok := lookup.Schema().Metadata[batchSizeMD]; ok {
+		n, err := strconv.ParseInt(string(bs), 10, 64)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%w: %s: batch_size %q", ErrCorrupt, uuid, bs)
+		}
+		t.batchSize = n
+	}
+	ps := pages.Schema()
+	if len(ps.Fields) != 2 || !isString(ps.Fields[0].Type) || ps.Fields[1].Type.ID() != arrow.UINT64 {
+		return nil, fmt.Errorf("%w: %s: page_data is not (string values, uint64 ids); only string keys are supported", ErrCorrupt, uuid)
+	}
+	t.valuesID, t.idsID = ps.Fields[0].ID, ps.Fields[1].ID
+	ls := lookup.Schema()
+	if len(ls.Fields) < 4 || !isString(ls.Fields[0].Type) || !isString(ls.Fields[1].Type) {
+		return nil, fmt.Errorf("%w: %s: page_lookup is not (min, max, null_count, page_idx)", ErrCorrupt, uuid)
+	}
+	n := lookup.NumRows()
+	rec, err := lookup.Read(ctx, []int32{ls.Fields[0].ID, ls.Fields[1].ID, ls.Fields[3].ID}, 0, n)
+	if err != nil {
+		return nil, fmt.Errorf("lance/index: read %s lookup: %w", uuid, err)
+	}
+	defer rec.Release()
+	mins, maxs := strs(rec.Column(0)), strs(rec.Column(1))
+	idx, ok := rec.Column(2).(*array.Uint32)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s: page_idx is %s", ErrCorrupt, uuid, rec.Column(2).DataType())
+	}
+	// Lance writes one lookup row per page, page_idx ascending from 0.
+	for i := 0; i < int(n); i++ {
+		if int(idx.Value(i)) != i {
+			return nil, fmt.Errorf("%w: %s: lookup row %d names page %d", ErrCorrupt, uuid, i, idx.Value(i))
+		}
+		t.mins = append(t.mins, mins.value(i))
+		t.maxs = append(t.maxs, maxs.value(i))
+		t.minNull = append(t.minNull, mins.IsNull(i))
+		t.maxNull = append(t.maxNull, maxs.IsNull(i))
+	}
+	if want := (t.rows + t.batchSize - 1) / t.batchSize; want != n {
+		return nil, fmt.Errorf("%w: %s: %d lookup rows for %d values in pages of %d", ErrCorrupt, uuid, n, t.rows, t.batchSize)
+	}
+	return t, nil
+}
+
+func isString(t arrow.DataType) bool {
+	return t.ID() == arrow.STRING || t.ID() == arrow.LARGE_STRING
+}
+
+// strArr is a string or large-string array.
+type strArr struct {
+	arrow.Array
+	value func(int) string
+}
+
+func strs(a arrow.Array) strArr {
+	switch s := a.(type) {
+	case *array.String:
+		return strArr{a, s.Value}
+	case *array.LargeString:
+		return strArr{a, s.Value}
+	}
+	return strArr{a, func(int) string { return "" }}
+}
+
+// page is one decoded page of page_data, kept as Arrow arrays (values are
+// compared in place, without a Go string per value).
+type page struct {
+	values strArr
+	ids    *array.Uint64
+	bytes  int64
+}
+
+func (p *page) size() int64 { return p.bytes }
+
+func (p *page) len() int { return p.ids.Len() }
+
+func (t *BTree) readPage(ctx context.Context, i int) (*page, error) {
+	key := pageKey{t.uuid, i}
+	if p, ok := t.cache.get(key); ok {
+		return p, nil
+	}
+	s := int64(i) * t.batchSize
+	e := min(s+t.batchSize, t.rows)
+	rec, err := t.pages.Read(ctx, []int32{t.valuesID, t.idsID}, s, e)
+	if err != nil {
+		return nil, fmt.Errorf("lance/index: read %s page %d: %w", t.uuid, i, err)
+	}
+	// The arrays outlive the record (they are retained by the page); memory
+	// comes from the Go allocator and is reclaimed by the GC.
+	ids, ok := rec.Column(1).(*array.Uint64)
+	if !ok || ids.NullN() > 0 || !isString(rec.Column(0).DataType()) {
+		return nil, fmt.Errorf("%w: %s page %d: bad values or row ids", ErrCorrupt, t.uuid, i)
+	}
+	vals := strs(rec.Column(0))
+	vals.Retain()
+	ids.Retain()
+	p := &page{values: vals, ids: ids}
+	for _, a := range []arrow.Array{vals, ids} {
+		for _, b := range a.Data().Buffers() {
+			if b != nil {
+				p.bytes += int64(b.Len())
+			}
+		}
+	}
+	rec.Release()
+	t.cache.put(key, p)
+	return p, nil
+}
+
+// search returns the first row of the page whose value is >= v (nulls
+// sort first).
+func (p *page) search(v string) int {
+	return sort.Search(p.len(), func(j int) bool { return !p.values.IsNull(j) && p.values.value(j) >= v })
+}
+
+// entry returns row j of the page.
+func (p *page) entry(j int) entry {
+	if p.values.IsNull(j) {
+		return entry{null: true, addr: p.ids.Value(j)}
+	}
+	return entry{v: p.values.value(j), addr: p.ids.Value(j)}
+}
+
+// Equal appends to out the row addresses (fragment id << 32 | offset) of
+// the rows whose value is v.
+func (t *BTree) Equal(ctx context.Context, v string, out []uint64) ([]uint64, error) {
+	np := len(t.maxs)
+	// First page whose max >= v (null maxes come first and are below v).
+	p := sort.Search(np, func(i int) bool { return !t.maxNull[i] && t.maxs[i] >= v })
+	for ; p < np; p++ {
+		if !t.minNull[p] && t.mins[p] > v {
+			break
+		}
+		pg, err := t.readPage(ctx, p)
+		if err != nil {
+			return out, err
+		}
+		for j := pg.search(v); j < pg.len() && !pg.values.IsNull(j) && pg.values.value(j) == v; j++ {
+			out = append(out, pg.ids.Value(j))
+		}
+	}
+	return out, nil
+}
+
+// Rows returns the number of values the index holds.
+func (t *BTree) Rows() int64 { return t.rows }

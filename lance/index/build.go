@@ -1,0 +1,557 @@
+package index
+
+import (
+	"bufio"
+	"container/heap"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/google/uuid"
+
+	"github.com/lance-context/lance-context/lance/file"
+	"github.com/lance-context/lance-context/lance/pb"
+	"github.com/lance-context/lance-context/lance/schema"
+	"github.com/lance-context/lance-context/lance/table"
+)
+
+// Failpoint, when set, is called at each step of an index build and
+// commit with the step's name ("scanned", "page", "pages-written",
+// "files-written", "committed"). Crash tests kill the process there.
+var Failpoint func(step string)
+
+func failpoint(step string) {
+	if Failpoint != nil {
+		Failpoint(step)
+	}
+}
+
+// DefaultRunBytes bounds the (value, row address) pairs a build holds in
+// memory before it sorts them and spills them to a temporary run file.
+const DefaultRunBytes = 64 << 20
+
+// BuildOptions tune a build.
+type BuildOptions struct {
+	// Name of the index; default "{column}_idx", the name LanceDB gives.
+	Name string
+	// Fragments to read values from; nil means every fragment of the
+	// version.
+	Fragments *roaring.Bitmap
+	// Base, when set, is an existing BTree index on the same column whose
+	// entries are carried over (for the fragments of its bitmap that are
+	// still in the version; deleted rows are dropped), merged with the
+	// values read from Fragments. This is how an index is brought up to
+	// date with new fragments without re-reading the old ones.
+	Base *pb.IndexMetadata
+	// RunBytes bounds memory (DefaultRunBytes when 0); TempDir holds the
+	// spilled runs (os.TempDir() when empty).
+	RunBytes int64
+	TempDir  string
+	// BatchSize is the rows per page (DefaultBatchSize when 0).
+	BatchSize int
+	// Delta makes Update add a segment over the uncovered fragments beside
+	// the existing segments instead of replacing them.
+	Delta bool
+}
+
+// entry is one indexed value and the address of its row.
+type entry struct {
+	v    string
+	null bool
+	addr uint64
+}
+
+// less orders entries as Lance sorts BTree training data: ascending, nulls
+// first; ties by row address (any order is valid, this one is stable).
+func less(a, b entry) bool {
+	if a.null != b.null {
+		return a.null
+	}
+	if a.v != b.v {
+		return a.v < b.v
+	}
+	return a.addr < b.addr
+}
+
+func cmpEntry(a, b entry) int {
+	if less(a, b) {
+		return -1
+	}
+	if less(b, a) {
+		return 1
+	}
+	return 0
+}
+
+// Build writes a BTree index over column of ds under _indices/{uuid}/ and
+// returns its metadata, ready to commit (see Commit). It does not commit.
+// Memory is bounded by opts.RunBytes plus one page per spilled run.
+func Build(ctx context.Context, ds *table.Dataset, column string, opts BuildOptions) (*pb.IndexMetadata, error) {
+	f := ds.Schema().Field(column)
+	if f == nil {
+		return nil, fmt.Errorf("lance/index: no column %q", column)
+	}
+	if !isString(f.Type) {
+		return nil, fmt.Errorf("lance/index: column %q is %s; only string columns can be indexed", column, f.Type)
+	}
+	if opts.Name == "" {
+		opts.Name = column + "_idx"
+	}
+	if opts.RunBytes <= 0 {
+		opts.RunBytes = DefaultRunBytes
+	}
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = DefaultBatchSize
+	}
+	live := roaring.New()
+	for _, fr := range ds.Fragments() {
+		live.Add(uint32(fr.GetId()))
+	}
+	scan := live.Clone()
+	if opts.Fragments != nil {
+		scan.And(opts.Fragments)
+	}
+	covered := scan.Clone()
+
+	var sources []source2
+	defer func() {
+		for _, s := range sources {
+			s.close()
+		}
+	}()
+	if opts.Base != nil {
+		bm, err := table.FragmentBitmap(opts.Base)
+		if err != nil {
+			return nil, err
+		}
+		bm.And(live)
+		bm.AndNot(scan) // fragments scanned afresh are not carried over
+		if !bm.IsEmpty() {
+			bt, err := OpenBTree(ctx, ds.Store(), uuidString(opts.Base), nil)
+			if err != nil {
+				return nil, err
+			}
+			sources = append(sources, &baseSource{ctx: ctx, ds: ds, t: bt, keep: bm, dels: map[uint64]*roaring.Bitmap{}})
+			covered.Or(bm)
+		}
+	}
+
+	// Read the new fragments' values, spilling sorted runs past RunBytes.
+	var buf []entry
+	var bufBytes int64
+	spilled := false
+	flush := func() error {
+		if len(buf) == 0 {
+			return nil
+		}
+		slices.SortFunc(buf, cmpEntry)
+		r, err := spill(opts.TempDir, buf)
+		if err != nil {
+			return err
+		}
+		sources = append(sources, r)
+		buf, bufBytes, spilled = buf[:0], 0, true
+		return nil
+	}
+	if !scan.IsEmpty() {
+		err := ds.Scan(ctx, table.ScanOptions{Columns: []string{column}, WithRowAddr: true, Fragments: scan}, func(b arrow.RecordBatch) error {
+			vals, addrs := strs(b.Column(0)), b.Column(1).(*array.Uint64)
+			for i := 0; i < int(b.NumRows()); i++ {
+				e := entry{addr: addrs.Value(i), null: vals.IsNull(i)}
+				if !e.null {
+					e.v = strings.Clone(vals.value(i))
+				}
+				buf = append(buf, e)
+				bufBytes += int64(len(e.v)) + 48
+				if bufBytes >= opts.RunBytes {
+					if err := flush(); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("lance/index: read %s: %w", column, err)
+		}
+	}
+	if !spilled {
+		// Sort in memory when nothing was spilled.
+		slices.SortFunc(buf, cmpEntry)
+		sources = append(sources, &sliceSource{s: buf})
+	} else if err := flush(); err != nil {
+		return nil, err
+	}
+
+	failpoint("scanned")
+	id := uuid.New()
+	if err := writeBTree(ctx, ds, id.String(), f, sources, opts.BatchSize); err != nil {
+		return nil, err
+	}
+	bitmap, err := table.EncodeFragmentBitmap(covered)
+	if err != nil {
+		return nil, err
+	}
+	version := int32(btreeIndexVersion)
+	created := uint64(time.Now().UnixMilli())
+	return &pb.IndexMetadata{
+		Uuid:           &pb.UUID{Uuid: id[:]},
+		Fields:         []int32{f.ID},
+		Name:           opts.Name,
+		DatasetVersion: ds.Version(),
+		FragmentBitmap: bitmap,
+		IndexDetails:   &pb.AnyMsg{TypeUrl: BTreeDetailsURL},
+		IndexVersion:   &version,
+		CreatedAt:      &created,
+	}, nil
+}
+
+// uuidString formats IndexMetadata.uuid (16 raw bytes) as the directory
+// name Lance uses.
+func uuidString(m *pb.IndexMetadata) string {
+	u, err := uuid.FromBytes(m.GetUuid().GetUuid())
+	if err != nil {
+		return fmt.Sprintf("%x", m.GetUuid().GetUuid())
+	}
+	return u.String()
+}
+
+// UUID returns the index's uuid as Lance's directory name.
+func UUID(m *pb.IndexMetadata) string { return uuidString(m) }
+
+// writeBTree merges the sorted sources into page_data.lance, page by page,
+// and writes page_lookup.lance with each page's min, max and null count.
+func writeBTree(ctx context.Context, ds *table.Dataset, id string, f *schema.Field, sources []source2, batchSize int) (err error) {
+	store := ds.Store()
+	pagesSchema, err := schema.FromArrow(arrow.NewSchema([]arrow.Field{
+		{Name: valuesCol, Type: f.Type, Nullable: true},
+		{Name: idsCol, Type: arrow.PrimitiveTypes.Uint64, Nullable: true},
+	}, nil), 0)
+	if err != nil {
+		return err
+	}
+	obj, err := store.Create(ctx, indexDir(id)+PagesFile)
+	if err != nil {
+		return fmt.Errorf("lance/index: create %s: %w", PagesFile, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = obj.Abort()
+		}
+	}()
+	w, err := file.NewWriter(obj, pagesSchema, file.WriterOptions{})
+	if err != nil {
+		return err
+	}
+	h := &mergeHeap{}
+	for _, s := range sources {
+		e, ok, err := s.next()
+		if err != nil {
+			return err
+		}
+		if ok {
+			h.items = append(h.items, headItem{e, s})
+		}
+	}
+	heap.Init(h)
+
+	alloc := memory.DefaultAllocator
+	var mins, maxs []entry
+	var nulls []uint32
+	vb := newStringBuilder(alloc, f.Type)
+	ib := array.NewUint64Builder(alloc)
+	defer vb.Release()
+	defer ib.Release()
+	var first, last entry
+	var pageNulls uint32
+	n := 0
+	emit := func() error {
+		if n == 0 {
+			return nil
+		}
+		va, ia := vb.NewArray(), ib.NewArray()
+		rec := array.NewRecordBatch(pagesSchema.Arrow(), []arrow.Array{va, ia}, int64(n))
+		va.Release()
+		ia.Release()
+		werr := w.Write(rec)
+		rec.Release()
+		if werr != nil {
+			return werr
+		}
+		failpoint("page")
+		mins, maxs, nulls = append(mins, first), append(maxs, last), append(nulls, pageNulls)
+		n, pageNulls = 0, 0
+		return nil
+	}
+	for h.Len() > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		top := h.items[0]
+		e := top.e
+		if nx, ok, err := top.src.next(); err != nil {
+			return err
+		} else if ok {
+			h.items[0].e = nx
+			heap.Fix(h, 0)
+		} else {
+			heap.Pop(h)
+		}
+		if n == 0 {
+			first = e
+		}
+		last = e
+		if e.null {
+			vb.AppendNull()
+			pageNulls++
+		} else {
+			vb.Append(e.v)
+		}
+		ib.Append(e.addr)
+		n++
+		if n == batchSize {
+			if err := emit(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := emit(); err != nil {
+		return err
+	}
+	if _, err := w.Finish(); err != nil {
+		return err
+	}
+	if err := obj.Close(); err != nil {
+		return fmt.Errorf("lance/index: write %s: %w", PagesFile, err)
+	}
+	failpoint("pages-written")
+
+	lookupArrow := arrow.NewSchema([]arrow.Field{
+		{Name: "min", Type: f.Type, Nullable: true},
+		{Name: "max", Type: f.Type, Nullable: true},
+		{Name: "null_count", Type: arrow.PrimitiveTypes.Uint32},
+		{Name: "page_idx", Type: arrow.PrimitiveTypes.Uint32},
+	}, func() *arrow.Metadata {
+		m := arrow.NewMetadata([]string{batchSizeMD}, []string{strconv.Itoa(batchSize)})
+		return &m
+	}())
+	lookupSchema, err := schema.FromArrow(lookupArrow, 0)
+	if err != nil {
+		return err
+	}
+	minB, maxB := newStringBuilder(alloc, f.Type), newStringBuilder(alloc, f.Type)
+	nb, pb2 := array.NewUint32Builder(alloc), array.NewUint32Builder(alloc)
+	for i := range mins {
+		for _, x := range []struct {
+			b stringBuilder
+			e entry
+		}{{minB, mins[i]}, {maxB, maxs[i]}} {
+			if x.e.null {
+				x.b.AppendNull()
+			} else {
+				x.b.Append(x.e.v)
+			}
+		}
+		nb.Append(nulls[i])
+		pb2.Append(uint32(i))
+	}
+	cols := []arrow.Array{minB.NewArray(), maxB.NewArray(), nb.NewArray(), pb2.NewArray()}
+	rec := array.NewRecordBatch(lookupArrow, cols, int64(len(mins)))
+	for _, c := range cols {
+		c.Release()
+	}
+	defer rec.Release()
+	lobj, err := store.Create(ctx, indexDir(id)+LookupFile)
+	if err != nil {
+		return fmt.Errorf("lance/index: create %s: %w", LookupFile, err)
+	}
+	lw, err := file.NewWriter(lobj, lookupSchema, file.WriterOptions{})
+	if err == nil && len(mins) > 0 {
+		err = lw.Write(rec)
+	}
+	if err == nil {
+		_, err = lw.Finish()
+	}
+	if err != nil {
+		_ = lobj.Abort()
+		return err
+	}
+	if err := lobj.Close(); err != nil {
+		return fmt.Errorf("lance/index: write %s: %w", LookupFile, err)
+	}
+	failpoint("files-written")
+	return nil
+}
+
+type stringBuilder interface {
+	Append(string)
+	AppendNull()
+	NewArray() arrow.Array
+	Release()
+}
+
+func newStringBuilder(alloc memory.Allocator, t arrow.DataType) stringBuilder {
+	if t.ID() == arrow.LARGE_STRING {
+		return array.NewLargeStringBuilder(alloc)
+	}
+	return array.NewStringBuilder(alloc)
+}
+
+// source2 yields entries in ascending order.
+type source2 interface {
+	next() (entry, bool, error)
+	close()
+}
+
+type sliceSource struct {
+	s []entry
+	i int
+}
+
+func (s *sliceSource) next() (entry, bool, error) {
+	if s.i >= len(s.s) {
+		return entry{}, false, nil
+	}
+	s.i++
+	return s.s[s.i-1], true, nil
+}
+func (s *sliceSource) close() {}
+
+// runSource reads a spilled run: [u8 null][u32 len][bytes][u64 addr]...
+type runSource struct {
+	f *os.File
+	r *bufio.Reader
+}
+
+func spill(dir string, es []entry) (*runSource, error) {
+	f, err := os.CreateTemp(dir, "lance-index-run-*")
+	if err != nil {
+		return nil, fmt.Errorf("lance/index: spill: %w", err)
+	}
+	// Unlinked at once: the run lives only as long as the open file, so a
+	// crash leaves nothing behind.
+	_ = os.Remove(f.Name())
+	w := bufio.NewWriterSize(f, 1<<20)
+	var hdr [13]byte
+	for _, e := range es {
+		hdr[0] = 0
+		if e.null {
+			hdr[0] = 1
+		}
+		binary.LittleEndian.PutUint32(hdr[1:], uint32(len(e.v)))
+		binary.LittleEndian.PutUint64(hdr[5:], e.addr)
+		if _, err := w.Write(hdr[:]); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("lance/index: spill: %w", err)
+		}
+		if _, err := w.WriteString(e.v); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("lance/index: spill: %w", err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lance/index: spill: %w", err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lance/index: spill: %w", err)
+	}
+	return &runSource{f: f, r: bufio.NewReaderSize(f, 64<<10)}, nil
+}
+
+func (s *runSource) next() (entry, bool, error) {
+	var hdr [13]byte
+	if _, err := io.ReadFull(s.r, hdr[:]); err != nil {
+		if errors.Is(err, io.EOF) {
+			return entry{}, false, nil
+		}
+		return entry{}, false, fmt.Errorf("lance/index: read run: %w", err)
+	}
+	v := make([]byte, binary.LittleEndian.Uint32(hdr[1:]))
+	if _, err := io.ReadFull(s.r, v); err != nil {
+		return entry{}, false, fmt.Errorf("lance/index: read run: %w", err)
+	}
+	return entry{v: string(v), null: hdr[0] == 1, addr: binary.LittleEndian.Uint64(hdr[5:])}, true, nil
+}
+func (s *runSource) close() { s.f.Close() }
+
+// baseSource streams an existing index's entries, page by page, keeping
+// only live rows of the fragments in keep.
+type baseSource struct {
+	ctx  context.Context
+	ds   *table.Dataset
+	t    *BTree
+	keep *roaring.Bitmap
+	dels map[uint64]*roaring.Bitmap
+	pg   *page
+	p, i int
+}
+
+func (s *baseSource) next() (entry, bool, error) {
+	for {
+		if s.pg == nil || s.i >= s.pg.len() {
+			if s.pg != nil {
+				s.p++
+			}
+			if s.p >= len(s.t.maxs) {
+				return entry{}, false, nil
+			}
+			pg, err := s.t.readPage(s.ctx, s.p)
+			if err != nil {
+				return entry{}, false, err
+			}
+			s.pg, s.i = pg, 0
+		}
+		i := s.i
+		s.i++
+		e := s.pg.entry(i)
+		addr := e.addr
+		frag := addr >> 32
+		if !s.keep.Contains(uint32(frag)) {
+			continue
+		}
+		del, ok := s.dels[frag]
+		if !ok {
+			var err error
+			if del, err = s.ds.DeletedRows(s.ctx, frag); err != nil {
+				return entry{}, false, err
+			}
+			s.dels[frag] = del
+		}
+		if del != nil && del.Contains(uint32(addr)) {
+			continue
+		}
+		e.v = strings.Clone(e.v) // outlives the page in the merge heap
+		return e, true, nil
+	}
+}
+func (s *baseSource) close() {}
+
+type headItem struct {
+	e   entry
+	src source2
+}
+
+type mergeHeap struct{ items []headItem }
+
+func (h *mergeHeap) Len() int           { return len(h.items) }
+func (h *mergeHeap) Less(i, j int) bool { return less(h.items[i].e, h.items[j].e) }
+func (h *mergeHeap) Swap(i, j int)      { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *mergeHeap) Push(x any)         { h.items = append(h.items, x.(headItem)) }
+func (h *mergeHeap) Pop() any {
+	x := h.items[len(h.items)-1]
+	h.items = h.items[:len(h.items)-1]
+	return x
+}

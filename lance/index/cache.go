@@ -1,0 +1,66 @@
+package index
+
+import (
+	"container/list"
+	"sync"
+)
+
+type pageKey struct {
+	uuid string
+	page int
+}
+
+// pageCache is an LRU of decoded index pages, bounded by bytes. Index files
+// are immutable (a new uuid for every rebuild), so entries never go stale.
+type pageCache struct {
+	mu    sync.Mutex
+	max   int64
+	bytes int64
+	ll    *list.List
+	m     map[pageKey]*list.Element
+}
+
+type cacheEntry struct {
+	key pageKey
+	p   *page
+	n   int64
+}
+
+// NewPageCache returns a cache holding up to maxBytes of decoded pages.
+func NewPageCache(maxBytes int64) *pageCache {
+	return &pageCache{max: maxBytes, ll: list.New(), m: map[pageKey]*list.Element{}}
+}
+
+func (c *pageCache) get(k pageKey) (*page, bool) {
+	if c == nil {
+		return nil, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.m[k]; ok {
+		c.ll.MoveToFront(e)
+		return e.Value.(*cacheEntry).p, true
+	}
+	return nil, false
+}
+
+func (c *pageCache) put(k pageKey, p *page) {
+	if c == nil {
+		return
+	}
+	n := p.size()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[k]; ok || n > c.max {
+		return
+	}
+	c.m[k] = c.ll.PushFront(&cacheEntry{k, p, n})
+	c.bytes += n
+	for c.bytes > c.max {
+		e := c.ll.Back()
+		ce := e.Value.(*cacheEntry)
+		c.ll.Remove(e)
+		delete(c.m, ce.key)
+		c.bytes -= ce.n
+	}
+}

@@ -1,0 +1,74 @@
+// Package index reads and writes Lance scalar (BTree) indexes in Lance's
+// own format, so LanceDB and pylance use the indexes we build and we use
+// theirs. The facts below come from the Lance repository (protos/table.proto,
+// protos/index_old.proto, protos/transaction.proto,
+// rust/lance-index/src/scalar/btree.rs, flat.rs, lance_format.rs,
+// rust/lance/src/index.rs) and were checked against LanceDB 0.31.0 in
+// test/interop.
+//
+// # Manifest: the index section
+//
+// Index metadata is not in the Manifest message: the manifest file holds a
+// length-prefixed lance.table.IndexSection{indices=1} before the
+// transaction, and Manifest.index_section is its offset (see lance/table).
+// Each lance.table.IndexMetadata:
+//
+//	uuid=1             UUID{uuid=1: 16 raw bytes}; the files live in _indices/{uuid}/
+//	fields=2           field ids (one for a scalar index)
+//	name=3             unique per version; LanceDB names it "{column}_idx"
+//	dataset_version=4  the version the index was built from
+//	fragment_bitmap=5  portable 32-bit Roaring bitmap of the fragment ids covered
+//	index_details=6    google.protobuf.Any; a BTree has type_url
+//	                   "/lance.table.BTreeIndexDetails" (bare leading slash)
+//	                   and an empty value
+//	index_version=7    0 for BTree
+//	created_at=8       ms since the epoch
+//	base_id=9          base path id (unused here)
+//
+// Several IndexMetadata may share a name (delta segments). A query uses an
+// index only for the fragments in its bitmap that are still in the version;
+// every other fragment is scanned. Deleted rows stay in the index and are
+// dropped at read time through the fragments' deletion files. An index is
+// committed with a CreateIndex transaction (operation 103:
+// new_indices=1, removed_indices=2); replacing an index removes the old
+// uuid and adds the new one in the same commit.
+//
+// # Row addresses
+//
+// Without stable row ids (feature flag 2, which we never set) a row id is
+// its address: fragment id << 32 | row offset within the fragment,
+// counting deleted rows.
+//
+// # Files under _indices/{uuid}/ (Lance 2.0 files, footer version 0.3)
+//
+//	page_data.lance    columns values (the key type, nullable) and ids
+//	                   (uint64, nullable; the row addresses): every indexed
+//	                   row, sorted by value ascending, nulls first. Page i is
+//	                   rows [i*batch_size, (i+1)*batch_size); the file's own
+//	                   pages need not line up with these.
+//	page_lookup.lance  one row per page: min (first value of the page, null
+//	                   if that is null), max (last value), null_count
+//	                   (uint32), page_idx (uint32, 0, 1, ...). Schema
+//	                   metadata batch_size = "4096" (the default; a reader
+//	                   takes 4096 when absent).
+//
+// Equality (and IN) searches find the pages whose [min, max] holds the value
+// by binary search over the lookup, read those pages and binary-search
+// them.
+//
+// # Building and maintenance
+//
+// Build streams the column with row addresses, sorts runs of bounded size
+// (BuildOptions.RunBytes) and spills them to unlinked temporary files, then
+// k-way merges the runs into page_data. Update brings an index up to date
+// with new fragments by merging the existing index's pages (only fragments
+// still live, deleted rows dropped) with the new fragments' sorted values
+// into a new index, committed in place of the old one under the same name
+// (what Lance's optimize does for a BTree). A commit narrows a new index's
+// bitmap to the fragments of the version it lands on, so an index built
+// while a compaction removed fragments never claims them. Files of an
+// index that was never committed are garbage no manifest names; Lance's
+// cleanup removes them.
+//
+// Only string keys (utf8, large_utf8) are supported.
+package index

@@ -1,0 +1,278 @@
+package index
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/RoaringBitmap/roaring/v2"
+
+	"github.com/lance-context/lance-context/lance/pb"
+	"github.com/lance-context/lance-context/lance/table"
+	"github.com/lance-context/lance-context/objstore"
+)
+
+// DefaultCacheBytes bounds the decoded index pages a Finder keeps.
+const DefaultCacheBytes = 256 << 20
+
+// maxTrees bounds the opened indexes a Finder keeps (lookup tables only;
+// their pages live in the page cache).
+const maxTrees = 256
+
+// Finder answers key lookups through the BTree indexes of a table, for
+// table.ScanOptions.Index. It caches opened indexes by uuid and decoded
+// pages by (uuid, page): index files never change once written.
+type Finder struct {
+	cache *pageCache
+	mu    sync.Mutex
+	trees map[treeKey]*BTree
+}
+
+type treeKey struct {
+	store objstore.Store
+	uuid  string
+}
+
+// NewFinder returns a Finder whose page cache holds up to cacheBytes
+// (DefaultCacheBytes when <= 0).
+func NewFinder(cacheBytes int64) *Finder {
+	if cacheBytes <= 0 {
+		cacheBytes = DefaultCacheBytes
+	}
+	return &Finder{cache: NewPageCache(cacheBytes), trees: map[treeKey]*BTree{}}
+}
+
+// IsBTree reports whether m describes a BTree scalar index.
+func IsBTree(m *pb.IndexMetadata) bool {
+	u := m.GetIndexDetails().GetTypeUrl()
+	return strings.HasSuffix(u, ".BTreeIndexDetails")
+}
+
+// BTreeIndexes returns the BTree indexes of d on column (a single-column
+// index on that field). LanceDB may keep several (delta segments).
+func BTreeIndexes(d *table.Dataset, column string) ([]*pb.IndexMetadata, error) {
+	f := d.Schema().Field(column)
+	if f == nil {
+		return nil, nil
+	}
+	all, err := d.Indexes()
+	if err != nil {
+		return nil, err
+	}
+	var out []*pb.IndexMetadata
+	for _, m := range all {
+		if len(m.GetFields()) == 1 && m.GetFields()[0] == f.ID && IsBTree(m) {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// liveFragments returns the fragment ids of d.
+func liveFragments(d *table.Dataset) *roaring.Bitmap {
+	bm := roaring.New()
+	for _, f := range d.Fragments() {
+		bm.Add(uint32(f.GetId()))
+	}
+	return bm
+}
+
+// Covered returns the fragments of d that BTree indexes on column cover.
+func Covered(d *table.Dataset, column string) (*roaring.Bitmap, error) {
+	idxs, err := BTreeIndexes(d, column)
+	if err != nil {
+		return nil, err
+	}
+	out := roaring.New()
+	for _, m := range idxs {
+		bm, err := table.FragmentBitmap(m)
+		if err != nil {
+			return nil, err
+		}
+		out.Or(bm)
+	}
+	out.And(liveFragments(d))
+	return out, nil
+}
+
+func (f *Finder) tree(ctx context.Context, store objstore.Store, uuid string) (*BTree, error) {
+	k := treeKey{store, uuid}
+	f.mu.Lock()
+	t, ok := f.trees[k]
+	f.mu.Unlock()
+	if ok {
+		return t, nil
+	}
+	t, err := OpenBTree(ctx, store, uuid, f.cache)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	if len(f.trees) >= maxTrees {
+		for k := range f.trees { // evict an arbitrary one; reopening is cheap
+			delete(f.trees, k)
+			break
+		}
+	}
+	f.trees[k] = t
+	f.mu.Unlock()
+	return t, nil
+}
+
+// Find implements table.RowFinder: the fragments of d that BTree indexes
+// on column cover, and in them the offsets of rows whose value is one of
+// values (deleted rows included; the scan drops them). covered is nil when
+// no index covers any fragment of d.
+func (f *Finder) Find(ctx context.Context, d *table.Dataset, column string, values []string) (*roaring.Bitmap, map[uint64][]uint32, error) {
+	idxs, err := BTreeIndexes(d, column)
+	if err != nil || len(idxs) == 0 {
+		return nil, nil, err
+	}
+	live := liveFragments(d)
+	covered := roaring.New()
+	rows := map[uint64][]uint32{}
+	var addrs []uint64
+	for _, m := range idxs {
+		bm, err := table.FragmentBitmap(m)
+		if err != nil {
+			return nil, nil, err
+		}
+		bm.And(live)
+		if bm.IsEmpty() {
+			continue
+		}
+		t, err := f.tree(ctx, d.Store(), uuidString(m))
+		if err != nil {
+			return nil, nil, fmt.Errorf("lance/index: index %s on %s: %w", m.GetName(), column, err)
+		}
+		addrs = addrs[:0]
+		for _, v := range values {
+			if addrs, err = t.Equal(ctx, v, addrs); err != nil {
+				return nil, nil, err
+			}
+		}
+		for _, a := range addrs {
+			// An index answers only for the fragments of its bitmap; rows it
+			// holds for other fragments (removed by a compaction) are ignored.
+			if frag := a >> 32; bm.Contains(uint32(frag)) {
+				rows[frag] = append(rows[frag], uint32(a))
+			}
+		}
+		covered.Or(bm)
+	}
+	if covered.IsEmpty() {
+		return nil, nil, nil
+	}
+	for k, offs := range rows {
+		slices.Sort(offs)
+		rows[k] = slices.Compact(offs)
+	}
+	return covered, rows, nil
+}
+
+// Result says what Update did.
+type Result struct {
+	Column   string
+	Built    bool   // a new index was committed
+	Index    string // uuid of the index now covering the column
+	Version  uint64 // table version committed (0 when nothing changed)
+	NewRows  int64  // rows of fragments newly covered
+	Replaced int    // index segments replaced
+}
+
+// Update brings the BTree index on column up to date with the latest
+// version of the table at store: it builds one when there is none, or
+// merges the existing index with the fragments it does not cover yet,
+// writes the new index files and commits them in place of the old index
+// (one CreateIndex commit, the same name). With nothing to do it returns
+// Built=false. A concurrent commit that replaced the index first makes it
+// fail with table.ErrConflict; the files it wrote are then removed.
+func Update(ctx context.Context, store objstore.Store, column string, opts BuildOptions) (*Result, error) {
+	ds, err := table.Open(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Column: column}
+	idxs, err := BTreeIndexes(ds, column)
+	if err != nil {
+		return nil, err
+	}
+	live := liveFragments(ds)
+	covered := roaring.New()
+	for _, m := range idxs {
+		bm, err := table.FragmentBitmap(m)
+		if err != nil {
+			return nil, err
+		}
+		covered.Or(bm)
+	}
+	missing := live.Clone()
+	missing.AndNot(covered)
+	stale := false // an index claims fragments that are gone
+	for _, m := range idxs {
+		bm, _ := table.FragmentBitmap(m)
+		if roaring.AndNot(bm, live).GetCardinality() > 0 {
+			stale = true
+		}
+	}
+	if len(idxs) > 0 && missing.IsEmpty() && !stale && len(idxs) == 1 {
+		res.Index = uuidString(idxs[0])
+		return res, nil
+	}
+	if opts.Delta && len(idxs) > 0 && !stale {
+		// A new segment over the uncovered fragments only, beside the
+		// existing ones (what Lance's optimize does with
+		// num_indices_to_merge = 0): cost O(new rows).
+		opts.Base, opts.Fragments = nil, missing
+		if opts.Name == "" {
+			opts.Name = idxs[0].GetName()
+		}
+		idxs = nil
+	} else if len(idxs) == 1 {
+		opts.Base = idxs[0]
+		opts.Fragments = missing
+		if opts.Name == "" {
+			opts.Name = idxs[0].GetName()
+		}
+	} else {
+		opts.Base, opts.Fragments = nil, nil
+		if len(idxs) > 0 && opts.Name == "" {
+			opts.Name = idxs[0].GetName()
+		}
+	}
+	for _, fr := range ds.Fragments() {
+		if opts.Fragments == nil || opts.Fragments.Contains(uint32(fr.GetId())) {
+			res.NewRows += int64(fr.GetPhysicalRows())
+		}
+	}
+	m, err := Build(ctx, ds, column, opts)
+	if err != nil {
+		return nil, err
+	}
+	remove := make([][]byte, len(idxs))
+	for i, x := range idxs {
+		remove[i] = x.GetUuid().GetUuid()
+	}
+	nd, err := table.Commit(ctx, store, func(ctx context.Context, latest *table.Dataset) (*table.Change, error) {
+		return &table.Change{Kind: table.KindCreateIndex, IndexAdd: []*pb.IndexMetadata{m}, IndexRemove: remove}, nil
+	})
+	if err != nil {
+		if errors.Is(err, table.ErrConflict) {
+			Remove(ctx, store, uuidString(m))
+		}
+		return nil, fmt.Errorf("lance/index: commit index on %s: %w", column, err)
+	}
+	failpoint("committed")
+	res.Built, res.Index, res.Version, res.Replaced = true, uuidString(m), nd.Version(), len(idxs)
+	return res, nil
+}
+
+// Remove deletes the files of an index that no manifest names (best
+// effort; Lance's cleanup also removes such files).
+func Remove(ctx context.Context, store objstore.Store, uuid string) {
+	_ = store.Delete(ctx, indexDir(uuid)+PagesFile)
+	_ = store.Delete(ctx, indexDir(uuid)+LookupFile)
+}

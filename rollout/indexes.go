@@ -1,0 +1,134 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/lance-context/lance-context/lance/index"
+	"github.com/lance-context/lance-context/lance/table"
+)
+
+// DefaultIndexColumns are the columns a store keeps BTree indexes on: the
+// keys reads name (get and blob by id, trajectory by rollout_id, filters by
+// problem_id) and the merge's superseded-row check (id).
+var DefaultIndexColumns = []string{ColID, ColRolloutID, ColProblemID}
+
+// IndexColumnsEnv overrides the indexed columns of a process: a comma
+// separated list of string columns, or "none".
+const IndexColumnsEnv = "LC_INDEX_COLUMNS"
+
+// ParseIndexColumns parses an IndexColumnsEnv value: "" means the
+// defaults, "none" no indexes. Every column must be a string column of the
+// rollout schema.
+func ParseIndexColumns(v string) ([]string, error) {
+	v = strings.TrimSpace(v)
+	switch v {
+	case "":
+		return DefaultIndexColumns, nil
+	case "none":
+		return []string{}, nil
+	}
+	var out []string
+	for _, c := range strings.Split(v, ",") {
+		c = strings.TrimSpace(c)
+		f, _ := Schema.FieldsByName(c)
+		if len(f) == 0 || f[0].Type.ID() != arrow.STRING {
+			return nil, fmt.Errorf("%s: %q is not a string column of the rollout schema", IndexColumnsEnv, c)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// IndexColumnsFromEnv returns the indexed columns IndexColumnsEnv asks for.
+func IndexColumnsFromEnv() ([]string, error) { return ParseIndexColumns(os.Getenv(IndexColumnsEnv)) }
+
+func (s *Store) indexColumns() []string {
+	if s.opts.IndexColumns == nil {
+		return DefaultIndexColumns
+	}
+	return s.opts.IndexColumns
+}
+
+// finder is the index lookup reads and merges pass to table scans; nil
+// when the store keeps no indexes (scans then read every fragment).
+func (s *Store) finder() table.RowFinder {
+	if len(s.indexColumns()) == 0 {
+		return nil
+	}
+	return s.opts.Indexes
+}
+
+// IndexResult says what an index pass did, per column.
+type IndexResult struct {
+	Columns  []*index.Result `json:"columns"`
+	Duration time.Duration   `json:"duration_ns"`
+}
+
+// Index brings every indexed column's BTree index up to date with the base
+// table as one segment: it builds missing indexes, merges the fragments an
+// index does not cover yet (after merges and compaction) and consolidates
+// delta segments. It is the scheduler's index task; merges and compaction
+// call it too. Readers stay correct at every step: a fragment outside an
+// index's bitmap is scanned.
+func (s *Store) Index(ctx context.Context) (*IndexResult, error) {
+	return s.index(ctx, false)
+}
+
+// index updates every indexed column; delta adds a segment over the new
+// fragments instead of rewriting the index (cost O(new rows)), unless the
+// column already has IndexMaxSegments segments.
+func (s *Store) index(ctx context.Context, delta bool) (*IndexResult, error) {
+	start := time.Now()
+	res := &IndexResult{}
+	var ds *table.Dataset
+	for _, col := range s.indexColumns() {
+		if ds == nil {
+			var err error
+			if ds, err = table.Open(ctx, s.root); err != nil {
+				return res, err
+			}
+		}
+		if ds.Schema().Field(col) == nil {
+			continue // a store created before the column existed
+		}
+		d := delta
+		if d {
+			idxs, err := index.BTreeIndexes(ds, col)
+			if err != nil {
+				return res, err
+			}
+			d = len(idxs) > 0 && len(idxs) < s.opts.IndexMaxSegments
+		}
+		r, err := index.Update(ctx, s.root, col, index.BuildOptions{Delta: d, TempDir: s.opts.IndexTempDir})
+		if err != nil {
+			return res, fmt.Errorf("rollout: index %s: %w", col, err)
+		}
+		if r.Built {
+			ds = nil // re-open: the index section changed
+		}
+		res.Columns = append(res.Columns, r)
+	}
+	res.Duration = time.Since(start)
+	return res, nil
+}
+
+// indexAfter keeps the indexes up with a merge or a compaction. The data
+// commit is already durable: an index left behind by an error only costs
+// speed (uncovered fragments are scanned) and the next pass catches up.
+func (s *Store) indexAfter(ctx context.Context, what string, delta bool) {
+	if len(s.indexColumns()) == 0 {
+		return
+	}
+	res, err := s.index(ctx, delta)
+	if err != nil {
+		s.opts.Logger.Warn("rollout: index maintenance failed; uncovered fragments are scanned until the next pass", "store", s.name, "after", what, "err", err)
+		return
+	}
+	s.opts.Logger.Debug("rollout: indexes updated", "store", s.name, "after", what, "took", res.Duration)
+}
