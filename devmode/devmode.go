@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -115,10 +116,10 @@ func Run(ctx context.Context, o Options) error {
 	r.Use(m.Metrics().Middleware)
 	r.NotFound(httpapi.NotFound)
 	r.MethodNotAllowed(httpapi.MethodNotAllowed)
-	r.Use(httpapi.Auth(wcfg.APIToken, func(p string) bool { return httpapi.IsHealth(p) || len(p) < 5 || p[:5] != "/api/" }))
+	r.Use(httpapi.Auth(wcfg.APIToken, func(p string) bool { return httpapi.IsPublic(p) || len(p) < 5 || p[:5] != "/api/" }))
 	ws.Mount(r)
 	m.Mount(r, false)
-	r.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	r.Handle("/*", web.Handler())
 
 	ln, err := net.Listen("tcp", o.Listen)

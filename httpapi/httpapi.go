@@ -165,6 +165,20 @@ func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 // IsHealth reports whether path is a health check, exempt from auth.
 func IsHealth(path string) bool { return strings.HasSuffix(path, "/health") }
 
+// IsPublic reports whether path needs no token: health checks and the API
+// document.
+func IsPublic(path string) bool { return IsHealth(path) || path == OpenAPIPath }
+
+// OpenAPIPath is where both services serve api.OpenAPI.
+const OpenAPIPath = "/api/v1/openapi.json"
+
+// OpenAPI serves the API document.
+func OpenAPI(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(api.OpenAPI)))
+	_, _ = w.Write(api.OpenAPI)
+}
+
 // PathParam returns a URL parameter, unescaped. chi matches on the escaped
 // path when the URL has escapes (RawPath set), so an id like "a/b" sent as
 // "a%2Fb" arrives escaped; unescape it once.

@@ -292,6 +292,9 @@ func (m *Master) Mount(r chi.Router, withHealth bool) {
 			httpapi.WriteJSON(w, http.StatusOK, api.Health{Status: "ok", Role: "master", InstanceID: m.cfg.ID, Version: buildinfo.Version()})
 		})
 	}
+	if withHealth { // dev mode mounts the worker's, which is the same
+		r.Get(httpapi.OpenAPIPath, httpapi.OpenAPI)
+	}
 	r.Get("/api/v1/experiments", m.listExperiments)
 	r.Route("/api/v1/experiments/{name}", func(r chi.Router) {
 		r.Get("/", m.getExperiment)

@@ -18,9 +18,9 @@ func (m *Master) Handler(reg *prometheus.Registry, token string) http.Handler {
 	r.Use(m.metrics.Middleware)
 	r.NotFound(httpapi.NotFound)
 	r.MethodNotAllowed(httpapi.MethodNotAllowed)
-	r.Use(httpapi.Auth(token, func(p string) bool { return httpapi.IsHealth(p) || !strings.HasPrefix(p, "/api/") }))
+	r.Use(httpapi.Auth(token, func(p string) bool { return httpapi.IsPublic(p) || !strings.HasPrefix(p, "/api/") }))
 	m.Mount(r, true)
-	r.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	r.Handle("/*", web.Handler())
 	return r
 }

@@ -77,9 +77,9 @@ func (s *Server) Handler() http.Handler {
 	r.Use(s.metrics.Middleware)
 	r.NotFound(httpapi.NotFound)
 	r.MethodNotAllowed(httpapi.MethodNotAllowed)
-	r.Use(httpapi.Auth(s.cfg.APIToken, httpapi.IsHealth))
+	r.Use(httpapi.Auth(s.cfg.APIToken, httpapi.IsPublic))
 	s.Mount(r)
-	r.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
 	return r
 }
 
@@ -88,6 +88,7 @@ func (s *Server) Mount(r chi.Router) {
 	r.Get("/api/v1/health", func(w http.ResponseWriter, _ *http.Request) {
 		httpapi.WriteJSON(w, http.StatusOK, api.Health{Status: "ok", Role: "worker", InstanceID: s.cfg.InstanceID, ShardID: s.catalog.Shard(), Version: buildinfo.Version()})
 	})
+	r.Get(httpapi.OpenAPIPath, httpapi.OpenAPI)
 	r.Route("/api/v1/rollouts", func(r chi.Router) {
 		r.Post("/", s.createStore)
 		r.Get("/", s.listStores)
