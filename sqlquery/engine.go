@@ -202,39 +202,55 @@ func (e *Engine) Query(ctx context.Context, req Request) (*Result, error) {
 		return nil, invalidf("sql is empty; send one SELECT statement")
 	}
 	lim := req.Limits.withDefaults(e.limits)
+	res := &Result{}
+	q, err := e.session(ctx, req.Store, src, lim, func(qctx context.Context, c *duckdb.Conn) error {
+		return run(qctx, c, req, lim, res)
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.RowsScanned = q.scanned.Load()
+	res.Scans = q.scanStats()
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+func (q *query) scanStats() []ScanStat {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := []ScanStat{}
+	for _, s := range q.scans {
+		out = append(out, ScanStat{Store: s.store, Source: string(s.source), Columns: s.projected, Rows: s.rows.Load()})
+	}
+	return out
+}
+
+// session runs fn on a fresh sandboxed database, within the time limit,
+// and classifies its failure.
+func (e *Engine) session(ctx context.Context, store string, src rollout.Source, lim Limits, fn func(context.Context, *duckdb.Conn) error) (*query, error) {
 	qctx, cancel := context.WithTimeout(ctx, lim.MaxTime)
-	q := &query{ctx: qctx, open: e.open, source: src, store: req.Store, limits: lim}
+	q := &query{ctx: qctx, open: e.open, source: src, store: store, limits: lim}
 	defer func() {
 		cancel()
 		q.wg.Wait() // scan producers end with the query
 	}()
-
 	db, conn, err := e.sandbox(qctx, q)
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close()
 	defer conn.Close()
-
-	res := &Result{}
 	err = conn.Raw(func(dc any) error {
 		c, ok := dc.(*duckdb.Conn)
 		if !ok {
 			return fmt.Errorf("sqlquery: driver connection is %T", dc)
 		}
-		return run(qctx, c, req, lim, res)
+		return fn(qctx, c)
 	})
 	if err != nil {
 		return nil, q.classify(ctx, qctx, err)
 	}
-	res.RowsScanned = q.scanned.Load()
-	q.mu.Lock()
-	for _, s := range q.scans {
-		res.Scans = append(res.Scans, ScanStat{Store: s.store, Source: string(s.source), Columns: s.projected, Rows: s.rows.Load()})
-	}
-	q.mu.Unlock()
-	res.Elapsed = time.Since(start)
-	return res, nil
+	return q, nil
 }
 
 // sandbox opens an in-memory database that can read no file, network or

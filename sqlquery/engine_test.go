@@ -329,3 +329,83 @@ func TestArrowAndJSONValues(t *testing.T) {
 		t.Fatalf("arrow: %d rows, ids %v", n, ids)
 	}
 }
+
+func TestCharts(t *testing.T) {
+	f := newFixture(t, Limits{})
+	f.store(t, "empty", 0, false)
+	ch, err := f.eng.Charts(context.Background(), "empty", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ch.RewardByPolicyVersion)+len(ch.RewardOverTime)+len(ch.LengthHist)+len(ch.LengthOverTime)+len(ch.IngestRate) != 0 || ch.RewardOverTime == nil {
+		t.Fatalf("empty store charts = %+v", ch)
+	}
+
+	one := f.store(t, "one", 1, true)
+	_ = one
+	ch, err = f.eng.Charts(context.Background(), "one", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ch.RewardByPolicyVersion) != 1 || ch.RewardByPolicyVersion[0].Count != 1 || ch.RewardByPolicyVersion[0].P10 != 0 ||
+		len(ch.LengthHist) != 1 || ch.LengthHist[0] != (Bin{Lo: 0, Hi: 1, Count: 1}) ||
+		len(ch.RewardOverTime) != 1 || ch.RewardOverTime[0].T != "2026-01-01T00:00:00Z" || len(ch.IngestRate) != 1 {
+		t.Fatalf("single point charts = %+v", ch)
+	}
+
+	f.store(t, "exp", 300, true)
+	ch, err = f.eng.Charts(context.Background(), "exp", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 300 minutes of data: 5-minute buckets of 5 rows.
+	if ch.BucketSeconds != 300 || len(ch.IngestRate) != 60 || ch.IngestRate[0].Rows != 5 {
+		t.Fatalf("ingest = %d buckets of %d s: %+v", len(ch.IngestRate), ch.BucketSeconds, ch.IngestRate[:2])
+	}
+	var n int64
+	for _, b := range ch.LengthHist {
+		n += b.Count
+		if b.Lo < 0 || b.Hi > 11 {
+			t.Fatalf("bin %+v outside num_output_tokens 0..10", b)
+		}
+	}
+	if n != 300 || len(ch.RewardByPolicyVersion) != 3 || ch.RewardByPolicyVersion[0].PolicyVersion != "v0" {
+		t.Fatalf("hist total %d, by version %+v", n, ch.RewardByPolicyVersion)
+	}
+	p := ch.RewardByPolicyVersion[1]
+	if !(p.P10 < p.Mean && p.Mean < p.P90) || p.Count != 100 {
+		t.Fatalf("band %+v", p)
+	}
+}
+
+// Rows without num_output_tokens count their content length.
+func TestChartsLengthFallsBackToContent(t *testing.T) {
+	f := newFixture(t, Limits{})
+	ctx := context.Background()
+	s, err := f.cat.Create(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, []rollout.Record{
+		{ID: "a", RolloutID: "r", ProblemID: "p", Role: "assistant", Content: ptr("hello"), NumOutputTokens: ptr(int32(2))},
+		{ID: "b", RolloutID: "r", ProblemID: "p", Role: "assistant", Content: ptr("hello")},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := f.eng.Charts(ctx, "c", rollout.SourceAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lens []int64
+	for _, b := range ch.LengthHist {
+		for i := int64(0); i < b.Count; i++ {
+			lens = append(lens, b.Lo)
+		}
+	}
+	if !slices.Equal(lens, []int64{2, 5}) {
+		t.Fatalf("lengths %v (hist %+v), want 2 and 5", lens, ch.LengthHist)
+	}
+}

@@ -117,9 +117,9 @@ type scanSource struct {
 	off       int
 }
 
-func (s *scanSource) ColumnInfos() []duckdb.ColumnInfo { return s.infos }
+func (s *scanSource) ColumnInfos() []duckdb.ColumnInfo     { return s.infos }
 func (s *scanSource) Cardinality() *duckdb.CardinalityInfo { return nil }
-func (s *scanSource) Init()                             {}
+func (s *scanSource) Init()                                {}
 
 // start learns the projection from the chunk (a column DuckDB did not
 // project has no vector) and starts the store scan of those columns.
