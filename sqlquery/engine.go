@@ -457,7 +457,10 @@ func (q *query) classify(parent, qctx context.Context, err error) error {
 	if errors.As(err, &le) || errors.Is(err, ErrInvalid) {
 		return err
 	}
-	if first := q.firstErr(); first != nil {
+	// A scan's own limit or refusal explains DuckDB's error; a scan that
+	// failed because the time limit ended the query does not.
+	first := q.firstErr()
+	if first != nil && (errors.As(first, &le) || errors.Is(first, ErrInvalid)) {
 		return first
 	}
 	if parent.Err() == nil && errors.Is(qctx.Err(), context.DeadlineExceeded) {
@@ -465,6 +468,9 @@ func (q *query) classify(parent, qctx context.Context, err error) error {
 	}
 	if perr := parent.Err(); perr != nil {
 		return perr
+	}
+	if first != nil {
+		return first
 	}
 	var de *duckdb.Error
 	if errors.As(err, &de) {

@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lance-context/lance-context/objstore"
 	"github.com/lance-context/lance-context/rollout"
@@ -240,6 +242,12 @@ func TestEscapesRefused(t *testing.T) {
 		"CALL pragma_version()",
 		"EXPORT DATABASE '/tmp/x'",
 		"SELECT * FROM read_csv('https://example.com/x.csv')",
+		"SELECT * FROM read_blob('/etc/passwd')",
+		"SELECT * FROM duckdb_secrets()",
+		"SELECT getenv('HOME')",
+		"SELECT * FROM query('SET memory_limit=''10GB''')",
+		"SELECT * FROM query('ATTACH '':memory:'' AS x')",
+		"  /* c */ -- c\n pragma version",
 	} {
 		_, err := f.eng.Query(context.Background(), Request{Store: "exp", SQL: sql})
 		if !errors.Is(err, ErrInvalid) {
@@ -278,6 +286,53 @@ func TestLimits(t *testing.T) {
 	res = f.query(t, "small", "SELECT * FROM range(10)", "")
 	if len(res.Rows) != 10 || res.Truncated {
 		t.Fatalf("at the limit: %d rows, truncated %v", len(res.Rows), res.Truncated)
+	}
+}
+
+// slowTable delivers one-row batches, sleeping between them.
+type slowTable struct{ delay time.Duration }
+
+func (s slowTable) Scan(ctx context.Context, o rollout.ScanOptions, fn func(arrow.RecordBatch) error) error {
+	fields := make([]arrow.Field, len(o.Columns))
+	arrs := make([]arrow.Array, len(o.Columns))
+	for i, c := range o.Columns {
+		fields[i] = rollout.Schema.Field(rollout.Schema.FieldIndices(c)[0])
+		arrs[i] = array.MakeArrayOfNull(memory.DefaultAllocator, fields[i].Type, 1)
+	}
+	rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), arrs, 1)
+	defer rec.Release()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(s.delay):
+		}
+		if err := fn(rec); err != nil {
+			return err
+		}
+	}
+}
+
+// A scan still running at the time limit ends the query with the time
+// limit named, not as a storage fault.
+func TestTimeLimitDuringScan(t *testing.T) {
+	slow := func(context.Context, string) (Table, error) { return slowTable{time.Millisecond}, nil }
+	eng := New(slow, Limits{MaxTime: 300 * time.Millisecond, MaxRowsScanned: 1 << 40})
+	start := time.Now()
+	_, err := eng.Query(context.Background(), Request{Store: "s", SQL: "SELECT count(*) FROM records"})
+	var le *LimitError
+	if !errors.As(err, &le) || le.Limit != "max_query_time" {
+		t.Fatalf("got %v, want max_query_time", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("the query took %v to stop", d)
+	}
+	// A caller that goes away is not a limit.
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	eng = New(slow, Limits{MaxRowsScanned: 1 << 40})
+	if _, err := eng.Query(ctx, Request{Store: "s", SQL: "SELECT count(*) FROM records"}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("caller's deadline: %v", err)
 	}
 }
 
