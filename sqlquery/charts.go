@@ -96,7 +96,7 @@ func (e *Engine) Charts(ctx context.Context, store string, src rollout.Source) (
 		RewardByPolicyVersion: []PolicyPoint{}, RewardOverTime: []TimePoint{}, LengthHist: []Bin{},
 		LengthOverTime: []LengthPoint{}, IngestRate: []RatePoint{},
 	}
-	q, err := e.session(ctx, store, src, e.limits, func(ctx context.Context, c *duckdb.Conn) error {
+	q, err := e.session(ctx, store, src, e.limits, func(ctx context.Context, c *duckdb.Conn, _ *query) error {
 		return charts(ctx, c, ch)
 	})
 	if err != nil {

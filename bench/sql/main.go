@@ -145,7 +145,7 @@ func makeStore(dir string, rows int) error {
 		return err
 	}
 	return json.NewEncoder(os.Stdout).Encode(map[string]any{"mode": "make", "rows": st.BaseRows, "fragments": st.Fragments,
-		"secs": time.Since(start).Seconds(), "table": dir + "/bench.rollout"})
+		"secs": time.Since(start).Seconds(), "table": dir + "/bench.rollout.lance"})
 }
 
 func query(dir, name string, runs, threads int) error {

@@ -19,7 +19,7 @@ fi
 mkdir -p bin
 go build -o bin/sqlbench ./bench/sql
 [ -d test/interop/node_modules ] || (cd test/interop && npm ci --no-audit --no-fund --loglevel=error)
-if [ ! -d "$dir/bench.rollout" ]; then
+if [ ! -d "$dir/bench.rollout.lance" ]; then
 	bin/sqlbench make --dir "$dir" --rows "$rows"
 fi
 for q in groupby topk; do
