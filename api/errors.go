@@ -31,5 +31,5 @@ const (
 	CodeTimeout              = "TIMEOUT"                // 503 with Retry-After
 	CodeStorageUnavailable   = "STORAGE_UNAVAILABLE"    // 503 with Retry-After: the object store failed
 	CodeCorrupt              = "CORRUPT"                // 503: stored data is damaged; see the message
-	CodeCursorExpired        = "CURSOR_EXPIRED"         // 410: start the listing again
+	CodeQueryLimit           = "QUERY_LIMIT"            // 422: a SQL query hit a limit; the message names it and its value
 )

@@ -1,0 +1,532 @@
+package sqlquery
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lance-context/lance-context/objstore"
+	"github.com/lance-context/lance-context/rollout"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+type fixture struct {
+	cat *rollout.Catalog
+	eng *Engine
+}
+
+func newFixture(t *testing.T, limits Limits) *fixture {
+	t.Helper()
+	cat := rollout.NewCatalog(objstore.NewMemory(), rollout.ShardID("w1"), rollout.Options{})
+	t.Cleanup(func() { _ = cat.Close(context.Background()) })
+	return &fixture{cat: cat, eng: New(FromCatalog(cat), limits)}
+}
+
+// store creates name with n records: reward i/n, policy_version "v<i%3>",
+// and merges them into fragments unless pendingOnly.
+func (f *fixture) store(t *testing.T, name string, n int, merge bool) *rollout.Store {
+	t.Helper()
+	ctx := context.Background()
+	s, err := f.cat.Create(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	recs := make([]rollout.Record, n)
+	for i := range recs {
+		recs[i] = rollout.Record{
+			ID: fmt.Sprintf("%s-%04d", name, i), RolloutID: fmt.Sprintf("r%d", i/4), ProblemID: fmt.Sprintf("p%d", i%5),
+			SequenceOrder: int32(i % 4), Role: "assistant", CreatedAt: ptr(base.Add(time.Duration(i) * time.Minute)),
+			Content: ptr(strings.Repeat("x", i%7)), Reward: ptr(float32(i) / float32(n)),
+			PolicyVersion: ptr(fmt.Sprintf("v%d", i%3)), NumOutputTokens: ptr(int32(i % 11)),
+		}
+	}
+	if n > 0 {
+		if _, err := s.Append(ctx, recs); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if merge {
+		if _, err := s.Merge(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+func (f *fixture) query(t *testing.T, store, sql string, src rollout.Source) *Result {
+	t.Helper()
+	res, err := f.eng.Query(context.Background(), Request{Store: store, SQL: sql, Source: src})
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return res
+}
+
+func TestAggregateByPolicyVersion(t *testing.T) {
+	f := newFixture(t, Limits{})
+	f.store(t, "exp", 300, true)
+	res := f.query(t, "exp", "SELECT policy_version, avg(reward) AS mean, count(*) AS n FROM records GROUP BY 1 ORDER BY 1", "")
+	if len(res.Rows) != 3 {
+		t.Fatalf("rows = %v", res.Rows)
+	}
+	for k, row := range res.Rows {
+		// Expected from the fixture's formula, computed independently.
+		var sum float64
+		var cnt int64
+		for i := 0; i < 300; i++ {
+			if i%3 == k {
+				sum += float64(float32(i) / float32(300))
+				cnt++
+			}
+		}
+		if row[0] != fmt.Sprintf("v%d", k) || row[2] != cnt || math.Abs(row[1].(float64)-sum/float64(cnt)) > 1e-6 {
+			t.Fatalf("row %d = %v, want v%d %v %d", k, row, k, sum/float64(cnt), cnt)
+		}
+	}
+	if res.RowsScanned != 300 {
+		t.Fatalf("rows scanned = %d", res.RowsScanned)
+	}
+	if res.Columns[0].Type != "VARCHAR" || res.Columns[2].Type != "BIGINT" {
+		t.Fatalf("columns = %+v", res.Columns)
+	}
+}
+
+// The scan reads only the columns a query names: content and the token
+// lists are never read for an aggregate over reward.
+func TestProjectionPushdown(t *testing.T) {
+	f := newFixture(t, Limits{})
+	f.store(t, "exp", 50, true)
+	res := f.query(t, "exp", "SELECT policy_version, avg(reward) FROM records WHERE reward > 0.5 GROUP BY 1", "")
+	if len(res.Scans) != 1 {
+		t.Fatalf("scans = %+v", res.Scans)
+	}
+	got := slices.Sorted(slices.Values(res.Scans[0].Columns))
+	if !slices.Equal(got, []string{"policy_version", "reward"}) {
+		t.Fatalf("columns read = %v, want policy_version, reward", got)
+	}
+	res = f.query(t, "exp", "SELECT count(*) FROM records", "")
+	// DuckDB asks for the first column when a query needs none.
+	if len(res.Scans[0].Columns) > 1 || res.Rows[0][0] != int64(50) {
+		t.Fatalf("count(*) read %v and returned %v", res.Scans[0].Columns, res.Rows)
+	}
+	// The plan shows it too.
+	res = f.query(t, "exp", "EXPLAIN SELECT reward FROM records WHERE reward > 0.5", "")
+	var plan strings.Builder
+	for _, r := range res.Rows {
+		fmt.Fprintln(&plan, r...)
+	}
+	if !strings.Contains(plan.String(), strings.ToUpper(scanFunc)) || !strings.Contains(plan.String(), "Projections: reward") || strings.Contains(plan.String(), "content") {
+		t.Fatalf("plan does not show the projected scan:\n%s", plan.String())
+	}
+}
+
+func TestJoinTwoStores(t *testing.T) {
+	f := newFixture(t, Limits{})
+	f.store(t, "exp-a", 40, true)
+	f.store(t, "exp.b", 40, true)
+	res := f.query(t, "exp-a", `SELECT count(*), sum(a.reward + b.reward) FROM records a JOIN "exp.b" b ON a.problem_id = b.problem_id AND a.sequence_order = b.sequence_order`, "")
+	// 40 rows each: (problem_id, sequence_order) = (i%5, i%4) repeats every 20
+	// rows, so each row of a matches 2 rows of b.
+	if res.Rows[0][0] != int64(80) {
+		t.Fatalf("join = %v", res.Rows)
+	}
+	if len(res.Scans) != 2 {
+		t.Fatalf("scans = %+v", res.Scans)
+	}
+	_, err := f.eng.Query(context.Background(), Request{Store: "exp-a", SQL: `SELECT * FROM "no-such"`})
+	if !errors.Is(err, rollout.ErrNotFound) {
+		t.Fatalf("unknown store: %v", err)
+	}
+}
+
+// Results match the records listing, for every source.
+func TestMatchesRecordsAPI(t *testing.T) {
+	f := newFixture(t, Limits{})
+	s := f.store(t, "exp", 30, true)
+	ctx := context.Background()
+	// Pending writes: 5 new ids and 3 rewrites of merged ids.
+	var more []rollout.Record
+	for i := 0; i < 8; i++ {
+		id := fmt.Sprintf("new-%d", i)
+		if i >= 5 {
+			id = fmt.Sprintf("exp-%04d", i)
+		}
+		more = append(more, rollout.Record{ID: id, RolloutID: "r", ProblemID: "p", Role: "user", Reward: ptr(float32(10 + i)), Content: ptr("pending")})
+	}
+	if _, err := s.Append(ctx, more); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range []rollout.Source{rollout.SourceFragments, rollout.SourceWAL, rollout.SourceAll} {
+		list, err := s.List(ctx, rollout.ListOptions{Source: src, Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for _, r := range list.Records {
+			rw := "null"
+			if r.Reward != nil {
+				rw = fmt.Sprint(*r.Reward)
+			}
+			c := "null"
+			if r.Content != nil {
+				c = *r.Content
+			}
+			want = append(want, r.ID+"|"+rw+"|"+c)
+		}
+		res := f.query(t, "exp", "SELECT id, reward, content FROM records ORDER BY id", src) // lists are in id order
+		var got []string
+		for _, row := range res.Rows {
+			rw := "null"
+			if row[1] != nil {
+				rw = fmt.Sprint(row[1])
+			}
+			c := "null"
+			if row[2] != nil {
+				c = row[2].(string)
+			}
+			got = append(got, row[0].(string)+"|"+rw+"|"+c)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("source %s:\n got %v\nwant %v", src, got, want)
+		}
+	}
+}
+
+func TestEscapesRefused(t *testing.T) {
+	f := newFixture(t, Limits{})
+	f.store(t, "exp", 5, true)
+	for _, sql := range []string{
+		"SELECT * FROM read_csv('/etc/passwd')",
+		"SELECT * FROM read_text('/etc/passwd')",
+		"SELECT * FROM read_parquet('/tmp/x.parquet')",
+		"SELECT * FROM glob('/*')",
+		"SELECT * FROM '/etc/passwd'",
+		"COPY (SELECT 1) TO '/tmp/out.csv'",
+		"COPY records TO '/tmp/out.csv'",
+		"ATTACH '/tmp/x.db' AS x",
+		"ATTACH ':memory:' AS x",
+		"INSTALL httpfs",
+		"LOAD httpfs",
+		"SET enable_external_access = true",
+		"SET memory_limit = '100GB'",
+		"RESET lock_configuration",
+		"PRAGMA database_list",
+		"CREATE TABLE t AS SELECT 1",
+		"INSERT INTO records SELECT * FROM records",
+		"DELETE FROM records",
+		"UPDATE records SET reward = 1",
+		"DROP TABLE records",
+		"SELECT 1; CREATE TABLE t (x INT)",
+		"EXPLAIN ANALYZE COPY (SELECT 1) TO '/tmp/out.csv'",
+		"EXPLAIN COPY (SELECT 1) TO '/tmp/out.csv'",
+		"CALL pragma_version()",
+		"EXPORT DATABASE '/tmp/x'",
+		"SELECT * FROM read_csv('https://example.com/x.csv')",
+		"SELECT * FROM read_blob('/etc/passwd')",
+		"SELECT * FROM duckdb_secrets()",
+		"SELECT getenv('HOME')",
+		"SELECT * FROM query('SET memory_limit=''10GB''')",
+		"SELECT * FROM query('ATTACH '':memory:'' AS x')",
+		"  /* c */ -- c\n pragma version",
+	} {
+		_, err := f.eng.Query(context.Background(), Request{Store: "exp", SQL: sql})
+		if !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: got %v, want ErrInvalid", sql, err)
+			continue
+		}
+		t.Logf("%s -> %v", sql, err)
+	}
+}
+
+func TestLimits(t *testing.T) {
+	f := newFixture(t, Limits{MaxRowsScanned: 100, MaxRowsReturned: 10, MaxTime: 2 * time.Second, MaxMemoryMB: 64})
+	f.store(t, "exp", 150, true)
+	f.store(t, "small", 8, true)
+	check := func(sql, store, limit string) {
+		t.Helper()
+		_, err := f.eng.Query(context.Background(), Request{Store: store, SQL: sql})
+		var le *LimitError
+		if !errors.As(err, &le) || le.Limit != limit {
+			t.Fatalf("%s: got %v, want %s", sql, err, limit)
+		}
+		if !strings.Contains(err.Error(), limit+"=") {
+			t.Fatalf("message %q does not name the limit", err)
+		}
+	}
+	check("SELECT count(*) FROM records", "exp", "max_rows_scanned")
+	check("SELECT * FROM range(11)", "small", "max_rows_returned")
+	check("SELECT count(*) FROM range(1000000000000) a", "small", "max_query_time")
+	check("SELECT list(repeat('x', 1000) || i::VARCHAR) FROM range(10000000) t(i)", "small", "max_memory")
+
+	// Under the limits, and with max_rows a truncation, not an error.
+	res, err := f.eng.Query(context.Background(), Request{Store: "small", SQL: "SELECT * FROM range(11)", MaxRows: 5})
+	if err != nil || len(res.Rows) != 5 || !res.Truncated {
+		t.Fatalf("max_rows: %v %v", res, err)
+	}
+	res = f.query(t, "small", "SELECT * FROM range(10)", "")
+	if len(res.Rows) != 10 || res.Truncated {
+		t.Fatalf("at the limit: %d rows, truncated %v", len(res.Rows), res.Truncated)
+	}
+}
+
+// slowTable delivers one-row batches, sleeping between them.
+type slowTable struct{ delay time.Duration }
+
+func (s slowTable) Scan(ctx context.Context, o rollout.ScanOptions, fn func(arrow.RecordBatch) error) error {
+	fields := make([]arrow.Field, len(o.Columns))
+	arrs := make([]arrow.Array, len(o.Columns))
+	for i, c := range o.Columns {
+		fields[i] = rollout.Schema.Field(rollout.Schema.FieldIndices(c)[0])
+		arrs[i] = array.MakeArrayOfNull(memory.DefaultAllocator, fields[i].Type, 1)
+	}
+	rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), arrs, 1)
+	defer rec.Release()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(s.delay):
+		}
+		if err := fn(rec); err != nil {
+			return err
+		}
+	}
+}
+
+// A scan still running at the time limit ends the query with the time
+// limit named, not as a storage fault.
+func TestTimeLimitDuringScan(t *testing.T) {
+	slow := func(context.Context, string) (Table, error) { return slowTable{time.Millisecond}, nil }
+	eng := New(slow, Limits{MaxTime: 300 * time.Millisecond, MaxRowsScanned: 1 << 40})
+	start := time.Now()
+	_, err := eng.Query(context.Background(), Request{Store: "s", SQL: "SELECT count(*) FROM records"})
+	var le *LimitError
+	if !errors.As(err, &le) || le.Limit != "max_query_time" {
+		t.Fatalf("got %v, want max_query_time", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("the query took %v to stop", d)
+	}
+	// A caller that goes away is not a limit.
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	eng = New(slow, Limits{MaxRowsScanned: 1 << 40})
+	if _, err := eng.Query(ctx, Request{Store: "s", SQL: "SELECT count(*) FROM records"}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("caller's deadline: %v", err)
+	}
+}
+
+func TestEmptyStoreAndSources(t *testing.T) {
+	f := newFixture(t, Limits{})
+	f.store(t, "empty", 0, false)
+	for _, src := range []rollout.Source{"", rollout.SourceWAL, rollout.SourceAll} {
+		res := f.query(t, "empty", "SELECT count(*), avg(reward) FROM records", src)
+		if res.Rows[0][0] != int64(0) || res.Rows[0][1] != nil {
+			t.Fatalf("%s: %v", src, res.Rows)
+		}
+	}
+	if _, err := f.eng.Query(context.Background(), Request{Store: "empty", SQL: "SELECT 1", Source: "tail"}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("bad source: %v", err)
+	}
+	if _, err := f.eng.Query(context.Background(), Request{Store: "empty", SQL: "SELEC 1"}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("bad sql: %v", err)
+	}
+}
+
+func TestArrowAndJSONValues(t *testing.T) {
+	f := newFixture(t, Limits{})
+	f.store(t, "exp", 10, true)
+	res := f.query(t, "exp", "SELECT id, reward, created_at, 'nan'::DOUBLE AS x, [1,2] AS l, sum(num_output_tokens) OVER () AS s FROM records ORDER BY id", "")
+	j := res.JSONRows()
+	if j[0][3] != nil || j[0][2] != "2026-01-01T00:00:00Z" {
+		t.Fatalf("json row = %v", j[0])
+	}
+	var buf bytes.Buffer
+	if err := res.WriteArrow(&buf); err != nil {
+		t.Fatal(err)
+	}
+	rd, err := ipc.NewReader(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Release()
+	var n int64
+	var ids []string
+	for rd.Next() {
+		rec := rd.RecordBatch()
+		n += rec.NumRows()
+		col := rec.Column(0).(*array.String)
+		for i := 0; i < col.Len(); i++ {
+			ids = append(ids, col.Value(i))
+		}
+	}
+	if n != 10 || !sort.StringsAreSorted(ids) || ids[0] != "exp-0000" {
+		t.Fatalf("arrow: %d rows, ids %v", n, ids)
+	}
+}
+
+func TestCharts(t *testing.T) {
+	f := newFixture(t, Limits{})
+	f.store(t, "empty", 0, false)
+	ch, err := f.eng.Charts(context.Background(), "empty", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ch.RewardByPolicyVersion)+len(ch.RewardOverTime)+len(ch.LengthHist)+len(ch.LengthOverTime)+len(ch.IngestRate) != 0 || ch.RewardOverTime == nil {
+		t.Fatalf("empty store charts = %+v", ch)
+	}
+
+	one := f.store(t, "one", 1, true)
+	_ = one
+	ch, err = f.eng.Charts(context.Background(), "one", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ch.RewardByPolicyVersion) != 1 || ch.RewardByPolicyVersion[0].Count != 1 || ch.RewardByPolicyVersion[0].P10 != 0 ||
+		len(ch.LengthHist) != 1 || ch.LengthHist[0] != (Bin{Lo: 0, Hi: 1, Count: 1}) ||
+		len(ch.RewardOverTime) != 1 || ch.RewardOverTime[0].T != "2026-01-01T00:00:00Z" || len(ch.IngestRate) != 1 {
+		t.Fatalf("single point charts = %+v", ch)
+	}
+
+	f.store(t, "exp", 300, true)
+	ch, err = f.eng.Charts(context.Background(), "exp", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 300 minutes of data: 5-minute buckets of 5 rows.
+	if ch.BucketSeconds != 300 || len(ch.IngestRate) != 60 || ch.IngestRate[0].Rows != 5 {
+		t.Fatalf("ingest = %d buckets of %d s: %+v", len(ch.IngestRate), ch.BucketSeconds, ch.IngestRate[:2])
+	}
+	var n int64
+	for _, b := range ch.LengthHist {
+		n += b.Count
+		if b.Lo < 0 || b.Hi > 11 {
+			t.Fatalf("bin %+v outside num_output_tokens 0..10", b)
+		}
+	}
+	if n != 300 || len(ch.RewardByPolicyVersion) != 3 || ch.RewardByPolicyVersion[0].PolicyVersion != "v0" {
+		t.Fatalf("hist total %d, by version %+v", n, ch.RewardByPolicyVersion)
+	}
+	p := ch.RewardByPolicyVersion[1]
+	if !(p.P10 < p.Mean && p.Mean < p.P90) || p.Count != 100 {
+		t.Fatalf("band %+v", p)
+	}
+}
+
+// Rows without num_output_tokens count their content length.
+func TestChartsLengthFallsBackToContent(t *testing.T) {
+	f := newFixture(t, Limits{})
+	ctx := context.Background()
+	s, err := f.cat.Create(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, []rollout.Record{
+		{ID: "a", RolloutID: "r", ProblemID: "p", Role: "assistant", Content: ptr("hello"), NumOutputTokens: ptr(int32(2))},
+		{ID: "b", RolloutID: "r", ProblemID: "p", Role: "assistant", Content: ptr("hello")},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := f.eng.Charts(ctx, "c", rollout.SourceAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lens []int64
+	for _, b := range ch.LengthHist {
+		for i := int64(0); i < b.Count; i++ {
+			lens = append(lens, b.Lo)
+		}
+	}
+	if !slices.Equal(lens, []int64{2, 5}) {
+		t.Fatalf("lengths %v (hist %+v), want 2 and 5", lens, ch.LengthHist)
+	}
+}
+
+// Scan-side filters drop only rows the WHERE drops: every query gives the
+// result of the same query whose filter the scan cannot see (a subquery),
+// at boundaries, with NULL and NaN, flipped and qualified comparisons.
+func TestFilterHintsKeepResults(t *testing.T) {
+	f := newFixture(t, Limits{})
+	s := f.store(t, "exp", 200, true)
+	ctx := context.Background()
+	extra := []rollout.Record{
+		{ID: "b-half", RolloutID: "r", ProblemID: "p", Role: "user", Reward: ptr(float32(0.5)), PolicyVersion: ptr("v1"), NumOutputTokens: ptr(int32(7))},
+		{ID: "b-099", RolloutID: "r", ProblemID: "p", Role: "user", Reward: ptr(float32(0.99)), PolicyVersion: ptr("v1")},
+		{ID: "b-null", RolloutID: "r", ProblemID: "p", Role: "user", PolicyVersion: ptr("v1")},
+		{ID: "b-nan", RolloutID: "r", ProblemID: "p", Role: "user", Reward: ptr(float32(math.NaN())), PolicyVersion: ptr("V1")},
+	}
+	if _, err := s.Append(ctx, extra); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, where := range []string{
+		"reward > 0.5", "reward >= 0.5", "0.5 < reward", "REWARD <= 0.5", "reward < 0.5", "reward > 0.99", "reward >= 0.99",
+		"reward > 1", "reward >= 1e-1 AND policy_version = 'v1'", "policy_version = 'v1'", "r.reward > 0.25 AND r.num_output_tokens >= 7",
+		"num_output_tokens > 6.5", "num_output_tokens <= 7", "reward > -1", "reward > 0.5 OR policy_version = 'v2'",
+	} {
+		hinted := f.query(t, "exp", "SELECT id, reward FROM records r WHERE "+where+" ORDER BY id", rollout.SourceAll)
+		plain := f.query(t, "exp", "SELECT id, reward FROM (SELECT * FROM records) r WHERE "+where+" ORDER BY id", rollout.SourceAll)
+		if fmt.Sprint(hinted.Rows) != fmt.Sprint(plain.Rows) {
+			t.Fatalf("%s:\nwith scan filters %v\nwithout         %v", where, hinted.Rows, plain.Rows)
+		}
+		if len(plain.Scans[0].Filters) != 0 {
+			t.Fatalf("%s: a subquery got scan filters %v", where, plain.Scans[0].Filters)
+		}
+		st := hinted.Scans[0]
+		if strings.Contains(where, " OR ") {
+			if len(st.Filters) != 0 {
+				t.Fatalf("%s: an OR became a scan filter: %v", where, st.Filters)
+			}
+			continue
+		}
+		if len(st.Filters) == 0 || st.RowsKept >= st.Rows && len(hinted.Rows) < int(st.Rows) {
+			t.Fatalf("%s: scan filters %v kept %d of %d rows", where, st.Filters, st.RowsKept, st.Rows)
+		}
+	}
+}
+
+func TestHintsOnlyFromSimpleSelects(t *testing.T) {
+	f := newFixture(t, Limits{})
+	f.store(t, "exp", 20, true)
+	f.store(t, "other", 20, true)
+	for _, sql := range []string{
+		"SELECT * FROM records TABLESAMPLE 50% WHERE reward > 0.5",
+		"SELECT * FROM records a JOIN other b USING (id) WHERE a.reward > 0.5",
+		"WITH x AS (SELECT * FROM records) SELECT * FROM x WHERE reward > 0.5",
+		"SELECT id FROM records WHERE reward > 0.5 UNION ALL SELECT id FROM records",
+		"SELECT id FROM records WHERE reward::VARCHAR > '0.5'",
+		"SELECT id FROM records WHERE reward + 1 > 1.5",
+	} {
+		res := f.query(t, "exp", sql, "")
+		for _, st := range res.Scans {
+			if len(st.Filters) != 0 {
+				t.Errorf("%s: scan filters %v", sql, st.Filters)
+			}
+		}
+	}
+}
