@@ -5,6 +5,7 @@ export interface Call {
   method: string;
   url: URL;
   body?: unknown;
+  headers: Headers;
 }
 
 export type Handler = (call: Call) => unknown | Response | Promise<unknown | Response>;
@@ -20,7 +21,7 @@ export function stubFetch(routes: Record<string, Handler>) {
     const url = new URL(String(input), 'http://ui.test');
     const method = (init?.method ?? 'GET').toUpperCase();
     const body = typeof init?.body === 'string' ? (JSON.parse(init.body) as unknown) : undefined;
-    const call: Call = { method, url, body };
+    const call: Call = { method, url, body, headers: new Headers(init?.headers) };
     calls.push(call);
     const h = routes[`${method} ${url.pathname}`];
     if (!h) return jsonResponse({ error: { code: 'not_found', message: `no stub for ${method} ${url.pathname}` } }, 404);
