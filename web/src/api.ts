@@ -262,9 +262,11 @@ async function send(path: string, init: RequestInit, accept: string): Promise<Re
     }
     if (res.status !== 401) return res;
     const err = await parseError(res);
-    await requestToken(sent).catch(() => {
-      throw err;
-    });
+    try {
+      await requestToken(sent);
+    } catch (e) {
+      throw e instanceof ApiError ? e : err;
+    }
     if (init.signal?.aborted) throw new DOMException('aborted', 'AbortError');
   }
 }
