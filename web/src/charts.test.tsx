@@ -2,7 +2,7 @@ import { render, screen, waitFor, within } from '@testing-library/react';
 import { describe, expect, it } from 'vitest';
 import { App } from './App';
 import type { Charts, Experiment } from './api';
-import { extent, toMillis } from './charts';
+import { extent, timeTickFormat, toMillis } from './charts';
 import { jsonResponse, stubFetch } from './test/fetchStub';
 import { ChartGrid } from './views/Charts';
 
@@ -66,6 +66,14 @@ describe('chart helpers', () => {
     expect(toMillis(null)).toBeUndefined();
   });
 
+  it('labels time ticks by their step', () => {
+    const t = Date.parse('2026-03-04T10:20:30Z');
+    expect(timeTickFormat(86400_000, 5 * 86400_000)(t)).toBe('03-04');
+    expect(timeTickFormat(600_000, 3600_000)(t)).toBe('10:20');
+    expect(timeTickFormat(3600_000, 2 * 86400_000)(t)).toBe('03-04 10:20');
+    expect(timeTickFormat(10_000, 60_000)(t)).toBe('10:20:30');
+  });
+
   it('never returns a collapsed extent', () => {
     expect(extent([])).toEqual([0, 1]);
     expect(extent([null, undefined, NaN])).toEqual([0, 1]);
@@ -112,6 +120,9 @@ describe('chart grid', () => {
     expect(Number(bar.getAttribute('width'))).toBeGreaterThan(0);
     expect(Number(bar.getAttribute('height'))).toBeGreaterThan(0);
     expect(screen.getByTestId('backlog-generations').textContent).toBe('1');
+    // A single time point gets a single tick, at that point.
+    const ticks = [...screen.getByTestId('chart-reward-time').querySelectorAll('.visx-axis-bottom .visx-axis-tick')];
+    expect(ticks.map((t) => t.textContent)).toEqual(['10:00:00']);
   });
 
   it('draws the mean line over a p10-p90 band, skipping null points', () => {

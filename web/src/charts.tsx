@@ -52,12 +52,15 @@ export function extent(values: unknown[], includeZero = false): [number, number]
   return [lo, hi];
 }
 
-function fmtTime(ms: number, spanMs: number): string {
-  const d = new Date(ms);
-  const iso = d.toISOString();
-  if (spanMs >= 2 * 86400_000) return iso.slice(5, 10); // MM-DD
-  if (spanMs >= 120_000) return iso.slice(11, 16); // HH:MM
-  return iso.slice(11, 19); // HH:MM:SS
+/** Labels for time ticks `step` ms apart over a span: as short as they can be while distinct. */
+export function timeTickFormat(step: number, spanMs: number): (ms: number) => string {
+  const days = spanMs >= 86400_000;
+  return (ms) => {
+    const iso = new Date(ms).toISOString();
+    if (step >= 86400_000) return iso.slice(5, 10); // MM-DD
+    if (step >= 60_000) return days ? `${iso.slice(5, 10)} ${iso.slice(11, 16)}` : iso.slice(11, 16); // HH:MM
+    return iso.slice(11, 19); // HH:MM:SS
+  };
 }
 
 export function ChartCard({
@@ -156,21 +159,26 @@ export function SeriesChart<D>({ data, xKind, x, lines, band, tip, label, yZero 
     const ms = data.map((d) => toMillis(x(d)));
     const known = ms.filter(isNum);
     let [lo, hi] = known.length ? [Math.min(...known), Math.max(...known)] : [0, 1];
-    if (lo === hi) {
-      lo -= 60_000;
-      hi += 60_000;
+    const single = lo === hi;
+    if (single) {
+      lo -= 30 * 60_000;
+      hi += 30 * 60_000;
     }
     const sx = scaleUtc({ domain: [new Date(lo), new Date(hi)], range: [0, IW] });
     data.forEach((d, i) => {
       const m = ms[i];
       if (m !== undefined) pts.push({ d, px: sx(new Date(m)), xLabel: new Date(m).toISOString() });
     });
+    // One point: one tick, at the point, to the second. Otherwise d3's ticks, labelled by their step.
+    const ticks = single ? [new Date(known[0])] : sx.ticks(5);
+    const step = ticks.length > 1 ? ticks[1].getTime() - ticks[0].getTime() : single ? 1000 : hi - lo;
+    const fmt = timeTickFormat(step, hi - lo);
     xAxis = (
       <AxisBottom
         top={IH}
         scale={sx}
-        numTicks={5}
-        tickFormat={(v) => fmtTime(v instanceof Date ? v.getTime() : Number(v), hi - lo)}
+        tickValues={ticks}
+        tickFormat={(v) => fmt(v instanceof Date ? v.getTime() : Number(v))}
         axisClassName="axis"
       />
     );

@@ -70,12 +70,18 @@ describe('Status column', () => {
       exp({ name: 'backlog', pending_generations: 300, shards: [{ shard_id: 'a', pending_generations: 300, epoch: 1, watermark: 0 }] }),
       exp({ name: 'broken', stale: true, error: 'storage unreachable' }),
       exp({ name: 'fragmented', needs_compaction: true }),
+      // 400 pending over four shards: no shard near the per-shard limit.
+      exp({
+        name: 'spread',
+        pending_generations: 400,
+        shards: ['a', 'b', 'c', 'd'].map((id) => ({ shard_id: id, pending_generations: 100, epoch: 1, watermark: 0 })),
+      }),
     ];
     stubFetch({ 'GET /api/v1/experiments': () => ({ experiments: list, total: list.length }) });
     renderAt('/');
     const rows = await screen.findAllByTestId('experiment-row');
     const status = rows.map((r) => within(r).getByTestId('experiment-status').textContent);
-    expect(status).toEqual(['ok', 'merge pending', 'merge backlog', 'error', 'needs compaction']);
+    expect(status).toEqual(['ok', 'merge pending', 'merge backlog', 'error', 'needs compaction', 'merge pending']);
     expect(within(rows[3]).getByText('error').getAttribute('title')).toBe('storage unreachable');
   });
 });

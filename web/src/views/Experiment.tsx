@@ -134,7 +134,6 @@ function Overview({ name }: { name: string }) {
       <ErrorBanner error={error} />
       {loading && !error ? <p className="muted">Loading…</p> : null}
       {data ? <Stats exp={data} updatedAt={updatedAt} /> : null}
-      {data ? <OverviewCharts name={name} /> : null}
       <div className="actions">
         <button
           type="button"
@@ -163,6 +162,7 @@ function Overview({ name }: { name: string }) {
         ) : null}
       </div>
       <ErrorBanner error={actionError} />
+      {data ? <OverviewCharts name={name} /> : null}
     </div>
   );
 }

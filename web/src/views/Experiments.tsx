@@ -124,7 +124,10 @@ export function ExperimentStatus({ exp }: { exp: Experiment }) {
       </Badge>,
     );
   }
-  if (exp.pending_generations >= PENDING_WARN) {
+  // The read limit is per shard: warn on the fullest shard when the shards are known.
+  const shards = exp.shards ?? [];
+  const worst = shards.length ? Math.max(...shards.map((s) => s.pending_generations)) : exp.pending_generations;
+  if (worst >= PENDING_WARN) {
     items.push(
       <Badge key="backlog" kind="warn" title="Merge is falling behind; reads of the WAL are refused at 4096 pending generations per shard">
         merge backlog

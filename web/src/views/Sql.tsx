@@ -179,7 +179,7 @@ export function SqlView({ name }: { name: string }) {
               <thead>
                 <tr>
                   {result.columns.map((c, i) => (
-                    <th key={i} title={c.type}>
+                    <th key={i} title={c.type} className={typeof result.rows[0]?.[i] === 'number' ? 'num' : undefined}>
                       {c.name} <span className="muted small">{c.type}</span>
                     </th>
                   ))}
