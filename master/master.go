@@ -289,6 +289,8 @@ func (m *Master) Mount(r chi.Router, withHealth bool) {
 		r.Get("/records/{id}/blob", reads.Blob)
 		r.Post("/compact", m.enqueueFor(coord.KindCompact))
 		r.Post("/merge", m.enqueueFor(coord.KindMerge))
+		r.Post("/query", m.query)  // master/query.go
+		r.Get("/charts", m.charts) // master/query.go
 	})
 	r.Get("/api/v1/tasks", m.listTasks)
 	r.Post("/api/v1/tasks", m.postTask)

@@ -39,6 +39,7 @@ func newRootCmd() *cobra.Command {
 	}
 	root.AddCommand(newVersionCmd(), newDevCmd(), newWorkerCmd(), newMasterCmd(), newInspectCmd(), newBenchCmd())
 	root.AddCommand(clientCmds()...)
+	root.AddCommand(newSQLCmd()) // sql.go
 	return root
 }
 

@@ -173,11 +173,12 @@ class Client:
         body: Optional[bytes] = None,
         content_type: Optional[str] = None,
         idempotent: bool = True,
+        accept: str = "application/json",
     ) -> Tuple[int, Mapping[str, str], bytes]:
         url = self.base_url + path
         if query:
             url += "?" + urllib.parse.urlencode(query)
-        headers = {"Accept": "application/json", "User-Agent": self.user_agent}
+        headers = {"Accept": accept, "User-Agent": self.user_agent}
         if content_type:
             headers["Content-Type"] = content_type
         if self.token:
@@ -317,3 +318,37 @@ class Client:
     def compact(self, store: str) -> dict:
         """{"fragments_removed", "fragments_added", "version"}."""
         return self._json("POST", self._store(store, "compact"))
+
+    # -- SQL (served by the master and by dev mode) --------------------------
+
+    def query(
+        self,
+        store: str,
+        sql: str,
+        source: str = "fragments",
+        arrow: bool = False,
+        max_rows: Optional[int] = None,
+    ) -> Any:
+        """Runs one read-only SQL statement where the store is the table
+        "records" and other stores are tables of their own names (double-quote
+        names with a dot or dash). source: "fragments", "wal" or "all".
+
+        Returns the decoded JSON answer {"columns": [{"name", "type"}],
+        "rows": [[...]], "row_count", "truncated", "rows_scanned",
+        "elapsed_ms", "scans"}; with arrow=True, the raw bytes of an Arrow IPC
+        stream (pyarrow.ipc.open_stream(data).read_all(), or
+        polars.read_ipc_stream(data)). max_rows truncates a result larger than
+        the server's row limit instead of failing with 422 "query_limit".
+        """
+        payload: Dict[str, Any] = {"sql": sql, "source": source}
+        if max_rows is not None:
+            payload["max_rows"] = int(max_rows)
+        body = json.dumps(payload).encode("utf-8")
+        path = "/api/v1/experiments/" + _q(store) + "/query"
+        if arrow:
+            _, _, raw = self._request(
+                "POST", path, body=body, content_type="application/json",
+                accept="application/vnd.apache.arrow.stream",
+            )
+            return raw
+        return self._json("POST", path, payload)

@@ -1,0 +1,163 @@
+package master
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lance-context/lance-context/httpapi"
+	"github.com/lance-context/lance-context/rollout"
+	"github.com/lance-context/lance-context/sqlquery"
+)
+
+// ArrowStream is the media type of an Arrow IPC stream.
+const ArrowStream = "application/vnd.apache.arrow.stream"
+
+// maxQueryBody bounds a query request body.
+const maxQueryBody = 1 << 20
+
+// sqlLimits reads the query limits from the environment once:
+// LC_SQL_MAX_ROWS_SCANNED (200000), LC_SQL_MAX_ROWS_RETURNED (10000),
+// LC_SQL_TIMEOUT_SECS (30), LC_SQL_MEMORY_MB (512), LC_SQL_THREADS (2), and
+// LC_CHARTS_MAX_ROWS_SCANNED (10000000) for the charts.
+var sqlLimits = sync.OnceValues(func() (sqlquery.Limits, sqlquery.Limits) {
+	q := sqlquery.Limits{
+		MaxRowsScanned:  int64(envInt("LC_SQL_MAX_ROWS_SCANNED", sqlquery.DefaultMaxRowsScanned)),
+		MaxRowsReturned: envInt("LC_SQL_MAX_ROWS_RETURNED", sqlquery.DefaultMaxRowsReturned),
+		MaxTime:         time.Duration(envInt("LC_SQL_TIMEOUT_SECS", int(sqlquery.DefaultMaxTime/time.Second))) * time.Second,
+		MaxMemoryMB:     envInt("LC_SQL_MEMORY_MB", sqlquery.DefaultMaxMemoryMB),
+		Threads:         envInt("LC_SQL_THREADS", sqlquery.DefaultThreads),
+	}
+	c := q
+	c.MaxRowsScanned = int64(envInt("LC_CHARTS_MAX_ROWS_SCANNED", sqlquery.DefaultChartsMaxRowsScanned))
+	return q, c
+})
+
+func (m *Master) sqlEngine() *sqlquery.Engine {
+	q, _ := sqlLimits()
+	return sqlquery.New(sqlquery.FromCatalog(m.catalog), q)
+}
+
+// queryRequest is the body of POST /api/v1/experiments/{name}/query.
+type queryRequest struct {
+	SQL     string `json:"sql"`
+	Source  string `json:"source"`
+	MaxRows int    `json:"max_rows"` // > 0: truncate to this many rows instead of failing
+}
+
+// queryResponse is the JSON result of a query.
+type queryResponse struct {
+	Columns     []sqlquery.Column   `json:"columns"`
+	Rows        [][]any             `json:"rows"`
+	RowCount    int                 `json:"row_count"`
+	Truncated   bool                `json:"truncated"`
+	RowsScanned int64               `json:"rows_scanned"`
+	ElapsedMS   float64             `json:"elapsed_ms"`
+	Scans       []sqlquery.ScanStat `json:"scans"`
+}
+
+// query runs one read-only SQL statement over the store (as table records)
+// and the other stores (by name). JSON by default; an Arrow IPC stream
+// when the client accepts application/vnd.apache.arrow.stream.
+func (m *Master) query(w http.ResponseWriter, r *http.Request) {
+	name := httpapi.PathParam(r, "name")
+	var body queryRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxQueryBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil {
+		writeQueryError(w, r, httpapi.Errorf(http.StatusBadRequest, "invalid_argument", "invalid JSON body (want {\"sql\": \"SELECT ...\", \"source\": \"fragments|wal|all\", \"max_rows\": n}): %v", err))
+		return
+	}
+	if body.MaxRows < 0 {
+		writeQueryError(w, r, httpapi.Errorf(http.StatusBadRequest, "invalid_argument", "max_rows must be >= 0, got %d", body.MaxRows))
+		return
+	}
+	src, err := rollout.ParseSource(body.Source)
+	if err != nil {
+		writeQueryError(w, r, err)
+		return
+	}
+	if _, err := m.catalog.Open(r.Context(), name); err != nil {
+		writeQueryError(w, r, err)
+		return
+	}
+	res, err := m.sqlEngine().Query(r.Context(), sqlquery.Request{Store: name, SQL: body.SQL, Source: src, MaxRows: body.MaxRows})
+	if err != nil {
+		writeQueryError(w, r, err)
+		return
+	}
+	if acceptsArrow(r) {
+		w.Header().Set("Content-Type", ArrowStream)
+		w.Header().Set("X-Row-Count", strconv.Itoa(len(res.Rows)))
+		w.Header().Set("X-Truncated", strconv.FormatBool(res.Truncated))
+		w.Header().Set("X-Rows-Scanned", strconv.FormatInt(res.RowsScanned, 10))
+		if err := res.WriteArrow(w); err != nil {
+			m.log.Warn("query: write arrow", "store", name, "err", err)
+		}
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, queryResponse{
+		Columns: res.Columns, Rows: res.JSONRows(), RowCount: len(res.Rows), Truncated: res.Truncated,
+		RowsScanned: res.RowsScanned, ElapsedMS: float64(res.Elapsed.Microseconds()) / 1000, Scans: res.Scans,
+	})
+}
+
+func acceptsArrow(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		mt, _, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.EqualFold(strings.TrimSpace(mt), ArrowStream) {
+			return true
+		}
+	}
+	return false
+}
+
+// writeQueryError maps engine errors (bad or refused SQL: 400; a limit:
+// 422 naming it) and hands the rest to httpapi (unknown store 404, storage
+// faults 503 with Retry-After).
+func writeQueryError(w http.ResponseWriter, r *http.Request, err error) {
+	var le *sqlquery.LimitError
+	switch {
+	case errors.As(err, &le):
+		err = httpapi.Errorf(http.StatusUnprocessableEntity, "query_limit", "%s", le.Error())
+	case errors.Is(err, sqlquery.ErrInvalid):
+		err = httpapi.Errorf(http.StatusBadRequest, "invalid_query", "%s", strings.TrimPrefix(err.Error(), sqlquery.ErrInvalid.Error()+": "))
+	case errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil:
+		err = httpapi.Errorf(http.StatusServiceUnavailable, "timeout", "storage did not answer in time: %v", err)
+	}
+	httpapi.WriteError(w, r, err)
+}
+
+// charts returns the overview charts of a store, computed by SQL.
+func (m *Master) charts(w http.ResponseWriter, r *http.Request) {
+	name := httpapi.PathParam(r, "name")
+	src, err := rollout.ParseSource(r.URL.Query().Get("source"))
+	if err != nil {
+		writeQueryError(w, r, err)
+		return
+	}
+	store, err := m.catalog.Open(r.Context(), name)
+	if err != nil {
+		writeQueryError(w, r, err)
+		return
+	}
+	_, lim := sqlLimits()
+	ch, err := sqlquery.New(sqlquery.FromCatalog(m.catalog), lim).Charts(r.Context(), name, src)
+	if err != nil {
+		writeQueryError(w, r, err)
+		return
+	}
+	st, err := store.Stats(r.Context())
+	if err != nil {
+		writeQueryError(w, r, fmt.Errorf("pending backlog: %w", err))
+		return
+	}
+	ch.Pending = sqlquery.Pending{WALRows: st.PendingRows, Generations: st.PendingGenerations}
+	httpapi.WriteJSON(w, http.StatusOK, ch)
+}

@@ -1,0 +1,132 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/lance-context/lance-context/lance/table"
+	"github.com/lance-context/lance-context/objstore"
+)
+
+// ScanColumns are the columns Scan can return: every column of Schema but
+// the payload, which is read by id only (Blob).
+func ScanColumns() []string { return slices.Clone(listColumns) }
+
+// ScanOptions selects the rows and columns of a Scan.
+type ScanOptions struct {
+	Source    Source   // "" means SourceFragments
+	Columns   []string // from ScanColumns, in any order; empty means every one
+	BatchRows int      // rows per batch read from the base table; default 8192
+}
+
+// Scan streams every row of the chosen tier to fn, in the order List
+// documents (wal rows first, newest write per id, then base rows whose id
+// has no pending write), with exactly the requested columns in the
+// requested order and Schema's types. A column a store's files lack reads
+// as null. Only the requested columns are read from storage (plus id, when
+// source is all, to drop the base rows a pending write replaces).
+//
+// Once a batch has reached fn a concurrent merge that deletes a generation
+// ends the scan with an error rather than a retry, which would deliver
+// rows twice.
+func (s *Store) Scan(ctx context.Context, o ScanOptions, fn func(arrow.RecordBatch) error) error {
+	if o.Source == "" {
+		o.Source = SourceFragments
+	}
+	if _, err := ParseSource(string(o.Source)); err != nil {
+		return err
+	}
+	cols := o.Columns
+	if len(cols) == 0 {
+		cols = listColumns
+	}
+	for _, c := range cols {
+		if !slices.Contains(listColumns, c) {
+			return invalid("no column %q to scan", c)
+		}
+	}
+	if o.BatchRows <= 0 {
+		o.BatchRows = 8192
+	}
+	emitted := false
+	emit := func(b arrow.RecordBatch) error {
+		emitted = true
+		return fn(b)
+	}
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		var snap *snapshot
+		if snap, err = s.snapshot(ctx, o.Source != SourceFragments); err != nil {
+			return err
+		}
+		err = s.scan(ctx, snap, o.Source, cols, o.BatchRows, emit)
+		if !errors.Is(err, objstore.ErrNotFound) || emitted {
+			break
+		}
+	}
+	if errors.Is(err, objstore.ErrNotFound) {
+		return fmt.Errorf("rollout: store %s changed during the scan; retry the request: %w", s.name, err)
+	}
+	return err
+}
+
+func (s *Store) scan(ctx context.Context, snap *snapshot, src Source, cols []string, batchRows int, fn func(arrow.RecordBatch) error) error {
+	var exclude map[string]struct{}
+	if src != SourceFragments {
+		rows, ids, err := s.walRows(ctx, snap)
+		if err != nil {
+			return err
+		}
+		exclude = ids
+		// Runs of consecutive winning rows of one generation are zero-copy
+		// slices of the cached generation.
+		for i := 0; i < len(rows); {
+			j := i + 1
+			for j < len(rows) && rows[j].gen == rows[i].gen && rows[j].row == rows[j-1].row+1 {
+				j++
+			}
+			full, err := project(rows[i].gen.rec, cols)
+			if err != nil {
+				return err
+			}
+			b := full.NewSlice(int64(rows[i].row), int64(rows[j-1].row)+1)
+			full.Release()
+			err = fn(b)
+			b.Release()
+			if err != nil {
+				return err
+			}
+			i = j
+		}
+	}
+	if src == SourceWAL {
+		return nil
+	}
+	// Columns the base table lacks (a store written before they were added
+	// to Schema) read as null.
+	var have []string
+	for _, c := range cols {
+		if snap.base.Schema().Field(c) != nil {
+			have = append(have, c)
+		}
+	}
+	if len(have) == 0 {
+		have = []string{ColID} // row count only
+	}
+	opts := table.ScanOptions{Columns: have, BatchRows: batchRows}
+	if len(exclude) > 0 {
+		opts.In = []table.In{{Column: ColID, Values: exclude, Negate: true}}
+	}
+	return snap.base.Scan(ctx, opts, func(b arrow.RecordBatch) error {
+		out, err := project(b, cols)
+		if err != nil {
+			return err
+		}
+		defer out.Release()
+		return fn(out)
+	})
+}

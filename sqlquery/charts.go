@@ -1,0 +1,255 @@
+package sqlquery
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	duckdb "github.com/duckdb/duckdb-go/v2"
+
+	"github.com/lance-context/lance-context/rollout"
+)
+
+// DefaultChartsMaxRowsScanned bounds the rows the charts of one store read.
+const DefaultChartsMaxRowsScanned = 10_000_000
+
+// Charts are the overview charts of a store. Every series is an array,
+// empty when there is no data; no value is NaN.
+type Charts struct {
+	RewardByPolicyVersion []PolicyPoint `json:"reward_by_policy_version"`
+	RewardOverTime        []TimePoint   `json:"reward_over_time"`
+	LengthHist            []Bin         `json:"length_hist"`
+	LengthOverTime        []LengthPoint `json:"length_over_time"`
+	IngestRate            []RatePoint   `json:"ingest_rate"`
+	Pending               Pending       `json:"pending"`
+	BucketSeconds         int64         `json:"bucket_seconds"` // width of the time buckets
+	RowsScanned           int64         `json:"rows_scanned"`
+	ElapsedMS             float64       `json:"elapsed_ms"`
+}
+
+// PolicyPoint is the reward of one policy_version (a string column; ordered
+// numerically when it is a number).
+type PolicyPoint struct {
+	PolicyVersion string  `json:"policy_version"`
+	Mean          float64 `json:"mean"`
+	P10           float64 `json:"p10"`
+	P90           float64 `json:"p90"`
+	Count         int64   `json:"count"`
+}
+
+// TimePoint is the reward of one time bucket (by created_at).
+type TimePoint struct {
+	T     string  `json:"t"` // RFC 3339 bucket start, UTC
+	Mean  float64 `json:"mean"`
+	P10   float64 `json:"p10"`
+	P90   float64 `json:"p90"`
+	Count int64   `json:"count"`
+}
+
+// Bin is one bar of the length histogram: lo <= length < hi.
+type Bin struct {
+	Lo    int64 `json:"lo"`
+	Hi    int64 `json:"hi"`
+	Count int64 `json:"count"`
+}
+
+// LengthPoint is the response length of one time bucket.
+type LengthPoint struct {
+	T    string  `json:"t"`
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+}
+
+// RatePoint is the rows created in one time bucket.
+type RatePoint struct {
+	T    string `json:"t"`
+	Rows int64  `json:"rows"`
+}
+
+// Pending is the WAL backlog (from manifests; filled in by the caller).
+type Pending struct {
+	WALRows     int64 `json:"wal_rows"`
+	Generations int   `json:"generations"`
+}
+
+// bucketWidths are the time bucket widths, in seconds, the charts choose
+// from: the smallest giving at most maxBuckets buckets.
+var bucketWidths = []int64{60, 300, 900, 3600, 6 * 3600, 86400, 7 * 86400, 30 * 86400}
+
+const (
+	maxBuckets = 120
+	histBins   = 20
+)
+
+// Charts computes the charts of store with SQL, in one sandboxed session
+// with the chart scan limit. The base columns are scanned once into a
+// temporary table; content is read only for rows without
+// num_output_tokens (its length stands in for the token count).
+func (e *Engine) Charts(ctx context.Context, store string, src rollout.Source) (*Charts, error) {
+	start := time.Now()
+	ch := &Charts{
+		RewardByPolicyVersion: []PolicyPoint{}, RewardOverTime: []TimePoint{}, LengthHist: []Bin{},
+		LengthOverTime: []LengthPoint{}, IngestRate: []RatePoint{},
+	}
+	q, err := e.session(ctx, store, src, e.limits, func(ctx context.Context, c *duckdb.Conn) error {
+		return charts(ctx, c, ch)
+	})
+	if err != nil {
+		return nil, err
+	}
+	ch.RowsScanned = q.scanned.Load()
+	ch.ElapsedMS = float64(time.Since(start).Microseconds()) / 1000
+	return ch, nil
+}
+
+func charts(ctx context.Context, c *duckdb.Conn, ch *Charts) error {
+	if err := exec(ctx, c, `CREATE TEMP TABLE base AS SELECT
+		CASE WHEN isnan(reward) OR isinf(reward) THEN NULL ELSE reward::DOUBLE END AS reward,
+		policy_version, epoch_us(created_at) AS us, num_output_tokens::BIGINT AS len
+		FROM records`); err != nil {
+		return err
+	}
+	rows, err := all(ctx, c, `SELECT count(*) FILTER (WHERE len IS NULL), min(us), max(us) FROM base`)
+	if err != nil {
+		return err
+	}
+	lenSrc := "SELECT us, len FROM base"
+	if asInt(rows[0][0]) > 0 {
+		if err := exec(ctx, c, `CREATE TEMP TABLE clen AS SELECT epoch_us(created_at) AS us, length(content)::BIGINT AS len
+			FROM records WHERE num_output_tokens IS NULL`); err != nil {
+			return err
+		}
+		lenSrc = "SELECT us, len FROM base WHERE len IS NOT NULL UNION ALL SELECT us, len FROM clen"
+	}
+	width := bucketWidths[len(bucketWidths)-1]
+	if rows[0][1] != nil {
+		span := (asInt(rows[0][2]) - asInt(rows[0][1])) / 1e6
+		for _, w := range bucketWidths {
+			if span/w < maxBuckets {
+				width = w
+				break
+			}
+		}
+	}
+	ch.BucketSeconds = width
+	bucket := fmt.Sprintf("(us // %d) * %d", width*1_000_000, width)
+	bucketTime := func(v any) string { return time.Unix(asInt(v), 0).UTC().Format(time.RFC3339) }
+
+	rows, err = all(ctx, c, `SELECT policy_version, avg(reward), quantile_cont(reward, 0.1), quantile_cont(reward, 0.9), count(*)
+		FROM base WHERE reward IS NOT NULL AND policy_version IS NOT NULL
+		GROUP BY 1 ORDER BY TRY_CAST(policy_version AS DOUBLE) NULLS LAST, policy_version`)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		ch.RewardByPolicyVersion = append(ch.RewardByPolicyVersion, PolicyPoint{
+			PolicyVersion: r[0].(string), Mean: asFloat(r[1]), P10: asFloat(r[2]), P90: asFloat(r[3]), Count: asInt(r[4])})
+	}
+
+	rows, err = all(ctx, c, `SELECT `+bucket+` AS t, avg(reward), quantile_cont(reward, 0.1), quantile_cont(reward, 0.9), count(*)
+		FROM base WHERE reward IS NOT NULL AND us IS NOT NULL GROUP BY 1 ORDER BY 1`)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		ch.RewardOverTime = append(ch.RewardOverTime, TimePoint{
+			T: bucketTime(r[0]), Mean: asFloat(r[1]), P10: asFloat(r[2]), P90: asFloat(r[3]), Count: asInt(r[4])})
+	}
+
+	rows, err = all(ctx, c, `SELECT `+bucket+` AS t, count(*) FROM base WHERE us IS NOT NULL GROUP BY 1 ORDER BY 1`)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		ch.IngestRate = append(ch.IngestRate, RatePoint{T: bucketTime(r[0]), Rows: asInt(r[1])})
+	}
+
+	rows, err = all(ctx, c, `SELECT min(len), max(len) FROM (`+lenSrc+`) WHERE len IS NOT NULL`)
+	if err != nil {
+		return err
+	}
+	if rows[0][0] != nil {
+		lo, hi := asInt(rows[0][0]), asInt(rows[0][1])
+		w := max(1, (hi-lo+histBins)/histBins) // ceil((hi-lo+1)/bins)
+		hist, err := all(ctx, c, fmt.Sprintf(`SELECT (len - %d) // %d AS b, count(*) FROM (%s) WHERE len IS NOT NULL GROUP BY 1 ORDER BY 1`, lo, w, lenSrc))
+		if err != nil {
+			return err
+		}
+		for _, r := range hist {
+			b := asInt(r[0])
+			ch.LengthHist = append(ch.LengthHist, Bin{Lo: lo + b*w, Hi: lo + (b+1)*w, Count: asInt(r[1])})
+		}
+	}
+
+	rows, err = all(ctx, c, `SELECT `+bucket+` AS t, avg(len), quantile_cont(len, 0.5), quantile_cont(len, 0.9)
+		FROM (`+lenSrc+`) WHERE len IS NOT NULL AND us IS NOT NULL GROUP BY 1 ORDER BY 1`)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		ch.LengthOverTime = append(ch.LengthOverTime, LengthPoint{T: bucketTime(r[0]), Mean: asFloat(r[1]), P50: asFloat(r[2]), P90: asFloat(r[3])})
+	}
+	return nil
+}
+
+func exec(ctx context.Context, c *duckdb.Conn, sql string) error {
+	_, err := c.ExecContext(ctx, sql, nil)
+	return err
+}
+
+// all runs an internal statement and returns every row.
+func all(ctx context.Context, c *duckdb.Conn, sql string) ([][]driver.Value, error) {
+	rows, err := c.QueryContext(ctx, sql, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out [][]driver.Value
+	for {
+		row := make([]driver.Value, len(rows.Columns()))
+		if err := rows.Next(row); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, err
+		}
+		out = append(out, row)
+	}
+}
+
+func asInt(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case int32:
+		return int64(x)
+	case float64:
+		return int64(x)
+	case interface{ Int64() int64 }:
+		return x.Int64()
+	}
+	return 0
+}
+
+// asFloat returns v as a float; NULL, NaN and infinities (JSON has none)
+// as 0, which only an all-NULL group could produce.
+func asFloat(v any) float64 {
+	var f float64
+	switch x := v.(type) {
+	case float64:
+		f = x
+	case float32:
+		f = float64(x)
+	case int64:
+		f = float64(x)
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0
+	}
+	return f
+}

@@ -1,0 +1,52 @@
+// Package sqlquery runs read-only SQL over the rollout stores with an
+// embedded DuckDB (github.com/duckdb/duckdb-go), and computes the overview
+// charts through the same engine.
+//
+// # Tables
+//
+// The store a request names is the table records; every other store is a
+// table of its own name, so experiments can be joined. A name with a dot or
+// a dash must be double-quoted: SELECT ... FROM records r JOIN "exp-2.b" o
+// ON .... Each table has the columns of rollout.ScanColumns (the rollout
+// schema but binary_payload, which is read by id through the blob API) and
+// reads the tier the request's source selects: fragments (the merged base
+// table), wal (pending generations only) or all (both, newest write per
+// id), exactly as the records listing does.
+//
+// # Scan and pushdown
+//
+// A table name resolves (DuckDB replacement scan) to the table function
+// lance_context_scan(store), which streams our own Lance scan
+// (rollout.Store.Scan) into DuckDB vectors. DuckDB pushes the projection
+// down: the scan reads only the columns a query names, so an aggregate over
+// reward never reads content or the token lists. EXPLAIN shows it
+// ("Projections: reward"), and every result lists the columns each scan
+// read (Result.Scans). DuckDB's C API gives table functions no filter
+// pushdown: WHERE runs in DuckDB right above the scan.
+//
+// # Sandbox
+//
+// Each query runs in a fresh in-memory DuckDB database opened with
+// enable_external_access=false (no file, no network: read_csv, COPY TO,
+// ATTACH of a file, EXPORT are refused by DuckDB), extension autoinstall and
+// autoload off, and lock_configuration=true (no SET, RESET). Before DuckDB
+// sees a statement, anything that does not start as a read (SELECT, WITH,
+// FROM, VALUES, EXPLAIN, DESCRIBE, SHOW, SUMMARIZE) is refused, and the
+// prepared statement must be one SELECT (or EXPLAIN of one): PRAGMA, SET,
+// INSTALL, LOAD, ATTACH, COPY, CREATE, INSERT, UPDATE, DELETE, CALL and
+// several statements at once are errors wrapping ErrInvalid. Prepare runs
+// nothing; only the single checked statement executes.
+//
+// # Limits
+//
+// Each is configurable (Limits) and named in the LimitError it raises:
+//
+//	max_rows_scanned   200,000 rows read from stores by one query (all scans)
+//	max_rows_returned  10,000 result rows (Request.MaxRows truncates instead)
+//	max_query_time     30 s, planning included; the query is interrupted
+//	max_memory         512 MB, DuckDB's memory_limit; no spilling to disk
+//
+// The scan and result bounds are those of a browser console; the master
+// reads them from LC_SQL_* variables and gives the charts a larger scan
+// bound.
+package sqlquery

@@ -1,0 +1,482 @@
+package sqlquery
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	duckdb "github.com/duckdb/duckdb-go/v2"
+
+	"github.com/lance-context/lance-context/rollout"
+)
+
+// Table is one store as the engine reads it.
+type Table interface {
+	Scan(ctx context.Context, o rollout.ScanOptions, fn func(arrow.RecordBatch) error) error
+}
+
+// Opener returns the store of a name; an error wrapping rollout.ErrNotFound
+// when there is none.
+type Opener func(ctx context.Context, name string) (Table, error)
+
+// FromCatalog opens stores of a rollout catalog.
+func FromCatalog(c *rollout.Catalog) Opener {
+	return func(ctx context.Context, name string) (Table, error) {
+		s, err := c.Open(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+}
+
+// Limits bound one query. A zero field takes the default.
+type Limits struct {
+	MaxRowsScanned  int64         // rows read from stores, all scans of the query together
+	MaxRowsReturned int           // result rows
+	MaxTime         time.Duration // wall time, planning included
+	MaxMemoryMB     int           // DuckDB memory_limit
+	Threads         int           // DuckDB threads
+}
+
+// Defaults of Limits: the scan and result bounds of a browser console.
+const (
+	DefaultMaxRowsScanned  = 200_000
+	DefaultMaxRowsReturned = 10_000
+	DefaultMaxTime         = 30 * time.Second
+	DefaultMaxMemoryMB     = 512
+	DefaultThreads         = 2
+)
+
+func (l Limits) withDefaults(d Limits) Limits {
+	if l.MaxRowsScanned <= 0 {
+		l.MaxRowsScanned = d.MaxRowsScanned
+	}
+	if l.MaxRowsReturned <= 0 {
+		l.MaxRowsReturned = d.MaxRowsReturned
+	}
+	if l.MaxTime <= 0 {
+		l.MaxTime = d.MaxTime
+	}
+	if l.MaxMemoryMB <= 0 {
+		l.MaxMemoryMB = d.MaxMemoryMB
+	}
+	if l.Threads <= 0 {
+		l.Threads = d.Threads
+	}
+	return l
+}
+
+// DefaultLimits are the limits of an Engine built with a zero Limits.
+var DefaultLimits = Limits{
+	MaxRowsScanned: DefaultMaxRowsScanned, MaxRowsReturned: DefaultMaxRowsReturned,
+	MaxTime: DefaultMaxTime, MaxMemoryMB: DefaultMaxMemoryMB, Threads: DefaultThreads,
+}
+
+// Engine runs read-only SQL over the stores.
+type Engine struct {
+	open   Opener
+	limits Limits
+}
+
+// New returns an engine reading stores through open, with limits (zero
+// fields take DefaultLimits).
+func New(open Opener, limits Limits) *Engine {
+	return &Engine{open: open, limits: limits.withDefaults(DefaultLimits)}
+}
+
+// Limits returns the engine's limits.
+func (e *Engine) Limits() Limits { return e.limits }
+
+// Request is one query.
+type Request struct {
+	Store  string         // the store named records
+	SQL    string         // one SELECT (or EXPLAIN of one)
+	Source rollout.Source // tier of every store read; "" is fragments
+	// MaxRows, when > 0, truncates the result to that many rows (at most
+	// the engine's MaxRowsReturned) and sets Truncated. When 0, a result
+	// larger than MaxRowsReturned is an error naming the limit.
+	MaxRows int
+	// Limits overrides the engine's limits where set.
+	Limits Limits
+}
+
+// Column is one result column: its name and DuckDB type.
+type Column struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+}
+
+// ScanStat says what one scan of a store read: the columns the query
+// needed (projection pushdown) and the rows delivered.
+type ScanStat struct {
+	Store   string   `json:"store"`
+	Source  string   `json:"source"`
+	Columns []string `json:"columns"`
+	Rows    int64    `json:"rows"`
+}
+
+// Result is a query result. Rows hold the driver's Go values; JSONRows
+// converts them for encoding/json and Arrow builds an Arrow record.
+type Result struct {
+	Columns     []Column
+	Rows        [][]any
+	Truncated   bool
+	RowsScanned int64
+	Elapsed     time.Duration
+	Scans       []ScanStat
+}
+
+// ErrInvalid marks a request the engine refuses: bad SQL, a statement
+// other than SELECT, an unknown source. The message says what to fix.
+var ErrInvalid = errors.New("invalid query")
+
+// LimitError is a query stopped by one of its limits.
+type LimitError struct {
+	Limit string // max_rows_scanned, max_rows_returned, max_query_time, max_memory
+	Value string
+	Hint  string
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("query exceeded %s=%s; %s", e.Limit, e.Value, e.Hint)
+}
+
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// scanFunc is the table function every store name resolves to.
+const scanFunc = "lance_context_scan"
+
+// RecordsTable is the name of the queried store in SQL.
+const RecordsTable = "records"
+
+// query is the state of one running query, shared by its scans.
+type query struct {
+	ctx     context.Context
+	open    Opener
+	source  rollout.Source
+	store   string
+	limits  Limits
+	scanned atomic.Int64
+	wg      sync.WaitGroup
+
+	mu    sync.Mutex
+	err   error // first error of a scan or bind: the cause behind DuckDB's message
+	scans []*scanSource
+}
+
+func (q *query) fail(err error) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.err == nil {
+		q.err = err
+	}
+	return err
+}
+
+func (q *query) firstErr() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.err
+}
+
+// Query runs one read-only statement in a fresh, sandboxed DuckDB database
+// that sees nothing but the stores.
+func (e *Engine) Query(ctx context.Context, req Request) (*Result, error) {
+	start := time.Now()
+	src, err := rollout.ParseSource(string(req.Source))
+	if err != nil {
+		return nil, invalidf("%v", err)
+	}
+	if strings.TrimSpace(req.SQL) == "" {
+		return nil, invalidf("sql is empty; send one SELECT statement")
+	}
+	lim := req.Limits.withDefaults(e.limits)
+	res := &Result{}
+	q, err := e.session(ctx, req.Store, src, lim, func(qctx context.Context, c *duckdb.Conn) error {
+		return run(qctx, c, req, lim, res)
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.RowsScanned = q.scanned.Load()
+	res.Scans = q.scanStats()
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+func (q *query) scanStats() []ScanStat {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := []ScanStat{}
+	for _, s := range q.scans {
+		out = append(out, ScanStat{Store: s.store, Source: string(s.source), Columns: s.projected, Rows: s.rows.Load()})
+	}
+	return out
+}
+
+// session runs fn on a fresh sandboxed database, within the time limit,
+// and classifies its failure.
+func (e *Engine) session(ctx context.Context, store string, src rollout.Source, lim Limits, fn func(context.Context, *duckdb.Conn) error) (*query, error) {
+	qctx, cancel := context.WithTimeout(ctx, lim.MaxTime)
+	q := &query{ctx: qctx, open: e.open, source: src, store: store, limits: lim}
+	defer func() {
+		cancel()
+		q.wg.Wait() // scan producers end with the query
+	}()
+	db, conn, err := e.sandbox(qctx, q)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	defer conn.Close()
+	err = conn.Raw(func(dc any) error {
+		c, ok := dc.(*duckdb.Conn)
+		if !ok {
+			return fmt.Errorf("sqlquery: driver connection is %T", dc)
+		}
+		return fn(qctx, c)
+	})
+	if err != nil {
+		return nil, q.classify(ctx, qctx, err)
+	}
+	return q, nil
+}
+
+// sandbox opens an in-memory database that can read no file, network or
+// extension, whose settings cannot change, with the store scan registered.
+func (e *Engine) sandbox(ctx context.Context, q *query) (*sql.DB, *sql.Conn, error) {
+	dsn := fmt.Sprintf("?enable_external_access=false&autoinstall_known_extensions=false&autoload_known_extensions=false"+
+		"&allow_community_extensions=false&allow_unsigned_extensions=false&memory_limit=%dMB&threads=%d&max_temp_directory_size=0B",
+		q.limits.MaxMemoryMB, q.limits.Threads)
+	connector, err := duckdb.NewConnector(dsn, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sqlquery: open engine: %w", err)
+	}
+	duckdb.RegisterReplacementScan(connector, func(name string) (string, []any, error) {
+		if name == RecordsTable {
+			name = q.store
+		} else if rollout.ValidateName(name) != nil {
+			return "", nil, q.fail(invalidf("no table %q: query records, or another store by its name (in double quotes when it has a dot or dash)", name))
+		}
+		return scanFunc, []any{name}, nil
+	})
+	db := sql.OpenDB(connector)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		db.Close()
+		return nil, nil, fmt.Errorf("sqlquery: connect engine: %w", err)
+	}
+	fail := func(err error) (*sql.DB, *sql.Conn, error) {
+		conn.Close()
+		db.Close()
+		return nil, nil, err
+	}
+	if err := registerScan(conn, q); err != nil {
+		return fail(fmt.Errorf("sqlquery: register scan: %w", err))
+	}
+	if _, err := conn.ExecContext(ctx, "SET lock_configuration = true"); err != nil {
+		return fail(fmt.Errorf("sqlquery: lock configuration: %w", err))
+	}
+	return db, conn, nil
+}
+
+// run checks the statement and reads its result into res.
+func run(ctx context.Context, c *duckdb.Conn, req Request, lim Limits, res *Result) error {
+	stmt, err := prepareSelect(c, req.SQL)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	rows, err := stmt.QueryContext(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	names := rows.Columns()
+	res.Columns = make([]Column, len(names))
+	for i, n := range names {
+		res.Columns[i] = Column{Name: n}
+		if ct, ok := rows.(driver.RowsColumnTypeDatabaseTypeName); ok {
+			res.Columns[i].Type = ct.ColumnTypeDatabaseTypeName(i)
+		}
+	}
+	max := lim.MaxRowsReturned
+	if req.MaxRows > 0 && req.MaxRows < max {
+		max = req.MaxRows
+	}
+	res.Rows = [][]any{}
+	for {
+		row := make([]driver.Value, len(names))
+		if err := rows.Next(row); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		if len(res.Rows) == max {
+			if req.MaxRows > 0 {
+				res.Truncated = true
+				return nil
+			}
+			return &LimitError{Limit: "max_rows_returned", Value: fmt.Sprint(lim.MaxRowsReturned),
+				Hint: "add a LIMIT or an aggregate, or pass max_rows to get the first rows"}
+		}
+		out := make([]any, len(row))
+		for i, v := range row {
+			out[i] = v
+		}
+		res.Rows = append(res.Rows, out)
+	}
+}
+
+// readKeywords may start a statement. Anything else (PRAGMA, SET, COPY,
+// ATTACH, INSTALL, CREATE, ...) is refused before DuckDB sees it; the
+// statement type DuckDB reports is checked as well.
+var readKeywords = map[string]bool{"select": true, "with": true, "from": true, "values": true, "explain": true,
+	"describe": true, "show": true, "summarize": true, "": true}
+
+// prepareSelect prepares text if it is one SELECT, or an EXPLAIN of one,
+// and refuses anything else. It prepares without executing: the driver's
+// context-aware prepare would run all but the last of several statements.
+func prepareSelect(c *duckdb.Conn, text string) (*duckdb.Stmt, error) {
+	kw, _ := word(skipSpace(text))
+	if !readKeywords[strings.ToLower(kw)] {
+		return nil, invalidf("only SELECT statements are allowed (got %s); the engine is read-only", strings.ToUpper(kw))
+	}
+	ds, err := c.Prepare(text)
+	if err != nil {
+		if strings.Contains(err.Error(), "context") {
+			return nil, invalidf("send exactly one statement")
+		}
+		return nil, err
+	}
+	stmt := ds.(*duckdb.Stmt)
+	t, err := stmt.StatementType()
+	if err != nil {
+		stmt.Close()
+		return nil, err
+	}
+	switch t {
+	case duckdb.STATEMENT_TYPE_SELECT:
+		return stmt, nil
+	case duckdb.STATEMENT_TYPE_EXPLAIN:
+		// EXPLAIN ANALYZE runs its statement: allow only the EXPLAIN of a
+		// SELECT.
+		inner, ok := stripExplain(text)
+		if ok {
+			var is *duckdb.Stmt
+			if is, err = prepareSelect(c, inner); err == nil {
+				is.Close()
+				return stmt, nil
+			}
+		}
+		stmt.Close()
+		if err == nil {
+			err = invalidf("EXPLAIN is allowed only as EXPLAIN [ANALYZE] SELECT ...")
+		}
+		return nil, err
+	}
+	stmt.Close()
+	return nil, invalidf("only SELECT statements are allowed (got a %s statement); the engine is read-only", stmtName(t))
+}
+
+// stripExplain returns text without its leading EXPLAIN [ANALYZE] keyword
+// and leading comments and whitespace.
+func stripExplain(text string) (string, bool) {
+	s := skipSpace(text)
+	kw, rest := word(s)
+	if !strings.EqualFold(kw, "explain") {
+		return "", false
+	}
+	s = skipSpace(rest)
+	if kw, rest := word(s); strings.EqualFold(kw, "analyze") || strings.EqualFold(kw, "analyse") {
+		s = rest
+	}
+	return s, true
+}
+
+func skipSpace(s string) string {
+	for {
+		t := strings.TrimLeft(s, " \t\r\n")
+		switch {
+		case strings.HasPrefix(t, "--"):
+			if i := strings.IndexByte(t, '\n'); i >= 0 {
+				s = t[i+1:]
+				continue
+			}
+			return ""
+		case strings.HasPrefix(t, "/*"):
+			if i := strings.Index(t, "*/"); i >= 0 {
+				s = t[i+2:]
+				continue
+			}
+			return ""
+		}
+		return t
+	}
+}
+
+func word(s string) (string, string) {
+	i := 0
+	for i < len(s) && (s[i] >= 'a' && s[i] <= 'z' || s[i] >= 'A' && s[i] <= 'Z') {
+		i++
+	}
+	return s[:i], s[i:]
+}
+
+func stmtName(t duckdb.StmtType) string {
+	names := map[duckdb.StmtType]string{
+		duckdb.STATEMENT_TYPE_INSERT: "INSERT", duckdb.STATEMENT_TYPE_UPDATE: "UPDATE", duckdb.STATEMENT_TYPE_DELETE: "DELETE",
+		duckdb.STATEMENT_TYPE_CREATE: "CREATE", duckdb.STATEMENT_TYPE_DROP: "DROP", duckdb.STATEMENT_TYPE_COPY: "COPY",
+		duckdb.STATEMENT_TYPE_ATTACH: "ATTACH", duckdb.STATEMENT_TYPE_DETACH: "DETACH", duckdb.STATEMENT_TYPE_PRAGMA: "PRAGMA",
+		duckdb.STATEMENT_TYPE_SET: "SET", duckdb.STATEMENT_TYPE_VARIABLE_SET: "SET", duckdb.STATEMENT_TYPE_LOAD: "INSTALL/LOAD",
+		duckdb.STATEMENT_TYPE_CALL: "CALL", duckdb.STATEMENT_TYPE_EXPORT: "EXPORT", duckdb.STATEMENT_TYPE_ALTER: "ALTER",
+		duckdb.STATEMENT_TYPE_TRANSACTION: "transaction", duckdb.STATEMENT_TYPE_PREPARE: "PREPARE", duckdb.STATEMENT_TYPE_EXECUTE: "EXECUTE",
+	}
+	if n, ok := names[t]; ok {
+		return n
+	}
+	return fmt.Sprintf("type-%d", t)
+}
+
+// classify turns an engine failure into ErrInvalid, a LimitError, or the
+// store error behind it.
+func (q *query) classify(parent, qctx context.Context, err error) error {
+	var le *LimitError
+	if errors.As(err, &le) || errors.Is(err, ErrInvalid) {
+		return err
+	}
+	if first := q.firstErr(); first != nil {
+		return first
+	}
+	if parent.Err() == nil && errors.Is(qctx.Err(), context.DeadlineExceeded) {
+		return &LimitError{Limit: "max_query_time", Value: q.limits.MaxTime.String(), Hint: "narrow the query (fewer rows or columns) or raise the limit"}
+	}
+	if perr := parent.Err(); perr != nil {
+		return perr
+	}
+	var de *duckdb.Error
+	if errors.As(err, &de) {
+		switch de.Type {
+		case duckdb.ErrorTypeOutOfMemory:
+			return &LimitError{Limit: "max_memory", Value: fmt.Sprintf("%dMB", q.limits.MaxMemoryMB), Hint: "aggregate more, select fewer columns, or raise the limit"}
+		case duckdb.ErrorTypeInterrupt:
+			return &LimitError{Limit: "max_query_time", Value: q.limits.MaxTime.String(), Hint: "narrow the query or raise the limit"}
+		case duckdb.ErrorTypeFatal, duckdb.ErrorTypeInternal:
+			return fmt.Errorf("sqlquery: engine failure: %w", err)
+		}
+		return invalidf("%s", de.Msg)
+	}
+	return fmt.Errorf("sqlquery: %w", err)
+}

@@ -1,0 +1,277 @@
+package sqlquery
+
+import (
+	"database/sql"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	duckdb "github.com/duckdb/duckdb-go/v2"
+
+	"github.com/lance-context/lance-context/rollout"
+)
+
+// scanColumns are the SQL columns of every store, with their DuckDB types.
+var scanColumns = func() []arrow.Field {
+	var out []arrow.Field
+	for _, name := range rollout.ScanColumns() {
+		i := rollout.Schema.FieldIndices(name)[0]
+		out = append(out, rollout.Schema.Field(i))
+	}
+	return out
+}()
+
+func duckType(t arrow.DataType) (duckdb.TypeInfo, error) {
+	simple := func(t duckdb.Type) (duckdb.TypeInfo, error) { return duckdb.NewTypeInfo(t) }
+	switch t := t.(type) {
+	case *arrow.StringType, *arrow.LargeStringType:
+		return simple(duckdb.TYPE_VARCHAR)
+	case *arrow.BinaryType, *arrow.LargeBinaryType:
+		return simple(duckdb.TYPE_BLOB)
+	case *arrow.Int8Type:
+		return simple(duckdb.TYPE_TINYINT)
+	case *arrow.Int32Type:
+		return simple(duckdb.TYPE_INTEGER)
+	case *arrow.Int64Type:
+		return simple(duckdb.TYPE_BIGINT)
+	case *arrow.Float32Type:
+		return simple(duckdb.TYPE_FLOAT)
+	case *arrow.Float64Type:
+		return simple(duckdb.TYPE_DOUBLE)
+	case *arrow.BooleanType:
+		return simple(duckdb.TYPE_BOOLEAN)
+	case *arrow.TimestampType:
+		return simple(duckdb.TYPE_TIMESTAMP_TZ)
+	case *arrow.ListType:
+		child, err := duckType(t.Elem())
+		if err != nil {
+			return nil, err
+		}
+		return duckdb.NewListInfo(child)
+	case *arrow.StructType:
+		var entries []duckdb.StructEntry
+		for _, f := range t.Fields() {
+			ft, err := duckType(f.Type)
+			if err != nil {
+				return nil, err
+			}
+			e, err := duckdb.NewStructEntry(ft, f.Name)
+			if err != nil {
+				return nil, err
+			}
+			entries = append(entries, e)
+		}
+		return duckdb.NewStructInfo(entries[0], entries[1:]...)
+	}
+	return nil, fmt.Errorf("sqlquery: no DuckDB type for %s", t)
+}
+
+// registerScan registers the table function every store name resolves to:
+// lance_context_scan(store). DuckDB pushes the projection down: the scan
+// reads only the columns the query names.
+func registerScan(conn *sql.Conn, q *query) error {
+	infos := make([]duckdb.ColumnInfo, len(scanColumns))
+	for i, f := range scanColumns {
+		t, err := duckType(f.Type)
+		if err != nil {
+			return err
+		}
+		infos[i] = duckdb.ColumnInfo{Name: f.Name, T: t}
+	}
+	vc, err := duckdb.NewTypeInfo(duckdb.TYPE_VARCHAR)
+	if err != nil {
+		return err
+	}
+	return duckdb.RegisterTableUDF(conn, scanFunc, duckdb.ChunkTableFunction{
+		Config: duckdb.TableFunctionConfig{Arguments: []duckdb.TypeInfo{vc}},
+		BindArguments: func(_ map[string]any, args ...any) (duckdb.ChunkTableSource, error) {
+			name, _ := args[0].(string)
+			t, err := q.open(q.ctx, name)
+			if err != nil {
+				return nil, q.fail(fmt.Errorf("store %q: %w", name, err))
+			}
+			return &scanSource{q: q, store: name, source: q.source, table: t, infos: infos}, nil
+		},
+	})
+}
+
+// scanSource feeds one store scan to DuckDB. A goroutine runs the store's
+// push-style Scan and hands batches over a channel; FillChunk copies them
+// into DuckDB's vectors.
+type scanSource struct {
+	q      *query
+	store  string
+	source rollout.Source
+	table  Table
+	infos  []duckdb.ColumnInfo
+
+	projected []string // columns read, learnt on the first FillChunk
+	proj      []int    // their positions in scanColumns
+	rows      atomic.Int64
+	batches   chan arrow.RecordBatch
+	done      chan struct{}
+	scanErr   error // set before done closes
+	cur       arrow.RecordBatch
+	off       int
+}
+
+func (s *scanSource) ColumnInfos() []duckdb.ColumnInfo     { return s.infos }
+func (s *scanSource) Cardinality() *duckdb.CardinalityInfo { return nil }
+func (s *scanSource) Init()                                {}
+
+// start learns the projection from the chunk (a column DuckDB did not
+// project has no vector) and starts the store scan of those columns.
+func (s *scanSource) start(chunk duckdb.DataChunk) {
+	for i, f := range scanColumns {
+		if _, err := chunk.GetVector(i); err == nil {
+			s.proj = append(s.proj, i)
+			s.projected = append(s.projected, f.Name)
+		}
+	}
+	s.q.mu.Lock()
+	s.q.scans = append(s.q.scans, s)
+	s.q.mu.Unlock()
+	s.batches = make(chan arrow.RecordBatch, 2)
+	s.done = make(chan struct{})
+	cols := s.projected
+	if len(cols) == 0 {
+		cols = []string{rollout.ColSequenceOrder} // count(*): the narrowest column
+	}
+	s.q.wg.Add(1)
+	go func() {
+		defer s.q.wg.Done()
+		defer close(s.done)
+		err := s.table.Scan(s.q.ctx, rollout.ScanOptions{Source: s.source, Columns: cols}, func(b arrow.RecordBatch) error {
+			n := b.NumRows()
+			s.rows.Add(n)
+			if total := s.q.scanned.Add(n); total > s.q.limits.MaxRowsScanned {
+				return s.q.fail(&LimitError{Limit: "max_rows_scanned", Value: fmt.Sprint(s.q.limits.MaxRowsScanned),
+					Hint: "query a smaller store or source, or raise the limit"})
+			}
+			b.Retain()
+			select {
+			case s.batches <- b:
+				return nil
+			case <-s.q.ctx.Done():
+				b.Release()
+				return s.q.ctx.Err()
+			}
+		})
+		if err != nil {
+			s.scanErr = s.q.fail(fmt.Errorf("scan %s: %w", s.store, err))
+		}
+		close(s.batches)
+	}()
+}
+
+func (s *scanSource) FillChunk(chunk duckdb.DataChunk) error {
+	if s.batches == nil {
+		s.start(chunk)
+	}
+	capacity := duckdb.GetDataChunkCapacity()
+	n := 0
+	for n < capacity {
+		if s.cur == nil {
+			b, ok := <-s.batches
+			if !ok {
+				<-s.done
+				if s.scanErr != nil {
+					return s.scanErr
+				}
+				break
+			}
+			s.cur, s.off = b, 0
+		}
+		k := min(capacity-n, int(s.cur.NumRows())-s.off)
+		if len(s.projected) > 0 {
+			for ci, col := range s.proj {
+				if err := fill(chunk, col, s.cur.Column(ci), s.off, n, k); err != nil {
+					return err
+				}
+			}
+		}
+		n += k
+		s.off += k
+		if s.off == int(s.cur.NumRows()) {
+			s.cur.Release()
+			s.cur = nil
+		}
+	}
+	return chunk.SetSize(n)
+}
+
+// fill copies rows [from, from+k) of arr into column col of chunk at row to.
+func fill(chunk duckdb.DataChunk, col int, arr arrow.Array, from, to, k int) error {
+	var err error
+	for i := 0; i < k && err == nil; i++ {
+		r, dst := from+i, to+i
+		if arr.IsNull(r) {
+			err = chunk.SetValue(col, dst, nil)
+			continue
+		}
+		switch a := arr.(type) {
+		case *array.String:
+			err = duckdb.SetChunkValue(chunk, col, dst, a.Value(r))
+		case *array.LargeString:
+			err = duckdb.SetChunkValue(chunk, col, dst, a.Value(r))
+		case *array.Int32:
+			err = duckdb.SetChunkValue(chunk, col, dst, a.Value(r))
+		case *array.Int64:
+			err = duckdb.SetChunkValue(chunk, col, dst, a.Value(r))
+		case *array.Float32:
+			err = duckdb.SetChunkValue(chunk, col, dst, a.Value(r))
+		case *array.Boolean:
+			err = duckdb.SetChunkValue(chunk, col, dst, a.Value(r))
+		case *array.Timestamp:
+			err = duckdb.SetChunkValue(chunk, col, dst, time.UnixMicro(int64(a.Value(r))).UTC())
+		default:
+			err = chunk.SetValue(col, dst, goValue(arr, r))
+		}
+	}
+	return err
+}
+
+// goValue converts one non-scalar cell (a list, a struct) to the Go value
+// duckdb-go writes: []any and map[string]any.
+func goValue(arr arrow.Array, r int) any {
+	if arr.IsNull(r) {
+		return nil
+	}
+	switch a := arr.(type) {
+	case *array.List:
+		s, e := a.ValueOffsets(r)
+		out := make([]any, 0, e-s)
+		for j := s; j < e; j++ {
+			out = append(out, goValue(a.ListValues(), int(j)))
+		}
+		return out
+	case *array.Struct:
+		st := a.DataType().(*arrow.StructType)
+		m := make(map[string]any, a.NumField())
+		for f := 0; f < a.NumField(); f++ {
+			m[st.Field(f).Name] = goValue(a.Field(f), r)
+		}
+		return m
+	case *array.String:
+		return a.Value(r)
+	case *array.LargeString:
+		return a.Value(r)
+	case *array.Int8:
+		return a.Value(r)
+	case *array.Int32:
+		return a.Value(r)
+	case *array.Int64:
+		return a.Value(r)
+	case *array.Float32:
+		return a.Value(r)
+	case *array.Float64:
+		return a.Value(r)
+	case *array.Boolean:
+		return a.Value(r)
+	case *array.LargeBinary:
+		return a.Value(r)
+	}
+	return nil
+}
