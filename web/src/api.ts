@@ -359,6 +359,10 @@ export interface Charts {
   length_over_time: { t: string | number; mean: number | null; p50: number | null; p90: number | null }[];
   ingest_rate: { t: string | number; rows: number }[];
   pending: { wal_rows: number; generations: number };
+  /** Width of the time buckets, in seconds. */
+  bucket_seconds?: number;
+  rows_scanned?: number;
+  elapsed_ms?: number;
 }
 
 export const api = {

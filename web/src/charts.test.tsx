@@ -4,7 +4,7 @@ import { App } from './App';
 import type { Charts, Experiment } from './api';
 import { extent, timeTickFormat, toMillis } from './charts';
 import { jsonResponse, stubFetch } from './test/fetchStub';
-import { ChartGrid } from './views/Charts';
+import { ChartGrid, fillRateGaps, fmtSeconds } from './views/Charts';
 
 const EMPTY: Charts = {
   reward_by_policy_version: [],
@@ -86,6 +86,46 @@ describe('chart helpers', () => {
   });
 });
 
+describe('ingest rate', () => {
+  it('puts the empty buckets back as zero', () => {
+    const got = fillRateGaps(
+      [
+        { t: '2026-01-01T10:00:00Z', rows: 4 },
+        { t: '2026-01-01T10:03:00Z', rows: 2 },
+      ],
+      60,
+    );
+    expect(got.map((p) => [p.t, p.rows])).toEqual([
+      ['2026-01-01T10:00:00.000Z', 4],
+      ['2026-01-01T10:01:00.000Z', 0],
+      ['2026-01-01T10:02:00.000Z', 0],
+      ['2026-01-01T10:03:00.000Z', 2],
+    ]);
+  });
+
+  it('keeps the points as sent when the bucket width is unknown, a point is off the grid or too many buckets', () => {
+    const two = [
+      { t: '2026-01-01T10:00:00Z', rows: 4 },
+      { t: '2026-01-01T10:03:30Z', rows: 2 },
+    ];
+    expect(fillRateGaps(two, undefined)).toBe(two);
+    expect(fillRateGaps(two, 60)).toBe(two);
+    const far = [
+      { t: '2026-01-01T00:00:00Z', rows: 1 },
+      { t: '2027-01-01T00:00:00Z', rows: 1 },
+    ];
+    expect(fillRateGaps(far, 60)).toBe(far);
+    expect(fillRateGaps([], 60)).toEqual([]);
+  });
+
+  it('names the bucket width', () => {
+    expect(fmtSeconds(60)).toBe('1 min');
+    expect(fmtSeconds(900)).toBe('15 min');
+    expect(fmtSeconds(21600)).toBe('6 h');
+    expect(fmtSeconds(604800)).toBe('7 d');
+  });
+});
+
 describe('chart grid', () => {
   it('shows a clear "no data" state for every chart on an empty store', () => {
     render(<ChartGrid charts={EMPTY} />);
@@ -126,7 +166,8 @@ describe('chart grid', () => {
   });
 
   it('draws the mean line over a p10-p90 band, skipping null points', () => {
-    render(<ChartGrid charts={MANY} />);
+    render(<ChartGrid charts={{ ...MANY, bucket_seconds: 60 }} />);
+    expect(screen.getByTestId('chart-ingest').textContent).toContain('rows per 1 min');
     const card = screen.getByTestId('chart-reward-version');
     // Three of four versions have a mean; the null one is skipped, not drawn as 0.
     expect(within(card).getAllByTestId('chart-dot')).toHaveLength(3);

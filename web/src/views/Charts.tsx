@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import { api, SOURCES, type Charts, type Source } from '../api';
-import { ChartCard, Histogram, LegendItem, NoData, SeriesChart } from '../charts';
+import { ChartCard, Histogram, LegendItem, NoData, SeriesChart, toMillis } from '../charts';
 import { ErrorBanner, Updated } from '../components';
 import { fmtInt, fmtNum } from '../format';
 import { usePoll } from '../live';
@@ -44,6 +44,11 @@ export function OverviewCharts({ name }: { name: string }) {
             ))}
           </select>
         </label>
+        {data && typeof data.rows_scanned === 'number' ? (
+          <span className="muted small" data-testid="charts-meta">
+            over {fmtInt(data.rows_scanned)} rows{typeof data.elapsed_ms === 'number' ? ` · ${fmtNum(data.elapsed_ms)} ms` : ''}
+          </span>
+        ) : null}
         <Updated at={updatedAt} />
       </h2>
       <ErrorBanner error={error} prefix="Charts" />
@@ -53,12 +58,42 @@ export function OverviewCharts({ name }: { name: string }) {
   );
 }
 
+/** "1 min", "5 min", "1 h", "6 h", "1 d", "7 d". */
+export function fmtSeconds(s: number): string {
+  if (s % 86400 === 0) return `${s / 86400} d`;
+  if (s % 3600 === 0) return `${s / 3600} h`;
+  if (s % 60 === 0) return `${s / 60} min`;
+  return `${s} s`;
+}
+
+/** Bucket counts with the empty buckets between the first and the last put back as 0 (the server
+ * sends only buckets that have rows; a line drawn across a gap would claim rows that never came). */
+export function fillRateGaps(points: IngestPoint[], bucketSeconds: number | undefined, maxBuckets = 5000): IngestPoint[] {
+  if (!bucketSeconds || bucketSeconds <= 0 || points.length < 2) return points;
+  const step = bucketSeconds * 1000;
+  const byT = new Map<number, number>();
+  for (const p of points) {
+    const m = toMillis(p.t);
+    if (m === undefined) return points;
+    byT.set(m, (byT.get(m) ?? 0) + p.rows);
+  }
+  const ts = [...byT.keys()].sort((a, b) => a - b);
+  const first = ts[0];
+  const last = ts[ts.length - 1];
+  if ((last - first) / step > maxBuckets) return points;
+  const out: IngestPoint[] = [];
+  for (let t = first; t <= last; t += step) out.push({ t: new Date(t).toISOString(), rows: byT.get(t) ?? 0 });
+  // A bucket off the grid (should not happen) would be lost: then keep the server's points.
+  return out.reduce((n, p) => n + p.rows, 0) === points.reduce((n, p) => n + p.rows, 0) ? out : points;
+}
+
 export function ChartGrid({ charts }: { charts: Charts }) {
   const byVersion = charts.reward_by_policy_version ?? [];
   const overTime = charts.reward_over_time ?? [];
   const hist = charts.length_hist ?? [];
   const lenTime = charts.length_over_time ?? [];
-  const ingest = charts.ingest_rate ?? [];
+  const ingest = fillRateGaps(charts.ingest_rate ?? [], charts.bucket_seconds);
+  const per = charts.bucket_seconds ? fmtSeconds(charts.bucket_seconds) : 'interval';
   const pending = charts.pending ?? { wal_rows: 0, generations: 0 };
   return (
     <div className="chart-grid">
@@ -124,7 +159,7 @@ export function ChartGrid({ charts }: { charts: Charts }) {
           <NoData>No responses yet</NoData>
         )}
       </ChartCard>
-      <ChartCard title="Ingest rate" subtitle="(rows per interval, UTC)" testId="chart-ingest">
+      <ChartCard title="Ingest rate" subtitle={`(rows per ${per}, UTC)`} testId="chart-ingest">
         {ingest.length ? (
           <SeriesChart<IngestPoint>
             label="Rows written per time interval"
