@@ -208,6 +208,20 @@ describe('overview charts', () => {
     expect(screen.getByTestId('chart-reward-version').querySelector('svg')).not.toBeNull();
   });
 
+  it('asks for the statistics and the charts at once, and refreshes the charts less often', async () => {
+    const f = stubFetch({
+      'GET /api/v1/experiments/demo': () => new Promise((r) => setTimeout(() => r(EXP), 100)),
+      'GET /api/v1/experiments/demo/charts': () => MANY,
+    });
+    window.history.replaceState(null, '', '/experiments/demo');
+    render(<App live intervalMs={40} />);
+    // The charts request does not wait for the statistics.
+    await waitFor(() => expect(f.to('/api/v1/experiments/demo/charts')).toHaveLength(1));
+    expect(f.to('/api/v1/experiments/demo')).toHaveLength(1);
+    await waitFor(() => expect(f.to('/api/v1/experiments/demo').length).toBeGreaterThanOrEqual(3), { timeout: 3000 });
+    expect(f.to('/api/v1/experiments/demo/charts')).toHaveLength(1);
+  });
+
   it('shows the server message when the charts fail, and keeps the statistics', async () => {
     stubFetch({
       'GET /api/v1/experiments/demo': () => EXP,

@@ -6,6 +6,9 @@ import { fmtInt, fmtNum } from '../format';
 import { usePoll } from '../live';
 import { PENDING_LIMIT, PENDING_WARN } from './pending';
 
+/** The charts read every row of the store: refresh them less often than the rest of the page. */
+export const CHARTS_REFRESH_MS = 30_000;
+
 const SOURCE_LABEL: Record<Source, string> = { fragments: 'Fragments', wal: 'WAL', all: 'All' };
 
 type RewardPoint = Charts['reward_by_policy_version'][number];
@@ -27,8 +30,10 @@ const rewardLegend = (
 /** The overview's charts, computed by the server (GET .../charts) over the chosen source. */
 export function OverviewCharts({ name }: { name: string }) {
   const [source, setSource] = useState<Source>('all');
-  const { data, error, loading, updatedAt } = usePoll(JSON.stringify(['charts', name, source]), (signal) =>
-    api.charts(name, source, signal),
+  const { data, error, loading, updatedAt } = usePoll(
+    JSON.stringify(['charts', name, source]),
+    (signal) => api.charts(name, source, signal),
+    CHARTS_REFRESH_MS,
   );
   return (
     <section className="charts-section" data-testid="charts" data-loading={loading ? 'true' : 'false'}>

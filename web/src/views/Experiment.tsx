@@ -162,7 +162,8 @@ function Overview({ name }: { name: string }) {
         ) : null}
       </div>
       <ErrorBanner error={actionError} />
-      {data ? <OverviewCharts name={name} /> : null}
+      {/* Not gated on the statistics: both requests go out at once. */}
+      <OverviewCharts name={name} />
     </div>
   );
 }
