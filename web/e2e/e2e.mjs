@@ -11,6 +11,7 @@
 // /usr/bin/chromium), E2E_TIMEOUT_MS (per UI wait, default 15000).
 // Prints a JSON summary on stdout; exits 1 when a check fails, 2 on a setup error.
 import { dirname, join } from 'node:path';
+import { deflateSync } from 'node:zlib';
 import { chromium } from 'playwright-core';
 
 const BASE_URL = (process.env.BASE_URL ?? '').replace(/\/+$/, '');
@@ -145,6 +146,59 @@ async function signIn(page, { wrongFirst = false, shots: save = false } = {}) {
 
 const storeHref = (name) => `/experiments/${encodeURIComponent(name)}`;
 
+function crc32(buf) {
+  let c = ~0;
+  for (const b of buf) {
+    c ^= b;
+    for (let k = 0; k < 8; k++) c = (c >>> 1) ^ (0xedb88320 & -(c & 1));
+  }
+  return ~c >>> 0;
+}
+
+/** A w x h RGB PNG with a gradient, so the preview has something to show. */
+function png(w, h) {
+  const chunk = (type, data) => {
+    const out = Buffer.alloc(12 + data.length);
+    out.writeUInt32BE(data.length, 0);
+    out.write(type, 4, 'ascii');
+    data.copy(out, 8);
+    out.writeUInt32BE(crc32(out.subarray(4, 8 + data.length)), 8 + data.length);
+    return out;
+  };
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(w, 0);
+  ihdr.writeUInt32BE(h, 4);
+  ihdr.set([8, 2, 0, 0, 0], 8); // 8-bit RGB
+  const raw = Buffer.alloc(h * (1 + 3 * w));
+  for (let y = 0; y < h; y++) {
+    for (let x = 0; x < w; x++) raw.set([Math.round((255 * x) / w), Math.round((255 * y) / h), 160], y * (1 + 3 * w) + 1 + 3 * x);
+  }
+  return Buffer.concat([Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]), chunk('IHDR', ihdr), chunk('IDAT', deflateSync(raw)), chunk('IEND', Buffer.alloc(0))]);
+}
+
+/** Appends rollout r2 (an image turn and a text-payload turn) through the multipart append route. */
+async function appendPayloadRollout() {
+  const form = new FormData();
+  const records = [
+    { id: 'e2e-p1', rollout_id: 'r2', sequence_order: 0, role: 'user', content: 'What is in this picture?', content_type: 'image/png' },
+    { id: 'e2e-p2', rollout_id: 'r2', sequence_order: 1, role: 'assistant', content: 'A gradient.', content_type: 'text/plain', reward: 0.5 },
+  ];
+  form.append('metadata', new Blob([JSON.stringify({ records })], { type: 'application/json' }));
+  form.append('0', new Blob([png(96, 64)], { type: 'image/png' }));
+  form.append('1', new Blob(['the text payload of e2e-p2'], { type: 'text/plain' }));
+  let res;
+  try {
+    res = await fetch(`${BASE_URL}/api/v1/rollouts/${encodeURIComponent(STORE)}/records?flush=true`, {
+      method: 'POST',
+      headers: TOKEN ? { Authorization: `Bearer ${TOKEN}` } : {},
+      body: form,
+    });
+  } catch (e) {
+    throw new SetupError(`append with payloads: ${e.message}`);
+  }
+  if (!res.ok) throw new SetupError(`append with payloads: HTTP ${res.status}: ${(await res.text()).slice(0, 300)}`);
+}
+
 /** The rollout of a record as a conversation, by the record's link and by a shared URL. */
 async function checkConversation(page, browser) {
   await page.getByTestId('open-rollout').first().click();
@@ -174,6 +228,21 @@ async function checkConversation(page, browser) {
   } finally {
     await other.close();
   }
+
+  // Payload previews: an image and a text, fetched through the blob route (with the token when on).
+  await appendPayloadRollout();
+  await page.goto(`${BASE_URL}${storeHref(STORE)}/rollouts/r2`, { waitUntil: 'domcontentloaded' });
+  const img = page.locator('[data-testid="turn"][data-record-id="e2e-p1"] [data-testid="payload-preview"][data-kind="image"] img');
+  await img.waitFor();
+  const size = await img.evaluate(async (el) => {
+    if (!el.complete) await new Promise((r) => el.addEventListener('load', r, { once: true }));
+    return [el.naturalWidth, el.naturalHeight];
+  });
+  check('conversation: image payload decoded in the page', size[0] === 96 && size[1] === 64, { size });
+  const textPreview = page.locator('[data-testid="turn"][data-record-id="e2e-p2"] [data-testid="payload-preview"][data-kind="text"]');
+  await textPreview.waitFor();
+  check('conversation: text payload previewed', ((await textPreview.textContent()) ?? '').includes('the text payload of e2e-p2'));
+  await shot(page, 'conversation-payload');
 }
 
 const CHART_CARDS = ['chart-reward-version', 'chart-reward-time', 'chart-length-hist', 'chart-length-time', 'chart-ingest'];

@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { App } from './App';
 import type { RolloutRecord } from './api';
 import { matchRoute } from './App';
+import { sniff } from './views/Rollout';
 import { jsonResponse, stubFetch, type Call } from './test/fetchStub';
 
 const RECORDS = '/api/v1/experiments/demo/records';
@@ -55,6 +56,25 @@ describe('rollout route', () => {
   it('matches /experiments/{name}/rollouts/{rollout_id} with encoded parts', () => {
     expect(matchRoute('/experiments/my%20exp/rollouts/r%2F1')).toEqual({ view: 'rollout', name: 'my exp', rolloutId: 'r/1' });
     expect(matchRoute('/experiments/demo/sql')).toEqual({ view: 'experiment', name: 'demo', tab: 'sql' });
+  });
+});
+
+describe('payload sniffing', () => {
+  const bytes = (...xs: number[]) => new Uint8Array(xs);
+  it('recognises images by their magic number', () => {
+    expect(sniff(bytes(0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0), true)).toBe('image/png');
+    expect(sniff(bytes(0xff, 0xd8, 0xff, 0xe0), true)).toBe('image/jpeg');
+    expect(sniff(new TextEncoder().encode('GIF89a'), true)).toBe('image/gif');
+    expect(sniff(new TextEncoder().encode('RIFF\0\0\0\0WEBPVP8 '), true)).toBe('image/webp');
+  });
+  it('recognises UTF-8 text, and refuses binary', () => {
+    expect(sniff(new TextEncoder().encode('héllo\nworld\t!'), true)).toBe('text/plain');
+    // A multi-byte character cut by a partial read is still text.
+    expect(sniff(new TextEncoder().encode('abc é').subarray(0, 5), false)).toBe('text/plain');
+    expect(sniff(new TextEncoder().encode('abc é').subarray(0, 5), true)).toBeUndefined();
+    expect(sniff(bytes(0x00, 0x01, 0x02), true)).toBeUndefined();
+    expect(sniff(bytes(0xc3, 0x28), true)).toBeUndefined();
+    expect(sniff(bytes(), true)).toBeUndefined();
   });
 });
 
@@ -112,10 +132,28 @@ describe('conversation view', () => {
     expect(f.to('/api/v1/experiments/demo/records/img/blob')).toHaveLength(1);
   });
 
+  it('previews payloads the server serves as application/octet-stream by their bytes', async () => {
+    const rows = [turn(0, { id: 'img', payload_size: 9 }), turn(1, { id: 'txt', payload_size: 5 }), turn(2, { id: 'bin', payload_size: 3 })];
+    stubFetch({
+      [`GET ${RECORDS}`]: listing(rows),
+      'GET /api/v1/experiments/demo/records/img/blob': () =>
+        new Response(new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0]), { headers: { 'Content-Type': 'application/octet-stream' } }),
+      'GET /api/v1/experiments/demo/records/txt/blob': () => new Response('plain', { headers: { 'Content-Type': 'application/octet-stream' } }),
+      'GET /api/v1/experiments/demo/records/bin/blob': () => new Response(new Uint8Array([0, 1, 2]), { headers: { 'Content-Type': 'application/octet-stream' } }),
+    });
+    renderAt('/experiments/demo/rollouts/r1');
+    const turns = await screen.findAllByTestId('turn');
+    const kind = (i: number) => within(turns[i]).getByTestId('payload-preview').getAttribute('data-kind');
+    await waitFor(() => expect([kind(0), kind(1), kind(2)]).toEqual(['image', 'text', 'binary']));
+    expect(turns[0].textContent).toContain('image/png (detected)');
+    expect(created).toContain('image/png');
+    expect(turns[1].textContent).toContain('plain');
+  });
+
   it('loads a large payload only on request', async () => {
     const f = stubFetch({
       [`GET ${RECORDS}`]: listing([turn(0, { id: 'big', payload_size: 50 << 20 })]),
-      'GET /api/v1/experiments/demo/records/big/blob': () => new Response('x', { headers: { 'Content-Type': 'application/octet-stream' } }),
+      'GET /api/v1/experiments/demo/records/big/blob': () => new Response(new Uint8Array([0, 1, 2]), { headers: { 'Content-Type': 'application/octet-stream' } }),
     });
     renderAt('/experiments/demo/rollouts/r1');
     const load = await screen.findByTestId('payload-load');

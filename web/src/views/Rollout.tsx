@@ -20,6 +20,27 @@ function isTextType(t: string): boolean {
   return t.startsWith('text/') || /json|xml|yaml|csv|javascript/.test(t);
 }
 
+/** Bytes read to recognise a payload whose type the server does not know (application/octet-stream). */
+const SNIFF_BYTES = 256 * 1024;
+
+/** The type of a payload from its first bytes: an image by its magic number, or UTF-8 text. */
+export function sniff(b: Uint8Array, whole: boolean): string | undefined {
+  const at = (i: number, ...xs: number[]) => xs.every((x, k) => b[i + k] === x);
+  if (at(0, 0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a)) return 'image/png';
+  if (at(0, 0xff, 0xd8, 0xff)) return 'image/jpeg';
+  if (at(0, 0x47, 0x49, 0x46, 0x38)) return 'image/gif';
+  if (at(0, 0x52, 0x49, 0x46, 0x46) && at(8, 0x57, 0x45, 0x42, 0x50)) return 'image/webp';
+  if (b.length === 0) return undefined;
+  // Text: valid UTF-8 (a sequence cut at the end of a partial read is allowed) without control bytes.
+  for (const c of b) if (c < 0x20 && c !== 0x09 && c !== 0x0a && c !== 0x0d) return undefined;
+  try {
+    new TextDecoder('utf-8', { fatal: true }).decode(whole ? b : b.subarray(0, Math.max(0, b.length - 3)));
+    return 'text/plain';
+  } catch {
+    return undefined;
+  }
+}
+
 type Preview =
   | { kind: 'image'; url: string; type: string }
   | { kind: 'text'; text: string; more: boolean; type: string }
@@ -39,16 +60,27 @@ export function PayloadPreview({ store, record }: { store: string; record: Rollo
     let url: string | undefined;
     fetchBlob(store, id, ctl.signal).then(
       async (blob) => {
-        const type = (blob.type || record.content_type || '').toLowerCase();
+        let type = (blob.type || '').toLowerCase();
+        let detected = false;
+        if (!type || type === 'application/octet-stream') {
+          const head = new Uint8Array(await blob.slice(0, SNIFF_BYTES).arrayBuffer());
+          const t = sniff(head, blob.size <= SNIFF_BYTES);
+          if (t) {
+            type = t;
+            detected = true;
+          }
+        }
+        if (ctl.signal.aborted) return;
+        const label = detected ? `${type} (detected)` : type || 'application/octet-stream';
         if (type.startsWith('image/')) {
-          url = URL.createObjectURL(blob);
-          setPreview({ kind: 'image', url, type });
-        } else if (isTextType(type) || (!type && blob.size < 65536)) {
+          url = URL.createObjectURL(detected ? new Blob([blob], { type }) : blob);
+          setPreview({ kind: 'image', url, type: label });
+        } else if (isTextType(type)) {
           const text = await blob.slice(0, TEXT_PREVIEW_CHARS * 4).text();
-          setPreview({ kind: 'text', text: text.slice(0, TEXT_PREVIEW_CHARS), more: blob.size > TEXT_PREVIEW_CHARS, type: type || 'text' });
+          setPreview({ kind: 'text', text: text.slice(0, TEXT_PREVIEW_CHARS), more: blob.size > TEXT_PREVIEW_CHARS, type: label });
         } else {
           url = URL.createObjectURL(blob);
-          setPreview({ kind: 'binary', url, type: type || 'application/octet-stream' });
+          setPreview({ kind: 'binary', url, type: label });
         }
       },
       (e: unknown) => {
@@ -59,7 +91,7 @@ export function PayloadPreview({ store, record }: { store: string; record: Rollo
       ctl.abort();
       if (url) URL.revokeObjectURL(url);
     };
-  }, [wanted, store, id, record.content_type]);
+  }, [wanted, store, id]);
 
   if (!id || size <= 0) return null;
   return (
