@@ -190,7 +190,8 @@ export function RolloutView({ name, rolloutId }: { name: string; rolloutId: stri
   const first = turns[0];
   const rewards = turns.map((t) => t.reward).filter((r): r is number => typeof r === 'number');
   const versions = [...new Set(turns.map((t) => t.policy_version).filter((v) => v !== null && v !== undefined).map(String))];
-  const tokensOut = turns.reduce((n, t) => n + (t.num_output_tokens ?? 0), 0);
+  const withTokens = turns.filter((t) => typeof t.num_output_tokens === 'number');
+  const tokensOut = withTokens.length ? withTokens.reduce((n, t) => n + (t.num_output_tokens as number), 0) : undefined;
 
   const copy = async () => {
     try {
