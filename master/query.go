@@ -25,7 +25,8 @@ const maxQueryBody = 1 << 20
 // sqlLimits reads the query limits from the environment once:
 // LC_SQL_MAX_ROWS_SCANNED (200000), LC_SQL_MAX_ROWS_RETURNED (10000),
 // LC_SQL_TIMEOUT_SECS (30), LC_SQL_MEMORY_MB (512), LC_SQL_THREADS (2), and
-// LC_CHARTS_MAX_ROWS_SCANNED (10000000) for the charts.
+// LC_CHARTS_MAX_ROWS_SCANNED (10000000) for the charts (whose other limits
+// are the query's). Listed in `lance-context master --help`.
 var sqlLimits = sync.OnceValues(func() (sqlquery.Limits, sqlquery.Limits) {
 	q := sqlquery.Limits{
 		MaxRowsScanned:  int64(envInt("LC_SQL_MAX_ROWS_SCANNED", sqlquery.DefaultMaxRowsScanned)),
@@ -38,6 +39,29 @@ var sqlLimits = sync.OnceValues(func() (sqlquery.Limits, sqlquery.Limits) {
 	c.MaxRowsScanned = int64(envInt("LC_CHARTS_MAX_ROWS_SCANNED", sqlquery.DefaultChartsMaxRowsScanned))
 	return q, c
 })
+
+// sqlSlots bounds the queries (and chart computations) running at once:
+// each has its own DuckDB memory limit, so the bound caps their sum.
+// LC_SQL_MAX_CONCURRENT, default 4.
+var sqlSlots = sync.OnceValue(func() chan struct{} {
+	return make(chan struct{}, envInt("LC_SQL_MAX_CONCURRENT", 4))
+})
+
+// acquireSQL takes a slot, waiting at most a few seconds; a 503 with
+// Retry-After when the engine stays busy.
+func acquireSQL(r *http.Request) (func(), error) {
+	t := time.NewTimer(5 * time.Second)
+	defer t.Stop()
+	select {
+	case sqlSlots() <- struct{}{}:
+		return func() { <-sqlSlots() }, nil
+	case <-t.C:
+		return nil, &httpapi.Error{Status: http.StatusServiceUnavailable, Code: "busy",
+			Message: fmt.Sprintf("%d SQL queries are running (LC_SQL_MAX_CONCURRENT); retry", cap(sqlSlots())), RetryAfter: 1}
+	case <-r.Context().Done():
+		return nil, r.Context().Err()
+	}
+}
 
 func (m *Master) sqlEngine() *sqlquery.Engine {
 	q, _ := sqlLimits()
@@ -87,6 +111,12 @@ func (m *Master) query(w http.ResponseWriter, r *http.Request) {
 		writeQueryError(w, r, err)
 		return
 	}
+	release, err := acquireSQL(r)
+	if err != nil {
+		writeQueryError(w, r, err)
+		return
+	}
+	defer release()
 	res, err := m.sqlEngine().Query(r.Context(), sqlquery.Request{Store: name, SQL: body.SQL, Source: src, MaxRows: body.MaxRows})
 	if err != nil {
 		writeQueryError(w, r, err)
@@ -147,6 +177,12 @@ func (m *Master) charts(w http.ResponseWriter, r *http.Request) {
 		writeQueryError(w, r, err)
 		return
 	}
+	release, err := acquireSQL(r)
+	if err != nil {
+		writeQueryError(w, r, err)
+		return
+	}
+	defer release()
 	_, lim := sqlLimits()
 	ch, err := sqlquery.New(sqlquery.FromCatalog(m.catalog), lim).Charts(r.Context(), name, src)
 	if err != nil {

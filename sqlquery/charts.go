@@ -96,7 +96,7 @@ func (e *Engine) Charts(ctx context.Context, store string, src rollout.Source) (
 		RewardByPolicyVersion: []PolicyPoint{}, RewardOverTime: []TimePoint{}, LengthHist: []Bin{},
 		LengthOverTime: []LengthPoint{}, IngestRate: []RatePoint{},
 	}
-	q, err := e.session(ctx, store, src, e.limits, func(ctx context.Context, c *duckdb.Conn) error {
+	q, err := e.session(ctx, store, src, e.limits, func(ctx context.Context, c *duckdb.Conn, _ *query) error {
 		return charts(ctx, c, ch)
 	})
 	if err != nil {
@@ -140,7 +140,8 @@ func charts(ctx context.Context, c *duckdb.Conn, ch *Charts) error {
 	bucket := fmt.Sprintf("(us // %d) * %d", width*1_000_000, width)
 	bucketTime := func(v any) string { return time.Unix(asInt(v), 0).UTC().Format(time.RFC3339) }
 
-	rows, err = all(ctx, c, `SELECT policy_version, avg(reward), quantile_cont(reward, 0.1), quantile_cont(reward, 0.9), count(*)
+	// One quantile aggregate with a list of fractions sorts each group once.
+	rows, err = all(ctx, c, `SELECT policy_version, avg(reward), quantile_cont(reward, [0.1, 0.9]), count(*)
 		FROM base WHERE reward IS NOT NULL AND policy_version IS NOT NULL
 		GROUP BY 1 ORDER BY TRY_CAST(policy_version AS DOUBLE) NULLS LAST, policy_version`)
 	if err != nil {
@@ -148,17 +149,17 @@ func charts(ctx context.Context, c *duckdb.Conn, ch *Charts) error {
 	}
 	for _, r := range rows {
 		ch.RewardByPolicyVersion = append(ch.RewardByPolicyVersion, PolicyPoint{
-			PolicyVersion: r[0].(string), Mean: asFloat(r[1]), P10: asFloat(r[2]), P90: asFloat(r[3]), Count: asInt(r[4])})
+			PolicyVersion: r[0].(string), Mean: asFloat(r[1]), P10: nth(r[2], 0), P90: nth(r[2], 1), Count: asInt(r[3])})
 	}
 
-	rows, err = all(ctx, c, `SELECT `+bucket+` AS t, avg(reward), quantile_cont(reward, 0.1), quantile_cont(reward, 0.9), count(*)
+	rows, err = all(ctx, c, `SELECT `+bucket+` AS t, avg(reward), quantile_cont(reward, [0.1, 0.9]), count(*)
 		FROM base WHERE reward IS NOT NULL AND us IS NOT NULL GROUP BY 1 ORDER BY 1`)
 	if err != nil {
 		return err
 	}
 	for _, r := range rows {
 		ch.RewardOverTime = append(ch.RewardOverTime, TimePoint{
-			T: bucketTime(r[0]), Mean: asFloat(r[1]), P10: asFloat(r[2]), P90: asFloat(r[3]), Count: asInt(r[4])})
+			T: bucketTime(r[0]), Mean: asFloat(r[1]), P10: nth(r[2], 0), P90: nth(r[2], 1), Count: asInt(r[3])})
 	}
 
 	rows, err = all(ctx, c, `SELECT `+bucket+` AS t, count(*) FROM base WHERE us IS NOT NULL GROUP BY 1 ORDER BY 1`)
@@ -186,13 +187,13 @@ func charts(ctx context.Context, c *duckdb.Conn, ch *Charts) error {
 		}
 	}
 
-	rows, err = all(ctx, c, `SELECT `+bucket+` AS t, avg(len), quantile_cont(len, 0.5), quantile_cont(len, 0.9)
+	rows, err = all(ctx, c, `SELECT `+bucket+` AS t, avg(len), quantile_cont(len, [0.5, 0.9])
 		FROM (`+lenSrc+`) WHERE len IS NOT NULL AND us IS NOT NULL GROUP BY 1 ORDER BY 1`)
 	if err != nil {
 		return err
 	}
 	for _, r := range rows {
-		ch.LengthOverTime = append(ch.LengthOverTime, LengthPoint{T: bucketTime(r[0]), Mean: asFloat(r[1]), P50: asFloat(r[2]), P90: asFloat(r[3])})
+		ch.LengthOverTime = append(ch.LengthOverTime, LengthPoint{T: bucketTime(r[0]), Mean: asFloat(r[1]), P50: nth(r[2], 0), P90: nth(r[2], 1)})
 	}
 	return nil
 }
@@ -220,6 +221,14 @@ func all(ctx context.Context, c *duckdb.Conn, sql string) ([][]driver.Value, err
 		}
 		out = append(out, row)
 	}
+}
+
+// nth is element i of a LIST value, as a float.
+func nth(v any, i int) float64 {
+	if l, ok := v.([]any); ok && i < len(l) {
+		return asFloat(l[i])
+	}
+	return 0
 }
 
 func asInt(v any) int64 {

@@ -21,8 +21,17 @@
 // down: the scan reads only the columns a query names, so an aggregate over
 // reward never reads content or the token lists. EXPLAIN shows it
 // ("Projections: reward"), and every result lists the columns each scan
-// read (Result.Scans). DuckDB's C API gives table functions no filter
-// pushdown: WHERE runs in DuckDB right above the scan.
+// read (Result.Scans).
+//
+// DuckDB's C API gives table functions no filter pushdown, so the engine
+// derives scan filters itself from DuckDB's parse tree (json_serialize_sql)
+// for the simplest shape only: one SELECT of one store, no join, set
+// operation, CTE or sample, and top-level AND conjuncts of the form column
+// op literal (numbers: <, <=, >, >=, widened by a relative 1e-6 so a FLOAT
+// compared in float32 is never dropped; strings: = only). The scan drops the
+// rows they reject before copying batches into DuckDB, which still applies
+// the whole WHERE: the filters can only save work, never change a result.
+// Result.Scans lists them and the rows they kept.
 //
 // # Sandbox
 //

@@ -116,12 +116,15 @@ type Column struct {
 }
 
 // ScanStat says what one scan of a store read: the columns the query
-// needed (projection pushdown) and the rows delivered.
+// needed (projection pushdown), the rows read, the filters applied in the
+// scan (see hint) and the rows they kept, which DuckDB received.
 type ScanStat struct {
-	Store   string   `json:"store"`
-	Source  string   `json:"source"`
-	Columns []string `json:"columns"`
-	Rows    int64    `json:"rows"`
+	Store    string   `json:"store"`
+	Source   string   `json:"source"`
+	Columns  []string `json:"columns"`
+	Filters  []string `json:"filters"`
+	Rows     int64    `json:"rows"`
+	RowsKept int64    `json:"rows_kept"`
 }
 
 // Result is a query result. Rows hold the driver's Go values; JSONRows
@@ -170,9 +173,20 @@ type query struct {
 	scanned atomic.Int64
 	wg      sync.WaitGroup
 
+	hintStore string // the store the hints filter (set before the statement is bound)
+	hints     []hint
+
 	mu    sync.Mutex
 	err   error // first error of a scan or bind: the cause behind DuckDB's message
 	scans []*scanSource
+}
+
+// resolve maps a table name of the query to a store name.
+func (q *query) resolve(name string) string {
+	if strings.EqualFold(name, RecordsTable) {
+		return q.store
+	}
+	return name
 }
 
 func (q *query) fail(err error) error {
@@ -203,8 +217,8 @@ func (e *Engine) Query(ctx context.Context, req Request) (*Result, error) {
 	}
 	lim := req.Limits.withDefaults(e.limits)
 	res := &Result{}
-	q, err := e.session(ctx, req.Store, src, lim, func(qctx context.Context, c *duckdb.Conn) error {
-		return run(qctx, c, req, lim, res)
+	q, err := e.session(ctx, req.Store, src, lim, func(qctx context.Context, c *duckdb.Conn, q *query) error {
+		return run(qctx, c, q, req, lim, res)
 	})
 	if err != nil {
 		return nil, err
@@ -220,14 +234,18 @@ func (q *query) scanStats() []ScanStat {
 	defer q.mu.Unlock()
 	out := []ScanStat{}
 	for _, s := range q.scans {
-		out = append(out, ScanStat{Store: s.store, Source: string(s.source), Columns: s.projected, Rows: s.rows.Load()})
+		st := ScanStat{Store: s.store, Source: string(s.source), Columns: s.projected, Rows: s.rows.Load(), RowsKept: s.kept.Load(), Filters: []string{}}
+		for _, h := range s.hints {
+			st.Filters = append(st.Filters, h.String())
+		}
+		out = append(out, st)
 	}
 	return out
 }
 
 // session runs fn on a fresh sandboxed database, within the time limit,
 // and classifies its failure.
-func (e *Engine) session(ctx context.Context, store string, src rollout.Source, lim Limits, fn func(context.Context, *duckdb.Conn) error) (*query, error) {
+func (e *Engine) session(ctx context.Context, store string, src rollout.Source, lim Limits, fn func(context.Context, *duckdb.Conn, *query) error) (*query, error) {
 	qctx, cancel := context.WithTimeout(ctx, lim.MaxTime)
 	q := &query{ctx: qctx, open: e.open, source: src, store: store, limits: lim}
 	defer func() {
@@ -245,7 +263,7 @@ func (e *Engine) session(ctx context.Context, store string, src rollout.Source, 
 		if !ok {
 			return fmt.Errorf("sqlquery: driver connection is %T", dc)
 		}
-		return fn(qctx, c)
+		return fn(qctx, c, q)
 	})
 	if err != nil {
 		return nil, q.classify(ctx, qctx, err)
@@ -264,7 +282,7 @@ func (e *Engine) sandbox(ctx context.Context, q *query) (*sql.DB, *sql.Conn, err
 		return nil, nil, fmt.Errorf("sqlquery: open engine: %w", err)
 	}
 	duckdb.RegisterReplacementScan(connector, func(name string) (string, []any, error) {
-		if name == RecordsTable {
+		if strings.EqualFold(name, RecordsTable) {
 			name = q.store
 		} else if rollout.ValidateName(name) != nil {
 			return "", nil, q.fail(invalidf("no table %q: query records, or another store by its name (in double quotes when it has a dot or dash)", name))
@@ -292,7 +310,10 @@ func (e *Engine) sandbox(ctx context.Context, q *query) (*sql.DB, *sql.Conn, err
 }
 
 // run checks the statement and reads its result into res.
-func run(ctx context.Context, c *duckdb.Conn, req Request, lim Limits, res *Result) error {
+func run(ctx context.Context, c *duckdb.Conn, q *query, req Request, lim Limits, res *Result) error {
+	if table, hs := queryHints(ctx, c, req.SQL); len(hs) > 0 {
+		q.hintStore, q.hints = q.resolve(table), hs
+	}
 	stmt, err := prepareSelect(c, req.SQL)
 	if err != nil {
 		return err
@@ -457,7 +478,10 @@ func (q *query) classify(parent, qctx context.Context, err error) error {
 	if errors.As(err, &le) || errors.Is(err, ErrInvalid) {
 		return err
 	}
-	if first := q.firstErr(); first != nil {
+	// A scan's own limit or refusal explains DuckDB's error; a scan that
+	// failed because the time limit ended the query does not.
+	first := q.firstErr()
+	if first != nil && (errors.As(first, &le) || errors.Is(first, ErrInvalid)) {
 		return first
 	}
 	if parent.Err() == nil && errors.Is(qctx.Err(), context.DeadlineExceeded) {
@@ -465,6 +489,9 @@ func (q *query) classify(parent, qctx context.Context, err error) error {
 	}
 	if perr := parent.Err(); perr != nil {
 		return perr
+	}
+	if first != nil {
+		return first
 	}
 	var de *duckdb.Error
 	if errors.As(err, &de) {

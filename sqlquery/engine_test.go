@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lance-context/lance-context/objstore"
 	"github.com/lance-context/lance-context/rollout"
@@ -240,6 +242,12 @@ func TestEscapesRefused(t *testing.T) {
 		"CALL pragma_version()",
 		"EXPORT DATABASE '/tmp/x'",
 		"SELECT * FROM read_csv('https://example.com/x.csv')",
+		"SELECT * FROM read_blob('/etc/passwd')",
+		"SELECT * FROM duckdb_secrets()",
+		"SELECT getenv('HOME')",
+		"SELECT * FROM query('SET memory_limit=''10GB''')",
+		"SELECT * FROM query('ATTACH '':memory:'' AS x')",
+		"  /* c */ -- c\n pragma version",
 	} {
 		_, err := f.eng.Query(context.Background(), Request{Store: "exp", SQL: sql})
 		if !errors.Is(err, ErrInvalid) {
@@ -278,6 +286,53 @@ func TestLimits(t *testing.T) {
 	res = f.query(t, "small", "SELECT * FROM range(10)", "")
 	if len(res.Rows) != 10 || res.Truncated {
 		t.Fatalf("at the limit: %d rows, truncated %v", len(res.Rows), res.Truncated)
+	}
+}
+
+// slowTable delivers one-row batches, sleeping between them.
+type slowTable struct{ delay time.Duration }
+
+func (s slowTable) Scan(ctx context.Context, o rollout.ScanOptions, fn func(arrow.RecordBatch) error) error {
+	fields := make([]arrow.Field, len(o.Columns))
+	arrs := make([]arrow.Array, len(o.Columns))
+	for i, c := range o.Columns {
+		fields[i] = rollout.Schema.Field(rollout.Schema.FieldIndices(c)[0])
+		arrs[i] = array.MakeArrayOfNull(memory.DefaultAllocator, fields[i].Type, 1)
+	}
+	rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), arrs, 1)
+	defer rec.Release()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(s.delay):
+		}
+		if err := fn(rec); err != nil {
+			return err
+		}
+	}
+}
+
+// A scan still running at the time limit ends the query with the time
+// limit named, not as a storage fault.
+func TestTimeLimitDuringScan(t *testing.T) {
+	slow := func(context.Context, string) (Table, error) { return slowTable{time.Millisecond}, nil }
+	eng := New(slow, Limits{MaxTime: 300 * time.Millisecond, MaxRowsScanned: 1 << 40})
+	start := time.Now()
+	_, err := eng.Query(context.Background(), Request{Store: "s", SQL: "SELECT count(*) FROM records"})
+	var le *LimitError
+	if !errors.As(err, &le) || le.Limit != "max_query_time" {
+		t.Fatalf("got %v, want max_query_time", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("the query took %v to stop", d)
+	}
+	// A caller that goes away is not a limit.
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	eng = New(slow, Limits{MaxRowsScanned: 1 << 40})
+	if _, err := eng.Query(ctx, Request{Store: "s", SQL: "SELECT count(*) FROM records"}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("caller's deadline: %v", err)
 	}
 }
 
@@ -407,5 +462,71 @@ func TestChartsLengthFallsBackToContent(t *testing.T) {
 	}
 	if !slices.Equal(lens, []int64{2, 5}) {
 		t.Fatalf("lengths %v (hist %+v), want 2 and 5", lens, ch.LengthHist)
+	}
+}
+
+// Scan-side filters drop only rows the WHERE drops: every query gives the
+// result of the same query whose filter the scan cannot see (a subquery),
+// at boundaries, with NULL and NaN, flipped and qualified comparisons.
+func TestFilterHintsKeepResults(t *testing.T) {
+	f := newFixture(t, Limits{})
+	s := f.store(t, "exp", 200, true)
+	ctx := context.Background()
+	extra := []rollout.Record{
+		{ID: "b-half", RolloutID: "r", ProblemID: "p", Role: "user", Reward: ptr(float32(0.5)), PolicyVersion: ptr("v1"), NumOutputTokens: ptr(int32(7))},
+		{ID: "b-099", RolloutID: "r", ProblemID: "p", Role: "user", Reward: ptr(float32(0.99)), PolicyVersion: ptr("v1")},
+		{ID: "b-null", RolloutID: "r", ProblemID: "p", Role: "user", PolicyVersion: ptr("v1")},
+		{ID: "b-nan", RolloutID: "r", ProblemID: "p", Role: "user", Reward: ptr(float32(math.NaN())), PolicyVersion: ptr("V1")},
+	}
+	if _, err := s.Append(ctx, extra); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, where := range []string{
+		"reward > 0.5", "reward >= 0.5", "0.5 < reward", "REWARD <= 0.5", "reward < 0.5", "reward > 0.99", "reward >= 0.99",
+		"reward > 1", "reward >= 1e-1 AND policy_version = 'v1'", "policy_version = 'v1'", "r.reward > 0.25 AND r.num_output_tokens >= 7",
+		"num_output_tokens > 6.5", "num_output_tokens <= 7", "reward > -1", "reward > 0.5 OR policy_version = 'v2'",
+	} {
+		hinted := f.query(t, "exp", "SELECT id, reward FROM records r WHERE "+where+" ORDER BY id", rollout.SourceAll)
+		plain := f.query(t, "exp", "SELECT id, reward FROM (SELECT * FROM records) r WHERE "+where+" ORDER BY id", rollout.SourceAll)
+		if fmt.Sprint(hinted.Rows) != fmt.Sprint(plain.Rows) {
+			t.Fatalf("%s:\nwith scan filters %v\nwithout         %v", where, hinted.Rows, plain.Rows)
+		}
+		if len(plain.Scans[0].Filters) != 0 {
+			t.Fatalf("%s: a subquery got scan filters %v", where, plain.Scans[0].Filters)
+		}
+		st := hinted.Scans[0]
+		if strings.Contains(where, " OR ") {
+			if len(st.Filters) != 0 {
+				t.Fatalf("%s: an OR became a scan filter: %v", where, st.Filters)
+			}
+			continue
+		}
+		if len(st.Filters) == 0 || st.RowsKept >= st.Rows && len(hinted.Rows) < int(st.Rows) {
+			t.Fatalf("%s: scan filters %v kept %d of %d rows", where, st.Filters, st.RowsKept, st.Rows)
+		}
+	}
+}
+
+func TestHintsOnlyFromSimpleSelects(t *testing.T) {
+	f := newFixture(t, Limits{})
+	f.store(t, "exp", 20, true)
+	f.store(t, "other", 20, true)
+	for _, sql := range []string{
+		"SELECT * FROM records TABLESAMPLE 50% WHERE reward > 0.5",
+		"SELECT * FROM records a JOIN other b USING (id) WHERE a.reward > 0.5",
+		"WITH x AS (SELECT * FROM records) SELECT * FROM x WHERE reward > 0.5",
+		"SELECT id FROM records WHERE reward > 0.5 UNION ALL SELECT id FROM records",
+		"SELECT id FROM records WHERE reward::VARCHAR > '0.5'",
+		"SELECT id FROM records WHERE reward + 1 > 1.5",
+	} {
+		res := f.query(t, "exp", sql, "")
+		for _, st := range res.Scans {
+			if len(st.Filters) != 0 {
+				t.Errorf("%s: scan filters %v", sql, st.Filters)
+			}
+		}
 	}
 }

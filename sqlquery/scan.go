@@ -92,7 +92,11 @@ func registerScan(conn *sql.Conn, q *query) error {
 			if err != nil {
 				return nil, q.fail(fmt.Errorf("store %q: %w", name, err))
 			}
-			return &scanSource{q: q, store: name, source: q.source, table: t, infos: infos}, nil
+			s := &scanSource{q: q, store: name, source: q.source, table: t, infos: infos}
+			if name == q.hintStore {
+				s.hints = q.hints
+			}
+			return s, nil
 		},
 	})
 }
@@ -107,14 +111,29 @@ type scanSource struct {
 	table  Table
 	infos  []duckdb.ColumnInfo
 
+	hints     []hint
 	projected []string // columns read, learnt on the first FillChunk
 	proj      []int    // their positions in scanColumns
 	rows      atomic.Int64
-	batches   chan arrow.RecordBatch
+	kept      atomic.Int64
+	batches   chan scanBatch
 	done      chan struct{}
 	scanErr   error // set before done closes
-	cur       arrow.RecordBatch
+	cur       scanBatch
 	off       int
+}
+
+// scanBatch is a batch and the rows of it the hints keep (nil: all).
+type scanBatch struct {
+	rec arrow.RecordBatch
+	sel []int32
+}
+
+func (b scanBatch) len() int {
+	if b.sel != nil {
+		return len(b.sel)
+	}
+	return int(b.rec.NumRows())
 }
 
 func (s *scanSource) ColumnInfos() []duckdb.ColumnInfo     { return s.infos }
@@ -133,7 +152,7 @@ func (s *scanSource) start(chunk duckdb.DataChunk) {
 	s.q.mu.Lock()
 	s.q.scans = append(s.q.scans, s)
 	s.q.mu.Unlock()
-	s.batches = make(chan arrow.RecordBatch, 2)
+	s.batches = make(chan scanBatch, 2)
 	s.done = make(chan struct{})
 	cols := s.projected
 	if len(cols) == 0 {
@@ -150,9 +169,14 @@ func (s *scanSource) start(chunk duckdb.DataChunk) {
 				return s.q.fail(&LimitError{Limit: "max_rows_scanned", Value: fmt.Sprint(s.q.limits.MaxRowsScanned),
 					Hint: "query a smaller store or source, or raise the limit"})
 			}
+			sb := scanBatch{rec: b, sel: selection(s.hints, s.projected, b)}
+			if sb.len() == 0 {
+				return nil
+			}
+			s.kept.Add(int64(sb.len()))
 			b.Retain()
 			select {
-			case s.batches <- b:
+			case s.batches <- sb:
 				return nil
 			case <-s.q.ctx.Done():
 				b.Release()
@@ -173,7 +197,7 @@ func (s *scanSource) FillChunk(chunk duckdb.DataChunk) error {
 	capacity := duckdb.GetDataChunkCapacity()
 	n := 0
 	for n < capacity {
-		if s.cur == nil {
+		if s.cur.rec == nil {
 			b, ok := <-s.batches
 			if !ok {
 				<-s.done
@@ -184,29 +208,33 @@ func (s *scanSource) FillChunk(chunk duckdb.DataChunk) error {
 			}
 			s.cur, s.off = b, 0
 		}
-		k := min(capacity-n, int(s.cur.NumRows())-s.off)
+		k := min(capacity-n, s.cur.len()-s.off)
 		if len(s.projected) > 0 {
 			for ci, col := range s.proj {
-				if err := fill(chunk, col, s.cur.Column(ci), s.off, n, k); err != nil {
+				if err := fill(chunk, col, s.cur.rec.Column(ci), s.cur.sel, s.off, n, k); err != nil {
 					return err
 				}
 			}
 		}
 		n += k
 		s.off += k
-		if s.off == int(s.cur.NumRows()) {
-			s.cur.Release()
-			s.cur = nil
+		if s.off == s.cur.len() {
+			s.cur.rec.Release()
+			s.cur = scanBatch{}
 		}
 	}
 	return chunk.SetSize(n)
 }
 
-// fill copies rows [from, from+k) of arr into column col of chunk at row to.
-func fill(chunk duckdb.DataChunk, col int, arr arrow.Array, from, to, k int) error {
+// fill copies rows [from, from+k) of arr (of its selection sel, when not
+// nil) into column col of chunk at row to.
+func fill(chunk duckdb.DataChunk, col int, arr arrow.Array, sel []int32, from, to, k int) error {
 	var err error
 	for i := 0; i < k && err == nil; i++ {
 		r, dst := from+i, to+i
+		if sel != nil {
+			r = int(sel[r])
+		}
 		if arr.IsNull(r) {
 			err = chunk.SetValue(col, dst, nil)
 			continue

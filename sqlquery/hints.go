@@ -1,0 +1,298 @@
+package sqlquery
+
+import (
+	"context"
+	"database/sql/driver"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	duckdb "github.com/duckdb/duckdb-go/v2"
+)
+
+// A hint is one conjunct of a query's WHERE, column op constant, that the
+// scan applies to each batch before copying it into DuckDB (DuckDB's C API
+// gives table functions no filter pushdown). Hints are conservative: a hint
+// drops only rows the WHERE certainly drops, and DuckDB still evaluates the
+// whole WHERE, so a result never depends on them; they only save copying
+// rows DuckDB would discard.
+//
+// They come from DuckDB's own parse tree (json_serialize_sql), and only
+// from the simplest shape: one SELECT of one store (no join, set operation,
+// CTE or sample), top-level AND conjuncts comparing a scalar column to a
+// literal. Numbers compare with a small tolerance widening the kept range
+// (the engine may compare in FLOAT where the hint compares in float64);
+// strings only for equality (byte-wise, as DuckDB's default collation).
+type hint struct {
+	Column string
+	Op     string // "=", ">", ">=", "<", "<="
+	Num    float64
+	Str    string
+	IsStr  bool
+}
+
+func (h hint) String() string {
+	if h.IsStr {
+		return fmt.Sprintf("%s %s %q", h.Column, h.Op, h.Str)
+	}
+	return fmt.Sprintf("%s %s %v", h.Column, h.Op, h.Num)
+}
+
+// queryHints returns the scan hints of text, by table name (as the
+// replacement scan sees it), or nil. Any parse surprise means no hints.
+func queryHints(ctx context.Context, c *duckdb.Conn, text string) (string, []hint) {
+	rows, err := c.QueryContext(ctx, "SELECT json_serialize_sql(CAST($1 AS VARCHAR))", []driver.NamedValue{{Ordinal: 1, Value: text}})
+	if err != nil {
+		return "", nil
+	}
+	defer rows.Close()
+	v := make([]driver.Value, 1)
+	if err := rows.Next(v); err != nil && !errors.Is(err, io.EOF) {
+		return "", nil
+	}
+	var raw []byte
+	switch x := v[0].(type) {
+	case string:
+		raw = []byte(x)
+	case []byte:
+		raw = x
+	default:
+		b, err := json.Marshal(x)
+		if err != nil {
+			return "", nil
+		}
+		raw = b
+	}
+	return hintsFromAST(raw)
+}
+
+type astNode struct {
+	Error      bool `json:"error"`
+	Statements []struct {
+		Node struct {
+			Type   string `json:"type"`
+			CTEMap struct {
+				Map []json.RawMessage `json:"map"`
+			} `json:"cte_map"`
+			FromTable *struct {
+				Type      string          `json:"type"`
+				TableName string          `json:"table_name"`
+				Schema    string          `json:"schema_name"`
+				Catalog   string          `json:"catalog_name"`
+				Alias     string          `json:"alias"`
+				Sample    json.RawMessage `json:"sample"`
+				AtClause  json.RawMessage `json:"at_clause"`
+			} `json:"from_table"`
+			Sample json.RawMessage `json:"sample"`
+			Where  *expr           `json:"where_clause"`
+		} `json:"node"`
+	} `json:"statements"`
+}
+
+type expr struct {
+	Class       string   `json:"class"`
+	Type        string   `json:"type"`
+	Children    []*expr  `json:"children"`
+	Left        *expr    `json:"left"`
+	Right       *expr    `json:"right"`
+	ColumnNames []string `json:"column_names"`
+	Value       *struct {
+		IsNull bool `json:"is_null"`
+		Type   struct {
+			ID       string `json:"id"`
+			TypeInfo *struct {
+				Scale int `json:"scale"`
+			} `json:"type_info"`
+		} `json:"type"`
+		Value json.RawMessage `json:"value"`
+	} `json:"value"`
+}
+
+func isNull(m json.RawMessage) bool {
+	s := strings.TrimSpace(string(m))
+	return s == "" || s == "null"
+}
+
+func hintsFromAST(raw []byte) (string, []hint) {
+	var a astNode
+	if json.Unmarshal(raw, &a) != nil || a.Error || len(a.Statements) != 1 {
+		return "", nil
+	}
+	n := a.Statements[0].Node
+	ft := n.FromTable
+	if n.Type != "SELECT_NODE" || len(n.CTEMap.Map) > 0 || ft == nil || ft.Type != "BASE_TABLE" ||
+		ft.Schema != "" || ft.Catalog != "" || !isNull(ft.Sample) || !isNull(ft.AtClause) || !isNull(n.Sample) || n.Where == nil {
+		return "", nil
+	}
+	var conj []*expr
+	if n.Where.Class == "CONJUNCTION" && n.Where.Type == "CONJUNCTION_AND" {
+		conj = n.Where.Children
+	} else {
+		conj = []*expr{n.Where}
+	}
+	var out []hint
+	for _, e := range conj {
+		if h, ok := comparison(e, ft.TableName, ft.Alias); ok {
+			out = append(out, h)
+		}
+	}
+	return ft.TableName, out
+}
+
+var flipped = map[string]string{"=": "=", ">": "<", ">=": "<=", "<": ">", "<=": ">="}
+
+var compareOps = map[string]string{
+	"COMPARE_EQUAL": "=", "COMPARE_GREATERTHAN": ">", "COMPARE_GREATERTHANOREQUALTO": ">=",
+	"COMPARE_LESSTHAN": "<", "COMPARE_LESSTHANOREQUALTO": "<=",
+}
+
+func comparison(e *expr, table, alias string) (hint, bool) {
+	if e == nil {
+		return hint{}, false
+	}
+	op, ok := compareOps[e.Type]
+	if e.Class != "COMPARISON" || !ok || e.Left == nil || e.Right == nil {
+		return hint{}, false
+	}
+	col, lit := e.Left, e.Right
+	if col.Class == "CONSTANT" && lit.Class == "COLUMN_REF" {
+		col, lit, op = lit, col, flipped[op]
+	}
+	if col.Class != "COLUMN_REF" || lit.Class != "CONSTANT" || lit.Value == nil || lit.Value.IsNull {
+		return hint{}, false
+	}
+	var name string
+	switch len(col.ColumnNames) {
+	case 1:
+		name = col.ColumnNames[0]
+	case 2:
+		q := col.ColumnNames[0]
+		if !strings.EqualFold(q, table) && (alias == "" || !strings.EqualFold(q, alias)) {
+			return hint{}, false
+		}
+		name = col.ColumnNames[1]
+	default:
+		return hint{}, false
+	}
+	name = strings.ToLower(name)
+	i := slices.IndexFunc(scanColumns, func(f arrow.Field) bool { return f.Name == name })
+	if i < 0 {
+		return hint{}, false
+	}
+	h := hint{Column: name, Op: op}
+	switch scanColumns[i].Type.(type) {
+	case *arrow.StringType, *arrow.LargeStringType:
+		var s string
+		if op != "=" || lit.Value.Type.ID != "VARCHAR" || json.Unmarshal(lit.Value.Value, &s) != nil {
+			return hint{}, false
+		}
+		h.Str, h.IsStr = s, true
+	case *arrow.Float32Type, *arrow.Float64Type, *arrow.Int32Type, *arrow.Int64Type:
+		if op == "=" {
+			return hint{}, false
+		}
+		var f float64
+		switch lit.Value.Type.ID {
+		case "INTEGER", "BIGINT", "SMALLINT", "TINYINT", "DOUBLE", "FLOAT":
+			if json.Unmarshal(lit.Value.Value, &f) != nil {
+				return hint{}, false
+			}
+		case "DECIMAL":
+			var unscaled float64
+			if lit.Value.Type.TypeInfo == nil || json.Unmarshal(lit.Value.Value, &unscaled) != nil {
+				return hint{}, false
+			}
+			f = unscaled / math.Pow10(lit.Value.Type.TypeInfo.Scale)
+		default:
+			return hint{}, false
+		}
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return hint{}, false
+		}
+		h.Num = f
+	default:
+		return hint{}, false
+	}
+	return h, true
+}
+
+// tolerance widens numeric hints: the engine may compare a FLOAT column
+// with the literal rounded to float32.
+func tolerance(c float64) float64 { return 1e-6 * max(1, math.Abs(c)) }
+
+// selection returns the rows of b every hint keeps (nil: all of them).
+// cols are b's column names. A hint on a column b lacks is ignored.
+func selection(hs []hint, cols []string, b arrow.RecordBatch) []int32 {
+	n := int(b.NumRows())
+	var keep []bool
+	for _, h := range hs {
+		ci := slices.Index(cols, h.Column)
+		if ci < 0 {
+			continue
+		}
+		if keep == nil {
+			keep = make([]bool, n)
+			for i := range keep {
+				keep[i] = true
+			}
+		}
+		applyHint(h, b.Column(ci), keep)
+	}
+	if keep == nil {
+		return nil
+	}
+	sel := make([]int32, 0, n/4)
+	for i, k := range keep {
+		if k {
+			sel = append(sel, int32(i))
+		}
+	}
+	return sel
+}
+
+func applyHint(h hint, arr arrow.Array, keep []bool) {
+	num := func(get func(int) float64) {
+		lo, hi := math.Inf(-1), math.Inf(1)
+		switch h.Op {
+		case ">", ">=":
+			lo = h.Num - tolerance(h.Num)
+		case "<", "<=":
+			hi = h.Num + tolerance(h.Num)
+		}
+		for i := range keep {
+			if keep[i] {
+				if arr.IsNull(i) {
+					keep[i] = false
+					continue
+				}
+				v := get(i)
+				// NaN sorts above every number in DuckDB: keep it.
+				keep[i] = math.IsNaN(v) || (v >= lo && v <= hi)
+			}
+		}
+	}
+	switch a := arr.(type) {
+	case *array.Float32:
+		num(func(i int) float64 { return float64(a.Value(i)) })
+	case *array.Float64:
+		num(a.Value)
+	case *array.Int32:
+		num(func(i int) float64 { return float64(a.Value(i)) })
+	case *array.Int64:
+		num(func(i int) float64 { return float64(a.Value(i)) })
+	case *array.String:
+		for i := range keep {
+			keep[i] = keep[i] && !a.IsNull(i) && a.Value(i) == h.Str
+		}
+	case *array.LargeString:
+		for i := range keep {
+			keep[i] = keep[i] && !a.IsNull(i) && a.Value(i) == h.Str
+		}
+	}
+}
