@@ -86,4 +86,11 @@ for _ in $(seq 1 100); do curl -fsS -o /dev/null "http://127.0.0.1:$port/api/v1/
 mkdir -p test/artifacts
 (cd web && BASE_URL="http://127.0.0.1:$port" SCREENSHOT="$root/test/artifacts/ui-e2e.png" npm run --silent e2e) || { tail -50 "$work/dev.log"; exit 1; }
 
+step "browser end-to-end test with auth on (LC_API_TOKEN): sign-in, then the same views"
+aport="$(free_port)"
+LC_API_TOKEN=e2e-token-not-secret bin/lance-context dev --data-dir "$work/dev-auth" --listen "127.0.0.1:$aport" >"$work/dev-auth.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 100); do curl -fsS -o /dev/null "http://127.0.0.1:$aport/api/v1/health" && break; sleep 0.2; done
+(cd web && LC_API_TOKEN=e2e-token-not-secret PREFIX=auth- BASE_URL="http://127.0.0.1:$aport" SCREENSHOT="$root/test/artifacts/ui-e2e-auth.png" npm run --silent e2e) || { tail -50 "$work/dev-auth.log"; exit 1; }
+
 step "all tests passed"

@@ -4,9 +4,14 @@
 //   BASE_URL=http://127.0.0.1:8080 SCREENSHOT=/tmp/ui.png npm run e2e
 //
 // Env: BASE_URL (required; the master serving the UI and /api/v1, also accepting appends under
-// /api/v1/rollouts), SCREENSHOT (PNG path; default ./e2e-screenshot.png), STORE (default
-// "e2e-demo"), CHROMIUM (default /usr/bin/chromium), E2E_TIMEOUT_MS (per UI wait, default 15000).
+// /api/v1/rollouts), SCREENSHOT (PNG path; default ./e2e-screenshot.png; the other screenshots
+// are saved beside it, named PREFIX + what they show), PREFIX (file name prefix of those, default
+// ""), STORE (default "e2e-demo"), LC_API_TOKEN (the server's token when it runs with auth: the
+// browser must then sign in; unset: the browser must never be asked), CHROMIUM (default
+// /usr/bin/chromium), E2E_TIMEOUT_MS (per UI wait, default 15000).
 // Prints a JSON summary on stdout; exits 1 when a check fails, 2 on a setup error.
+import { dirname, join } from 'node:path';
+import { deflateSync } from 'node:zlib';
 import { chromium } from 'playwright-core';
 
 const BASE_URL = (process.env.BASE_URL ?? '').replace(/\/+$/, '');
@@ -16,11 +21,27 @@ const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const WAIT_MS = Number(process.env.E2E_TIMEOUT_MS || 15000);
 const MERGE_TIMEOUT_MS = 30000;
 const PAGE_SIZE = 25;
+const TOKEN = process.env.LC_API_TOKEN || '';
+const PREFIX = process.env.PREFIX || '';
+const ARTIFACTS = dirname(SCREENSHOT);
+const EMPTY_STORE = `${STORE}-empty`;
+const shots = [];
 
+/** Saves a full-page screenshot named PREFIX + name beside SCREENSHOT. */
+async function shot(page, name) {
+  const path = join(ARTIFACTS, `${PREFIX}${name}.png`);
+  await page.screenshot({ path, fullPage: true });
+  shots.push(path);
+}
+
+// Written in reverse sequence order: the conversation view must sort them.
 const RECORDS = [
-  { id: 'e2e-1', rollout_id: 'r1', sequence_order: 0, role: 'user', content: 'hello' },
-  { id: 'e2e-2', rollout_id: 'r1', sequence_order: 1, role: 'assistant', content: 'hello, world' },
-  { id: 'e2e-3', rollout_id: 'r1', sequence_order: 2, role: 'user', content: 'goodbye' },
+  { id: 'e2e-1', rollout_id: 'r1', sequence_order: 0, role: 'user', content: 'hello', policy_version: '1' },
+  {
+    id: 'e2e-2', rollout_id: 'r1', sequence_order: 1, role: 'assistant', content: 'hello, world',
+    reward: 1, policy_version: '1', num_input_tokens: 4, num_output_tokens: 3,
+  },
+  { id: 'e2e-3', rollout_id: 'r1', sequence_order: 2, role: 'user', content: 'goodbye', reward: 0.25, policy_version: '2' },
 ];
 
 const started = Date.now();
@@ -45,7 +66,10 @@ async function api(method, path, body) {
   try {
     res = await fetch(`${BASE_URL}${path}`, {
       method,
-      headers: body === undefined ? {} : { 'Content-Type': 'application/json' },
+      headers: {
+        ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+        ...(TOKEN ? { Authorization: `Bearer ${TOKEN}` } : {}),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
   } catch (e) {
@@ -99,6 +123,224 @@ async function pendingGenerations() {
   return r.json.pending_generations;
 }
 
+/** Answers the sign-in prompt (auth on): optionally a wrong token first, which must be rejected. */
+async function signIn(page, { wrongFirst = false, shots: save = false } = {}) {
+  const prompt = page.getByTestId('signin');
+  await prompt.waitFor();
+  check('auth on: sign-in prompt shown', true);
+  expectEq('sign-in: asks for the token', await page.getByTestId('signin-message').getAttribute('data-reason'), 'required');
+  if (save) await shot(page, 'signin');
+  if (wrongFirst) {
+    await page.getByTestId('signin-token').fill(`${TOKEN}-wrong`);
+    await page.getByTestId('signin-submit').click();
+    await page.locator('[data-testid="signin-message"][data-reason="rejected"]').waitFor();
+    check('sign-in: a wrong token is reported as rejected', /rejected/.test((await page.getByTestId('signin-message').textContent()) ?? ''));
+    if (save) await shot(page, 'signin-rejected');
+  }
+  await page.getByTestId('signin-token').fill(TOKEN);
+  await page.getByTestId('signin-submit').click();
+  await prompt.waitFor({ state: 'detached' });
+  check('sign-in: the right token is accepted', true);
+  check('sign-in: token not in the address bar', !page.url().includes(TOKEN));
+}
+
+const storeHref = (name) => `/experiments/${encodeURIComponent(name)}`;
+
+function crc32(buf) {
+  let c = ~0;
+  for (const b of buf) {
+    c ^= b;
+    for (let k = 0; k < 8; k++) c = (c >>> 1) ^ (0xedb88320 & -(c & 1));
+  }
+  return ~c >>> 0;
+}
+
+/** A w x h RGB PNG with a gradient, so the preview has something to show. */
+function png(w, h) {
+  const chunk = (type, data) => {
+    const out = Buffer.alloc(12 + data.length);
+    out.writeUInt32BE(data.length, 0);
+    out.write(type, 4, 'ascii');
+    data.copy(out, 8);
+    out.writeUInt32BE(crc32(out.subarray(4, 8 + data.length)), 8 + data.length);
+    return out;
+  };
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(w, 0);
+  ihdr.writeUInt32BE(h, 4);
+  ihdr.set([8, 2, 0, 0, 0], 8); // 8-bit RGB
+  const raw = Buffer.alloc(h * (1 + 3 * w));
+  for (let y = 0; y < h; y++) {
+    for (let x = 0; x < w; x++) raw.set([Math.round((255 * x) / w), Math.round((255 * y) / h), 160], y * (1 + 3 * w) + 1 + 3 * x);
+  }
+  return Buffer.concat([Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]), chunk('IHDR', ihdr), chunk('IDAT', deflateSync(raw)), chunk('IEND', Buffer.alloc(0))]);
+}
+
+/** Appends rollout r2 (an image turn and a text-payload turn) through the multipart append route. */
+async function appendPayloadRollout() {
+  const form = new FormData();
+  const records = [
+    { id: 'e2e-p1', rollout_id: 'r2', sequence_order: 0, role: 'user', content: 'What is in this picture?', content_type: 'image/png' },
+    { id: 'e2e-p2', rollout_id: 'r2', sequence_order: 1, role: 'assistant', content: 'A gradient.', content_type: 'text/plain', reward: 0.5 },
+  ];
+  form.append('metadata', new Blob([JSON.stringify({ records })], { type: 'application/json' }));
+  form.append('0', new Blob([png(96, 64)], { type: 'image/png' }));
+  form.append('1', new Blob(['the text payload of e2e-p2'], { type: 'text/plain' }));
+  let res;
+  try {
+    res = await fetch(`${BASE_URL}/api/v1/rollouts/${encodeURIComponent(STORE)}/records?flush=true`, {
+      method: 'POST',
+      headers: TOKEN ? { Authorization: `Bearer ${TOKEN}` } : {},
+      body: form,
+    });
+  } catch (e) {
+    throw new SetupError(`append with payloads: ${e.message}`);
+  }
+  if (!res.ok) throw new SetupError(`append with payloads: HTTP ${res.status}: ${(await res.text()).slice(0, 300)}`);
+}
+
+/** The rollout of a record as a conversation, by the record's link and by a shared URL. */
+async function checkConversation(page, browser) {
+  await page.getByTestId('open-rollout').first().click();
+  const convo = page.getByTestId('conversation');
+  await convo.waitFor();
+  expectEq('conversation: URL is the rollout route', new URL(page.url()).pathname, `${storeHref(STORE)}/rollouts/r1`);
+  const ids = await convo.getByTestId('turn').evaluateAll((els) => els.map((e) => e.getAttribute('data-record-id')));
+  const ours = ids.filter((id) => id && id.startsWith('e2e-'));
+  check('conversation: turns in sequence_order', JSON.stringify(ours) === JSON.stringify(['e2e-1', 'e2e-2', 'e2e-3']), { ids: ours });
+  const second = convo.locator('[data-testid="turn"][data-record-id="e2e-2"]');
+  expectEq('conversation: role shown', await second.getAttribute('data-role'), 'assistant');
+  const text = (await second.textContent()) ?? '';
+  check('conversation: per-turn reward and tokens shown', text.includes('reward 1') && text.includes('4 in / 3 out'), { text });
+  await shot(page, 'conversation');
+
+  // The link, opened by someone else (a new browser context: no session, so with auth a new sign-in).
+  const other = await browser.newContext({ viewport: { width: 1360, height: 900 } });
+  try {
+    const p2 = await other.newPage();
+    p2.setDefaultTimeout(WAIT_MS);
+    p2.on('pageerror', (e) => browserErrors.push(`pageerror: ${e.message}`));
+    await p2.goto(page.url(), { waitUntil: 'domcontentloaded' });
+    if (TOKEN) await signIn(p2);
+    await p2.getByTestId('conversation').waitFor();
+    const n = await p2.getByTestId('turn').count();
+    check('conversation: the shared link opens the same conversation', n === ids.length, { turns: n, expected: ids.length });
+  } finally {
+    await other.close();
+  }
+
+  // Payload previews: an image and a text, fetched through the blob route (with the token when on).
+  await appendPayloadRollout();
+  await page.goto(`${BASE_URL}${storeHref(STORE)}/rollouts/r2`, { waitUntil: 'domcontentloaded' });
+  const img = page.locator('[data-testid="turn"][data-record-id="e2e-p1"] [data-testid="payload-preview"][data-kind="image"] img');
+  await img.waitFor();
+  const size = await img.evaluate(async (el) => {
+    if (!el.complete) await new Promise((r) => el.addEventListener('load', r, { once: true }));
+    return [el.naturalWidth, el.naturalHeight];
+  });
+  check('conversation: image payload decoded in the page', size[0] === 96 && size[1] === 64, { size });
+  const textPreview = page.locator('[data-testid="turn"][data-record-id="e2e-p2"] [data-testid="payload-preview"][data-kind="text"]');
+  await textPreview.waitFor();
+  check('conversation: text payload previewed', ((await textPreview.textContent()) ?? '').includes('the text payload of e2e-p2'));
+  await shot(page, 'conversation-payload');
+}
+
+const CHART_CARDS = ['chart-reward-version', 'chart-reward-time', 'chart-length-hist', 'chart-length-time', 'chart-ingest'];
+
+async function chartsSettled(page) {
+  await page.locator('[data-testid="charts"][data-loading="false"]').waitFor();
+  const err = page.getByTestId('charts').getByRole('alert');
+  if (await err.count()) return (await err.first().textContent()) ?? 'error';
+  return '';
+}
+
+/** The overview's charts: drawn for the store with data, "no data yet" for the empty store. */
+async function checkCharts(page) {
+  await page.goto(`${BASE_URL}${storeHref(STORE)}`, { waitUntil: 'domcontentloaded' });
+  await page.getByTestId('experiment-stats').waitFor();
+  expectEq('charts: no error', await chartsSettled(page), '');
+  for (const id of CHART_CARDS) {
+    const card = page.getByTestId(id);
+    const drawn = await card.locator('svg.chart').count();
+    const pts = drawn ? Number(await card.locator('svg.chart').getAttribute('data-points')) : 0;
+    check(`charts: ${id} drawn`, drawn === 1 && pts >= 1, { points: pts });
+  }
+  const dots = await page.getByTestId('chart-reward-version').getByTestId('chart-dot').count();
+  check('charts: reward by policy_version has a point per version', dots >= 2, { dots });
+  const svg = page.getByTestId('chart-reward-version').locator('svg.chart');
+  const box = (await svg.count()) ? await svg.boundingBox() : null;
+  check('charts: reward chart is visible at a readable size', Boolean(box && box.width >= 300 && box.height >= 100), { box });
+  check('charts: backlog shown', await page.getByTestId('backlog').isVisible());
+  await shot(page, 'charts');
+
+  await page.goto(`${BASE_URL}${storeHref(EMPTY_STORE)}`, { waitUntil: 'domcontentloaded' });
+  await page.getByTestId('experiment-stats').waitFor();
+  expectEq('charts (empty store): no error', await chartsSettled(page), '');
+  for (const id of CHART_CARDS) {
+    const empty = await page.getByTestId(id).getByTestId('chart-empty').count();
+    check(`charts (empty store): ${id} says no data yet`, empty === 1);
+  }
+  expectEq('charts (empty store): backlog 0 rows', (await page.getByTestId('backlog-rows').textContent())?.trim(), '0');
+  await shot(page, 'charts-empty');
+  await page.getByTestId('tab-records').click();
+  const empty = page.getByTestId('records-empty');
+  await empty.waitFor();
+  check('records (empty store): Fragments tab says the store is empty', /No (records|merged records)/.test((await empty.textContent()) ?? ''));
+}
+
+/** The SQL console: a GROUP BY matched against a scan through the records API, and a refused escape. */
+async function checkSql(page) {
+  // Expected from the records API (source all): mean reward and count by policy_version.
+  const want = new Map();
+  for (let offset = 0; offset < 10000; offset += 100) {
+    const r = await api('GET', `/api/v1/experiments/${encodeURIComponent(STORE)}/records?source=all&limit=100&offset=${offset}`);
+    if (r.status !== 200) throw new SetupError(`list all: HTTP ${r.status}: ${apiMessage(r)}`);
+    for (const rec of r.json.records) {
+      if (rec.reward === null || rec.reward === undefined || rec.policy_version == null) continue;
+      const e = want.get(rec.policy_version) ?? { sum: 0, n: 0 };
+      e.sum += rec.reward;
+      e.n += 1;
+      want.set(rec.policy_version, e);
+    }
+    if (!r.json.has_more) break;
+  }
+
+  await page.goto(`${BASE_URL}${storeHref(STORE)}/sql`, { waitUntil: 'domcontentloaded' });
+  const input = page.getByTestId('sql-input');
+  await input.waitFor();
+  await page.getByTestId('sql-source').selectOption('all');
+  await input.fill(
+    'SELECT policy_version, avg(reward) AS mean_reward, count(*) AS n\nFROM records\nWHERE reward IS NOT NULL AND policy_version IS NOT NULL\nGROUP BY 1\nORDER BY 1',
+  );
+  await input.press('Control+Enter');
+  const table = page.getByTestId('sql-results');
+  await Promise.race([table.waitFor(), page.getByTestId('sql-error').getByRole('alert').waitFor()]);
+  const err = await page.getByTestId('sql-error').textContent();
+  expectEq('sql: GROUP BY runs without error', err ?? '', '');
+  if (await table.count()) {
+    const rows = await table.getByTestId('sql-row').evaluateAll((trs) =>
+      trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? '')),
+    );
+    const got = rows.map(([v, mean, n]) => [v, Number(mean), Number(n.replace(/,/g, ''))]);
+    const expected = [...want.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([v, e]) => [v, e.sum / e.n, e.n]);
+    const same =
+      got.length === expected.length &&
+      got.every((g, i) => g[0] === expected[i][0] && Math.abs(g[1] - expected[i][1]) < 1e-4 && g[2] === expected[i][2]);
+    check('sql: result matches a scan through the records API', same, { got, expected });
+    const meta = (await page.getByTestId('sql-meta').textContent()) ?? '';
+    check('sql: rows scanned and elapsed time shown', /rows scanned/.test(meta) && /ms/.test(meta), { meta });
+  }
+  await shot(page, 'sql-console');
+
+  await input.fill("SELECT * FROM read_csv('/etc/passwd')");
+  await page.getByTestId('sql-run').click();
+  const alert = page.getByTestId('sql-error').getByRole('alert');
+  await alert.waitFor();
+  const msg = ((await alert.textContent()) ?? '').trim();
+  check('sql: a file read is refused with the server message', msg.length > 0 && !/root:/.test(msg), { message: msg });
+  await shot(page, 'sql-error');
+}
+
 async function run() {
   if (!BASE_URL) throw new SetupError('BASE_URL is not set (e.g. BASE_URL=http://127.0.0.1:8080)');
 
@@ -109,6 +351,16 @@ async function run() {
   }
   const fresh = created.status === 201;
   if (!fresh) notes.push(`store ${STORE} already existed (409): expected counts are read from the API`);
+
+  if (TOKEN) {
+    // Auth really is on: the same call without the token is refused.
+    const bare = await fetch(`${BASE_URL}/api/v1/experiments`).catch((e) => ({ status: `error ${e.message}` }));
+    expectEq('auth on: API without a token answers 401', bare.status, 401);
+  }
+  const createdEmpty = await api('POST', '/api/v1/rollouts', { name: EMPTY_STORE });
+  if (createdEmpty.status !== 201 && createdEmpty.status !== 409) {
+    throw new SetupError(`create store ${EMPTY_STORE}: HTTP ${createdEmpty.status}: ${apiMessage(createdEmpty)}`);
+  }
 
   const appended = await api('POST', `/api/v1/rollouts/${encodeURIComponent(STORE)}/records?flush=true`, {
     records: RECORDS,
@@ -146,11 +398,21 @@ async function run() {
       if (m.type() === 'error') browserErrors.push(`console: ${m.text()}`);
     });
 
+    // Every API call from the page: with auth on it must carry the token, and no URL may hold it.
+    const apiCalls = [];
+    context.on('request', (req) => {
+      const u = req.url();
+      if (!u.startsWith(`${BASE_URL}/api/`)) return;
+      apiCalls.push({ url: u, auth: req.headers()['authorization'] ?? '' });
+    });
+
     try {
       // Experiments list -> search -> the store.
       const res = await page.goto(`${BASE_URL}/`, { waitUntil: 'domcontentloaded' });
       expectEq('UI index served', res?.status(), 200);
+      if (TOKEN) await signIn(page, { wrongFirst: true, shots: true });
       await page.getByTestId('experiments-table').waitFor();
+      if (!TOKEN) check('auth off: no sign-in prompt', (await page.getByTestId('signin').count()) === 0);
       await page.getByTestId('experiments-search').fill(STORE);
       const link = page.getByTestId('experiments-table').getByRole('link', { name: STORE, exact: true });
       await link.waitFor();
@@ -203,7 +465,7 @@ async function run() {
         await page.getByTestId('filter-id').fill('e2e-1');
         await page.getByTestId('filter-id').press('Enter');
       }
-      await row.click();
+      await row.locator("td").first().click(); // not the middle: the rollout_id cell holds a link
       const detail = page.locator('[data-testid="record-detail"][data-record-id="e2e-1"]');
       await detail.waitFor();
       const field = async (f) => ((await detail.locator(`[data-field="${f}"] dd`).textContent()) ?? '').trim();
@@ -214,8 +476,24 @@ async function run() {
         fields: await detail.locator('[data-field]').count(),
       });
 
-      // Other views render.
       await page.screenshot({ path: SCREENSHOT, fullPage: true });
+
+      // Each part fails on its own: one broken view must not hide the state of the others.
+      for (const [name, part] of [
+        ['conversation', () => checkConversation(page, browser)],
+        ['charts', () => checkCharts(page)],
+        ['sql', () => checkSql(page)],
+      ]) {
+        try {
+          await part();
+        } catch (e) {
+          if (e instanceof SetupError) throw e;
+          check(`${name}: ran to the end`, false, { error: String(e?.message ?? e).split('\n')[0] });
+          await shot(page, `${name}-failure`).catch(() => {});
+        }
+      }
+
+      // Other views render.
       for (const [path, testid] of [
         ['/tasks', 'tasks-table'],
         ['/workers', 'workers-table'],
@@ -227,6 +505,18 @@ async function run() {
     } catch (e) {
       await page.screenshot({ path: SCREENSHOT, fullPage: true }).catch(() => {});
       throw e;
+    }
+    const tokenInUrl = TOKEN ? apiCalls.filter((c) => c.url.includes(TOKEN)) : [];
+    check('no URL carries the token', tokenInUrl.length === 0, { urls: tokenInUrl.map((c) => c.url) });
+    if (TOKEN) {
+      const bare = apiCalls.filter((c) => c.auth !== `Bearer ${TOKEN}`).map((c) => c.url);
+      // The first call of a page goes out before the sign-in; count those, not every call.
+      check('auth on: the page sent the token on its API calls', apiCalls.length > bare.length && bare.length <= 4, {
+        calls: apiCalls.length,
+        without_token: bare.length,
+      });
+    } else {
+      check('auth off: no Authorization header sent', apiCalls.every((c) => !c.auth), { calls: apiCalls.length });
     }
   } finally {
     await browser.close();
@@ -252,6 +542,8 @@ const summary = {
   base_url: BASE_URL,
   store: STORE,
   screenshot: SCREENSHOT,
+  screenshots: shots,
+  auth: Boolean(TOKEN),
   duration_ms: Date.now() - started,
   checks,
   failed: failed.map((c) => c.name),

@@ -1,14 +1,17 @@
 import { useEffect } from 'react';
 import { LiveProvider, useLive } from './live';
 import { Link, useLocation } from './router';
-import { ExperimentView } from './views/Experiment';
+import { ExperimentView, type ExperimentTab } from './views/Experiment';
 import { ExperimentsView } from './views/Experiments';
+import { RolloutView } from './views/Rollout';
+import { SignIn, SignOutButton } from './views/SignIn';
 import { TasksView } from './views/Tasks';
 import { WorkersView } from './views/Workers';
 
 export type Route =
   | { view: 'experiments' }
-  | { view: 'experiment'; name: string; tab: 'overview' | 'records' }
+  | { view: 'experiment'; name: string; tab: ExperimentTab }
+  | { view: 'rollout'; name: string; rolloutId: string }
   | { view: 'tasks' }
   | { view: 'workers' }
   | { view: 'notfound' };
@@ -26,8 +29,10 @@ export function matchRoute(pathname: string): Route {
   if (p === '/' || p === '/experiments') return { view: 'experiments' };
   if (p === '/tasks') return { view: 'tasks' };
   if (p === '/workers') return { view: 'workers' };
-  const m = /^\/experiments\/([^/]+)(?:\/(overview|records))?$/.exec(p);
-  if (m) return { view: 'experiment', name: decode(m[1]), tab: m[2] === 'records' ? 'records' : 'overview' };
+  const r = /^\/experiments\/([^/]+)\/rollouts\/([^/]+)$/.exec(p);
+  if (r) return { view: 'rollout', name: decode(r[1]), rolloutId: decode(r[2]) };
+  const m = /^\/experiments\/([^/]+)(?:\/(overview|records|sql))?$/.exec(p);
+  if (m) return { view: 'experiment', name: decode(m[1]), tab: m[2] === 'records' || m[2] === 'sql' ? m[2] : 'overview' };
   return { view: 'notfound' };
 }
 
@@ -50,10 +55,12 @@ function LiveToggle() {
 function Shell() {
   const { pathname } = useLocation();
   const route = matchRoute(pathname);
-  const section = route.view === 'experiment' ? 'experiments' : route.view;
+  const section = route.view === 'experiment' || route.view === 'rollout' ? 'experiments' : route.view;
 
   const title =
-    route.view === 'experiment'
+    route.view === 'rollout'
+      ? `${route.rolloutId} · ${route.name} · lance-context`
+      : route.view === 'experiment'
       ? `${route.name} · lance-context`
       : route.view === 'notfound'
         ? 'lance-context'
@@ -80,11 +87,13 @@ function Shell() {
           {nav('/workers', 'Workers', 'workers')}
         </nav>
         <span className="spacer" />
+        <SignOutButton />
         <LiveToggle />
       </header>
       <main className="main">
         {route.view === 'experiments' ? <ExperimentsView /> : null}
         {route.view === 'experiment' ? <ExperimentView key={route.name} name={route.name} tab={route.tab} /> : null}
+        {route.view === 'rollout' ? <RolloutView key={`${route.name}/${route.rolloutId}`} name={route.name} rolloutId={route.rolloutId} /> : null}
         {route.view === 'tasks' ? <TasksView /> : null}
         {route.view === 'workers' ? <WorkersView /> : null}
         {route.view === 'notfound' ? (
@@ -96,6 +105,7 @@ function Shell() {
           </section>
         ) : null}
       </main>
+      <SignIn />
     </>
   );
 }

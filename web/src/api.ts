@@ -1,4 +1,5 @@
 // Client for the master's data-browser API (same origin, under /api/v1).
+import { authHeaders, getToken, requestToken } from './auth';
 
 export const API_BASE = '/api/v1';
 
@@ -8,6 +9,8 @@ export const SOURCES: readonly Source[] = ['fragments', 'wal', 'all'];
 export interface Shard {
   shard_id: string;
   pending_generations: number;
+  /** Rows in this shard's sealed, un-merged generations. */
+  pending_rows?: number;
   epoch: number;
   watermark: number;
 }
@@ -24,6 +27,7 @@ export interface Experiment {
   last_compaction?: string | null;
   needs_compaction?: boolean;
   stale?: boolean;
+  error?: string;
 }
 
 export interface ExperimentList {
@@ -244,24 +248,36 @@ export interface RequestOptions {
   signal?: AbortSignal;
 }
 
+async function send(path: string, init: RequestInit, accept: string): Promise<Response> {
+  // Up to one sign-in per attempt: a 401 asks for the token (or a new one) and retries.
+  for (;;) {
+    const sent = getToken();
+    let res: Response;
+    try {
+      res = await fetch(path, { ...init, headers: { Accept: accept, ...(init.headers as Record<string, string>), ...authHeaders() } });
+    } catch (e) {
+      if (e instanceof DOMException && e.name === 'AbortError') throw e;
+      const msg = e instanceof Error ? e.message : String(e);
+      throw new ApiError(0, 'network', `network error: ${msg}`);
+    }
+    if (res.status !== 401) return res;
+    const err = await parseError(res);
+    try {
+      await requestToken(sent);
+    } catch (e) {
+      throw e instanceof ApiError ? e : err;
+    }
+    if (init.signal?.aborted) throw new DOMException('aborted', 'AbortError');
+  }
+}
+
 export async function request<T>(path: string, opts: RequestOptions = {}): Promise<T> {
-  const init: RequestInit = {
-    method: opts.method ?? 'GET',
-    headers: { Accept: 'application/json' },
-    signal: opts.signal,
-  };
+  const init: RequestInit = { method: opts.method ?? 'GET', signal: opts.signal };
   if (opts.body !== undefined) {
     init.body = JSON.stringify(opts.body);
-    init.headers = { ...init.headers, 'Content-Type': 'application/json' };
+    init.headers = { 'Content-Type': 'application/json' };
   }
-  let res: Response;
-  try {
-    res = await fetch(path, init);
-  } catch (e) {
-    if (e instanceof DOMException && e.name === 'AbortError') throw e;
-    const msg = e instanceof Error ? e.message : String(e);
-    throw new ApiError(0, 'network', `network error: ${msg}`);
-  }
+  const res = await send(path, init, 'application/json');
   if (!res.ok) throw await parseError(res);
   if (res.status === 204) return undefined as T;
   const text = await res.text();
@@ -271,6 +287,73 @@ export async function request<T>(path: string, opts: RequestOptions = {}): Promi
   } catch {
     throw new ApiError(res.status, 'bad_response', 'the server answered with invalid JSON');
   }
+}
+
+/** Reads a record's payload (with the token, which a plain link or <img> could not send). */
+export async function fetchBlob(store: string, id: string, signal?: AbortSignal): Promise<Blob> {
+  const res = await send(blobUrl(store, id), { method: 'GET', signal }, '*/*');
+  if (!res.ok) throw await parseError(res);
+  return res.blob();
+}
+
+/** Upper bound on the records of one conversation read page by page through the listing. */
+export const MAX_ROLLOUT_RECORDS = 2000;
+
+export interface Rollout {
+  records: RolloutRecord[];
+  /** True when the rollout has more than MAX_ROLLOUT_RECORDS records (only the first are shown). */
+  truncated: boolean;
+}
+
+/** Orders turns as the trajectory API does: sequence_order, then id. */
+export function compareTurns(a: RolloutRecord, b: RolloutRecord): number {
+  const sa = a.sequence_order ?? Number.MAX_SAFE_INTEGER;
+  const sb = b.sequence_order ?? Number.MAX_SAFE_INTEGER;
+  if (sa !== sb) return sa - sb;
+  const ia = a.id ?? '';
+  const ib = b.id ?? '';
+  return ia < ib ? -1 : ia > ib ? 1 : 0;
+}
+
+async function readRollout(name: string, rolloutId: string, signal?: AbortSignal): Promise<Rollout> {
+  // The trajectory route reads base and WAL, ordered by (sequence_order, id).
+  const t: { records: RolloutRecord[] } = await request(`${experimentPath(name)}/trajectories/${enc(rolloutId)}`, { signal });
+  const records = t.records ?? [];
+  return { records: [...records].sort(compareTurns).slice(0, MAX_ROLLOUT_RECORDS), truncated: records.length > MAX_ROLLOUT_RECORDS };
+}
+
+export interface QueryColumn {
+  name: string;
+  type: string;
+}
+
+export interface QueryResult {
+  columns: QueryColumn[];
+  rows: unknown[][];
+  row_count: number;
+  truncated: boolean;
+  rows_scanned: number;
+  elapsed_ms: number;
+}
+
+export interface Band {
+  mean: number | null;
+  p10: number | null;
+  p90: number | null;
+  count: number;
+}
+
+export interface Charts {
+  reward_by_policy_version: (Band & { policy_version: string | number | null })[];
+  reward_over_time: (Band & { t: string | number })[];
+  length_hist: { lo: number; hi: number; count: number }[];
+  length_over_time: { t: string | number; mean: number | null; p50: number | null; p90: number | null }[];
+  ingest_rate: { t: string | number; rows: number }[];
+  pending: { wal_rows: number; generations: number };
+  /** Width of the time buckets, in seconds. */
+  bucket_seconds?: number;
+  rows_scanned?: number;
+  elapsed_ms?: number;
 }
 
 export const api = {
@@ -283,8 +366,11 @@ export const api = {
   listRecords(name: string, q: RecordsQuery, signal?: AbortSignal): Promise<RecordPage> {
     return request(`${experimentPath(name)}/records${recordsQueryString(q)}`, { signal });
   },
-  getRecord(name: string, id: string, signal?: AbortSignal): Promise<RolloutRecord> {
-    return request(recordPath(name, id), { signal });
+  async getRecord(name: string, id: string, signal?: AbortSignal): Promise<RolloutRecord> {
+    // The API answers {"record": ...} or {"record": null} (the reference's shape).
+    const r: { record: RolloutRecord | null } = await request(recordPath(name, id), { signal });
+    if (!r || !r.record) throw new ApiError(404, 'NOT_FOUND', `no record "${id}" in ${name}`);
+    return r.record;
   },
   compact(name: string): Promise<{ task: Task }> {
     return request(`${experimentPath(name)}/compact`, { method: 'POST' });
@@ -300,6 +386,15 @@ export const api = {
   },
   createTask(kind: TaskKind, store: string): Promise<Task> {
     return request(`${API_BASE}/tasks`, { method: 'POST', body: { kind, store } });
+  },
+  getRollout(name: string, rolloutId: string, signal?: AbortSignal): Promise<Rollout> {
+    return readRollout(name, rolloutId, signal);
+  },
+  query(name: string, sql: string, source: Source, signal?: AbortSignal): Promise<QueryResult> {
+    return request(`${experimentPath(name)}/query`, { method: 'POST', body: { sql, source }, signal });
+  },
+  charts(name: string, source: Source, signal?: AbortSignal): Promise<Charts> {
+    return request(`${experimentPath(name)}/charts${buildQuery({ source })}`, { signal });
   },
   listWorkers(signal?: AbortSignal): Promise<{ workers: Worker[] }> {
     return request(`${API_BASE}/workers`, { signal });

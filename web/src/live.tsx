@@ -71,9 +71,13 @@ export interface Polled<T> {
  * Fetches with `fn` whenever `key` changes and then every refresh interval while live refresh is
  * on and the page is visible. A background refresh keeps the shown data (no flashing) and never
  * touches the caller's state such as page or filters; answers to superseded requests are dropped.
+ * `minIntervalMs` stretches the refresh period for this read.
  */
-export function usePoll<T>(key: string, fn: (signal: AbortSignal) => Promise<T>): Polled<T> {
-  const { enabled, intervalMs } = useLive();
+export function usePoll<T>(key: string, fn: (signal: AbortSignal) => Promise<T>, minIntervalMs = 0): Polled<T> {
+  const live = useLive();
+  const { enabled } = live;
+  // Expensive reads (the charts scan the whole store) may ask to be refreshed less often.
+  const intervalMs = Math.max(live.intervalMs, minIntervalMs);
   const [state, setState] = useState<{ key: string; data?: T; error?: unknown; updatedAt?: number }>({ key });
   const fnRef = useRef(fn);
   fnRef.current = fn;

@@ -1,7 +1,7 @@
 import { fireEvent, render, screen, waitFor, within } from '@testing-library/react';
 import { describe, expect, it } from 'vitest';
 import { App } from './App';
-import type { Experiment, Task } from './api';
+import type { Charts, Experiment, Task } from './api';
 import { jsonResponse, stubFetch } from './test/fetchStub';
 
 const EXP: Experiment = {
@@ -21,6 +21,16 @@ const EXP: Experiment = {
   stale: false,
 };
 
+const EMPTY_CHARTS: Charts = {
+  reward_by_policy_version: [],
+  reward_over_time: [],
+  length_hist: [],
+  length_over_time: [],
+  ingest_rate: [],
+  pending: { wal_rows: 0, generations: 0 },
+};
+const CHARTS = { 'GET /api/v1/experiments/demo/charts': () => EMPTY_CHARTS };
+
 function renderAt(path: string) {
   window.history.replaceState(null, '', path);
   return render(<App live={false} />);
@@ -28,7 +38,7 @@ function renderAt(path: string) {
 
 describe('experiment overview', () => {
   it('shows the statistics and the per-shard table', async () => {
-    const f = stubFetch({ 'GET /api/v1/experiments/demo': () => EXP });
+    const f = stubFetch({ ...CHARTS, 'GET /api/v1/experiments/demo': () => EXP });
     renderAt('/experiments/demo');
     const stats = await screen.findByTestId('experiment-stats');
     expect(stats.textContent).toContain('12,345');
@@ -44,6 +54,7 @@ describe('experiment overview', () => {
     let polls = 0;
     const task: Task = { id: 't-1', kind: 'merge', store: 'demo', state: 'queued', attempts: 0 };
     const f = stubFetch({
+      ...CHARTS,
       'GET /api/v1/experiments/demo': () => EXP,
       'POST /api/v1/experiments/demo/merge': () => jsonResponse({ task }, 202),
       'GET /api/v1/tasks/t-1': () => ({ ...task, state: ++polls > 1 ? 'done' : 'running' }),
@@ -62,6 +73,7 @@ describe('experiment overview', () => {
 
   it('Compact shows the API error message', async () => {
     stubFetch({
+      ...CHARTS,
       'GET /api/v1/experiments/demo': () => EXP,
       'POST /api/v1/experiments/demo/compact': () =>
         jsonResponse({ error: { code: 'conflict', message: 'a compaction is already running' } }, 409),
@@ -79,5 +91,10 @@ describe('experiment overview', () => {
     });
     renderAt('/experiments/nope');
     expect((await screen.findByRole('alert')).textContent).toContain('store "nope" not found');
+    // Nothing to merge or compact in a store that does not exist.
+    expect(screen.getByTestId('store-missing').textContent).toContain('nope');
+    expect(screen.queryByTestId('merge-button')).toBeNull();
+    expect(screen.queryByTestId('compact-button')).toBeNull();
+    expect(screen.queryByTestId('charts')).toBeNull();
   });
 });

@@ -1,16 +1,20 @@
 import { useEffect, useState, type ReactNode } from 'react';
-import { api, type Experiment, type Task } from '../api';
+import { api, ApiError, type Experiment, type Task } from '../api';
 import { Badge, ErrorBanner, RelTime, StateBadge, Updated } from '../components';
 import { fmtInt } from '../format';
 import { usePoll } from '../live';
 import { Link } from '../router';
 import { experimentHref } from './Experiments';
+import { OverviewCharts } from './Charts';
+import { pendingRows, PENDING_WARN } from './pending';
 import { RecordsView } from './Records';
+import { SqlView } from './Sql';
 
-/** Pending generations per shard above which the store warns (reads are refused at 4096). */
-export const PENDING_WARN = 256;
+export { PENDING_WARN };
 
-export function ExperimentView({ name, tab }: { name: string; tab: 'overview' | 'records' }) {
+export type ExperimentTab = 'overview' | 'records' | 'sql';
+
+export function ExperimentView({ name, tab }: { name: string; tab: ExperimentTab }) {
   return (
     <section>
       <div className="toolbar">
@@ -41,8 +45,19 @@ export function ExperimentView({ name, tab }: { name: string; tab: 'overview' | 
         >
           Records
         </Link>
+        <Link
+          to={experimentHref(name, 'sql')}
+          role="tab"
+          aria-selected={tab === 'sql'}
+          className={tab === 'sql' ? 'tab active' : 'tab'}
+          data-testid="tab-sql"
+        >
+          SQL
+        </Link>
       </nav>
-      {tab === 'overview' ? <Overview name={name} /> : <RecordsView name={name} />}
+      {tab === 'overview' ? <Overview name={name} /> : null}
+      {tab === 'records' ? <RecordsView name={name} /> : null}
+      {tab === 'sql' ? <SqlView name={name} /> : null}
     </section>
   );
 }
@@ -101,6 +116,19 @@ function Overview({ name }: { name: string }) {
     };
   }, [taskId, taskOpen, task, reload]);
 
+  // A store that does not exist has nothing to merge or compact (and no charts): say so instead.
+  const missing = !data && error instanceof ApiError && error.status === 404;
+  if (missing) {
+    return (
+      <div>
+        <ErrorBanner error={error} />
+        <p className="muted" data-testid="store-missing">
+          No store named <span className="mono">{name}</span>. <Link to="/">Back to experiments</Link>
+        </p>
+      </div>
+    );
+  }
+
   return (
     <div>
       <ErrorBanner error={error} />
@@ -134,6 +162,8 @@ function Overview({ name }: { name: string }) {
         ) : null}
       </div>
       <ErrorBanner error={actionError} />
+      {/* Not gated on the statistics: both requests go out at once. */}
+      <OverviewCharts name={name} />
     </div>
   );
 }
@@ -162,6 +192,9 @@ function Stats({ exp, updatedAt }: { exp: Experiment; updatedAt: number | undefi
         </Stat>
         <Stat label="Pending WAL generations" title="Sealed generations not yet merged, over all shards">
           {fmtInt(exp.pending_generations)}
+        </Stat>
+        <Stat label="Rows in the WAL" title="Rows in sealed generations not yet merged (shown by the WAL and All sources)">
+          {fmtInt(pendingRows(exp))}
         </Stat>
         <Stat label="Unflushed rows" title="Rows acknowledged but still in a memtable (readable after the next seal)">
           {fmtInt(exp.unflushed_rows)}
@@ -217,3 +250,4 @@ function Stats({ exp, updatedAt }: { exp: Experiment; updatedAt: number | undefi
     </>
   );
 }
+

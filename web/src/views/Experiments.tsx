@@ -1,13 +1,14 @@
 import { useEffect, useRef, useState } from 'react';
-import { api, PAGE_SIZE } from '../api';
+import { api, PAGE_SIZE, type Experiment } from '../api';
 import { Badge, ErrorBanner, Pager, RelTime, StatusRows, Updated } from '../components';
 import { fmtInt } from '../format';
 import { useDebounced, usePoll } from '../live';
 import { intParam, Link, updateQuery, useLocation } from '../router';
+import { PENDING_WARN } from './pending';
 
 export const SEARCH_DEBOUNCE_MS = 300;
 
-export function experimentHref(name: string, tab?: 'records'): string {
+export function experimentHref(name: string, tab?: 'records' | 'sql'): string {
   return `/experiments/${encodeURIComponent(name)}${tab ? `/${tab}` : ''}`;
 }
 
@@ -76,7 +77,7 @@ export function ExperimentsView() {
                 Pending WAL gens
               </th>
               <th>Last update</th>
-              <th>Status</th>
+              <th title="Health of the store: merge backlog, compaction, statistics freshness">Status</th>
             </tr>
           </thead>
           <tbody>
@@ -93,17 +94,8 @@ export function ExperimentsView() {
                 <td>
                   <RelTime value={x.last_updated} />
                 </td>
-                <td className="badges">
-                  {x.needs_compaction ? (
-                    <Badge kind="warn" title="Many small fragments or deletions: compaction recommended">
-                      needs compaction
-                    </Badge>
-                  ) : null}
-                  {x.stale ? (
-                    <Badge kind="muted" title="Statistics served from cache">
-                      stale
-                    </Badge>
-                  ) : null}
+                <td className="badges" data-testid="experiment-status">
+                  <ExperimentStatus exp={x} />
                 </td>
               </tr>
             ))}
@@ -120,4 +112,54 @@ export function ExperimentsView() {
       />
     </section>
   );
+}
+
+/** What needs attention in a store, or "ok": read error, merge backlog, compaction, stale statistics. */
+export function ExperimentStatus({ exp }: { exp: Experiment }) {
+  const items = [];
+  if (exp.error) {
+    items.push(
+      <Badge key="error" kind="failed" title={exp.error}>
+        error
+      </Badge>,
+    );
+  }
+  // The read limit is per shard: warn on the fullest shard when the shards are known.
+  const shards = exp.shards ?? [];
+  const worst = shards.length ? Math.max(...shards.map((s) => s.pending_generations)) : exp.pending_generations;
+  if (worst >= PENDING_WARN) {
+    items.push(
+      <Badge key="backlog" kind="warn" title="Merge is falling behind; reads of the WAL are refused at 4096 pending generations per shard">
+        merge backlog
+      </Badge>,
+    );
+  } else if (exp.pending_generations > 0) {
+    items.push(
+      <Badge key="pending" kind="info" title="Sealed WAL generations wait for the next merge; Fragments lags them">
+        merge pending
+      </Badge>,
+    );
+  }
+  if (exp.needs_compaction) {
+    items.push(
+      <Badge key="compact" kind="warn" title="Many small fragments or deletions: compaction recommended">
+        needs compaction
+      </Badge>,
+    );
+  }
+  if (exp.stale && !exp.error) {
+    items.push(
+      <Badge key="stale" kind="muted" title="Statistics served from cache (not refreshed yet or storage slow)">
+        stale
+      </Badge>,
+    );
+  }
+  if (!items.length) {
+    items.push(
+      <Badge key="ok" kind="done" title="Merged, compact and statistics fresh">
+        ok
+      </Badge>,
+    );
+  }
+  return <>{items}</>;
 }

@@ -2,6 +2,7 @@ import { Fragment, useEffect, useState, type FormEvent, type KeyboardEvent } fro
 import {
   api,
   blobUrl,
+  fetchBlob,
   PAGE_SIZE,
   RECORD_FILTER_KEYS,
   recordPath,
@@ -14,13 +15,16 @@ import {
 import { ErrorBanner, Pager, StatusRows, Updated } from '../components';
 import { compactArray, fmtBytes, fmtInt, fmtNum, preview, relTime, shortTime, absTime } from '../format';
 import { usePoll } from '../live';
-import { intParam, updateQuery, useLocation } from '../router';
+import { getToken } from '../auth';
+import { intParam, Link, updateQuery, useLocation } from '../router';
+import { pendingRows } from './pending';
+import { rolloutHref } from './Rollout';
 
 const SOURCE_LABEL: Record<Source, string> = { fragments: 'Fragments', wal: 'WAL', all: 'All' };
 const SOURCE_HELP: Record<Source, string> = {
   fragments: 'Merged base table only (fast; may lag the most recent un-merged writes)',
   wal: 'Only the un-merged tail: sealed WAL generations not yet folded into the base table',
-  all: 'Base table and WAL tail together, deduplicated by id (newest write wins)',
+  all: 'WAL tail first (by shard, generation, row), then the base table rows whose id has no pending write: one row per id, the newest write winning',
 };
 
 const FILTER_LABEL: Record<RecordFilterKey, string> = {
@@ -157,7 +161,20 @@ export function RecordsView({ name }: { name: string }) {
                       <span className="caret">{open ? '▾' : '▸'}</span>
                       {r.id ?? '—'}
                     </td>
-                    <td className="mono">{r.rollout_id ?? '—'}</td>
+                    <td className="mono">
+                      {r.rollout_id ? (
+                        <Link
+                          to={rolloutHref(name, r.rollout_id)}
+                          onClick={(e) => e.stopPropagation()}
+                          title="Open this rollout as a conversation"
+                          data-testid="rollout-link"
+                        >
+                          {r.rollout_id}
+                        </Link>
+                      ) : (
+                        '—'
+                      )}
+                    </td>
                     <td>{r.role ?? ''}</td>
                     <td className="num">{r.sequence_order ?? ''}</td>
                     <td className="nowrap" title={absTime(r.created_at)}>
@@ -176,7 +193,22 @@ export function RecordsView({ name }: { name: string }) {
                 </Fragment>
               );
             })}
-            <StatusRows cols={7} loading={loading} error={error} count={records.length} empty={Object.keys(filters).length ? 'No record matches these filters.' : 'No records in this source.'} emptyTestId="records-empty" />
+            <StatusRows
+              cols={7}
+              loading={loading}
+              error={error}
+              count={records.length}
+              empty={
+                Object.keys(filters).length ? (
+                  'No record matches these filters.'
+                ) : source === 'fragments' && offset === 0 ? (
+                  <EmptyFragments name={name} />
+                ) : (
+                  'No records in this source.'
+                )
+              }
+              emptyTestId="records-empty"
+            />
           </tbody>
         </table>
       </div>
@@ -382,15 +414,33 @@ export function RecordDetail({ store, record }: { store: string; record: Rollout
   const fields = [...RECORD_FIELDS, ...extra];
   const id = record.id ?? '';
   const size = typeof record.payload_size === 'number' ? record.payload_size : 0;
+  const [downloadError, setDownloadError] = useState<unknown>();
   return (
     <div className="record-detail" data-testid="record-detail" data-record-id={id}>
+      <ErrorBanner error={downloadError} prefix="Download" />
       <div className="detail-actions">
+        {record.rollout_id ? (
+          <Link to={rolloutHref(store, record.rollout_id)} className="button" data-testid="open-rollout">
+            Open conversation
+          </Link>
+        ) : null}
         {id && size > 0 ? (
-          <a href={blobUrl(store, id)} download data-testid="payload-download" className="button primary">
+          <a
+            href={blobUrl(store, id)}
+            download
+            data-testid="payload-download"
+            className="button primary"
+            onClick={(e) => {
+              // With a token a plain link would get 401: fetch with the header and save the bytes.
+              if (!getToken()) return;
+              e.preventDefault();
+              void saveBlob(store, id, setDownloadError);
+            }}
+          >
             Download payload ({fmtBytes(size)})
           </a>
         ) : null}
-        {id ? (
+        {id && !getToken() ? (
           <a href={recordPath(store, id)} target="_blank" rel="noreferrer" className="button">
             Open JSON
           </a>
@@ -407,5 +457,46 @@ export function RecordDetail({ store, record }: { store: string; record: Rollout
         ))}
       </dl>
     </div>
+  );
+}
+
+async function saveBlob(store: string, id: string, onError: (e: unknown) => void): Promise<void> {
+  try {
+    const blob = await fetchBlob(store, id);
+    const url = URL.createObjectURL(blob);
+    const a = document.createElement('a');
+    a.href = url;
+    a.download = `${id}.bin`;
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+    window.setTimeout(() => URL.revokeObjectURL(url), 10_000);
+    onError(undefined);
+  } catch (e) {
+    onError(e);
+  }
+}
+
+/** The empty Fragments tab: how many rows wait in the WAL (from the store's statistics). */
+function EmptyFragments({ name }: { name: string }) {
+  const { data } = usePoll(`exp:${name}:walrows`, (signal) => api.getExperiment(name, false, signal));
+  const rows = pendingRows(data);
+  const gens = data?.pending_generations ?? 0;
+  if (!data) return <>No merged records yet.</>;
+  if (rows === undefined ? gens === 0 : rows === 0) {
+    return <>No records in this store yet.</>;
+  }
+  return (
+    <span data-testid="fragments-wal-hint">
+      No merged records yet:{' '}
+      {rows !== undefined ? (
+        <strong>{fmtInt(rows)} {rows === 1 ? 'row waits' : 'rows wait'}</strong>
+      ) : (
+        <strong>rows wait</strong>
+      )}{' '}
+      in the WAL ({fmtInt(gens)} pending {gens === 1 ? 'generation' : 'generations'}).{' '}
+      <Link to={`/experiments/${encodeURIComponent(name)}/records?source=wal`}>Show the WAL</Link> or merge it from the
+      overview.
+    </span>
   );
 }
