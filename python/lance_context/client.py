@@ -33,8 +33,8 @@ class LanceContextError(Exception):
     """An error answer of the API, or a request that could not be sent.
 
     status: the HTTP status, 0 when no answer arrived (code "connection_error").
-    code: the stable code of the error envelope, e.g. "not_found",
-        "already_exists", "invalid_argument", "overloaded"; "" when the body
+    code: the stable code of the error envelope, e.g. "NOT_FOUND",
+        "ALREADY_EXISTS", "INVALID_REQUEST", "OVERLOADED"; "" when the body
         was not the envelope (a proxy's error page).
     message: what went wrong, usually with what to do.
     retry_after: the server's Retry-After in seconds, or None.
@@ -230,13 +230,13 @@ class Client:
         return self._json("GET", "/api/v1/health")
 
     def create_store(self, name: str) -> dict:
-        """Creates a store; an existing one raises LanceContextError 409
-        "already_exists". Not retried."""
+        """Creates a store: {"name", "uri", "version"}; an existing one
+        raises LanceContextError 409 "ALREADY_EXISTS". Not retried."""
         return self._json("POST", "/api/v1/rollouts", {"name": name}, idempotent=False)
 
     def stores(self) -> List[str]:
         """The names of every store, sorted."""
-        return [s["name"] for s in self._json("GET", "/api/v1/rollouts")["rollouts"]]
+        return [s["name"] for s in self._json("GET", "/api/v1/rollouts")["stores"]]
 
     def stats(self, store: str) -> dict:
         """Rows (base, pending), fragments, version, WAL backlog per shard."""
@@ -247,7 +247,7 @@ class Client:
         self._request("DELETE", self._store(store), idempotent=False)
 
     def append(self, store: str, records: Iterable[Mapping[str, Any]], flush: bool = False) -> dict:
-        """Makes records (dicts) durable; returns {"ids", "count", "flushed"}.
+        """Makes records (dicts) durable; returns {"version", "ids", "count", "flushed"}.
 
         Records without an "id" get a UUIDv7 before the first attempt, so a
         retry writes the same ids (the newest write of an id wins). bytes in
@@ -263,34 +263,47 @@ class Client:
         )
         return json.loads(raw)
 
-    def list(self, store: str, source: str = "fragments", limit: int = 25, offset: int = 0, **filters: Any) -> dict:
-        """One page: {"records", "has_more", "limit", "offset", "source"}.
+    def list(self, store: str, source: Optional[str] = None, limit: int = 25, offset: int = 0,
+             cursor: Optional[str] = None, **filters: Any) -> dict:
+        """One page, in id order: {"records", "has_more", "limit", "offset",
+        "source", "next_cursor"}.
 
-        source: "fragments" (merged base table), "wal" (flushed, not merged)
-        or "all". filters: equality on id, rollout_id, problem_id, dataset,
+        source: "all" (merged and un-merged rows; a worker's default when
+        None), "fragments" (the merged base table) or "wal" (flushed, not
+        merged). cursor: the previous page's "next_cursor" (following cursors
+        returns every row exactly once, merges or not; offsets are for page
+        numbers). filters: equality on id, rollout_id, problem_id, dataset,
         role, content_type, policy_version, artifact_type,
         include_in_training (a bool); None values are ignored.
         """
         query: Dict[str, str] = {k: _filter_value(v) for k, v in filters.items() if v is not None}
-        query.update(source=source, limit=str(limit), offset=str(offset))
+        query.update(limit=str(limit), offset=str(offset))
+        if source:
+            query["source"] = source
+        if cursor:
+            query["cursor"] = cursor
         return self._json("GET", self._store(store, "records"), query=query)
 
-    def iter_records(self, store: str, source: str = "fragments", page_size: int = 500, **filters: Any) -> Iterator[dict]:
-        """Yields every matching record, fetching pages of page_size until
-        has_more is false. Rows flushed or merged while iterating can shift
-        between pages; iterate a quiet store when exactness matters."""
-        offset = 0
+    def iter_records(self, store: str, source: Optional[str] = None, page_size: int = 500, **filters: Any) -> Iterator[dict]:
+        """Yields every matching record, following cursors page by page:
+        each record that existed when it began exactly once, even while
+        flushes, merges and compactions run."""
+        cursor = None
         while True:
-            page = self.list(store, source=source, limit=page_size, offset=offset, **filters)
-            records = page["records"]
-            yield from records
-            if not page["has_more"] or not records:
+            page = self.list(store, source=source, limit=page_size, cursor=cursor, **filters)
+            yield from page["records"]
+            cursor = page.get("next_cursor")
+            if not page["has_more"] or not cursor:
                 return
-            offset += len(records)
 
     def get(self, store: str, id: str) -> dict:
-        """The newest write of a record (without its payload: see blob)."""
-        return self._json("GET", self._store(store, "records", _q(id)))
+        """The newest write of a record (without its payload: see blob).
+        Raises LanceContextError 404 "NOT_FOUND" when no record has the id
+        (the server answers {"record": null})."""
+        out = self._json("GET", self._store(store, "records", _q(id)))
+        if out.get("record") is None:
+            raise LanceContextError(404, "NOT_FOUND", "no record %r in store %r" % (id, store))
+        return out["record"]
 
     def blob_with_type(self, store: str, id: str) -> Tuple[bytes, str]:
         """A record's payload bytes and content type."""
@@ -298,7 +311,7 @@ class Client:
         return raw, headers.get("Content-Type", "application/octet-stream")
 
     def blob(self, store: str, id: str) -> bytes:
-        """A record's payload bytes; raises 404 "not_found" when it has none."""
+        """A record's payload bytes; raises 404 "NOT_FOUND" when it has none."""
         return self.blob_with_type(store, id)[0]
 
     def trajectory(self, store: str, rollout_id: str) -> List[dict]:
@@ -315,9 +328,27 @@ class Client:
         "remaining" > 0."""
         return self._json("POST", self._store(store, "merge"))
 
-    def compact(self, store: str) -> dict:
-        """{"fragments_removed", "fragments_added", "version"}."""
-        return self._json("POST", self._store(store, "compact"))
+    def compact(self, store: str, target_rows_per_fragment: Optional[int] = None,
+                materialize_deletions: Optional[bool] = None) -> dict:
+        """{"fragments_removed", "fragments_added", "files_removed",
+        "files_added", "version"}; 409 "COMPACTION_IN_PROGRESS" while one runs."""
+        opts: Dict[str, Any] = {}
+        if target_rows_per_fragment is not None:
+            opts["target_rows_per_fragment"] = target_rows_per_fragment
+        if materialize_deletions is not None:
+            opts["materialize_deletions"] = materialize_deletions
+        return self._json("POST", self._store(store, "compact"), opts)
+
+    def compact_stats(self, store: str) -> dict:
+        """{"total_fragments", "is_compacting", "last_compaction",
+        "last_error", "total_compactions"}."""
+        return self._json("GET", self._store(store, "compact", "stats"))
+
+    def checkout(self, store: str, version: int) -> int:
+        """Pins the worker's reads of the store to base version `version`
+        (time travel, without the WAL tier); the latest version unpins.
+        Returns the version reads now see."""
+        return self._json("POST", self._store(store, "checkout"), {"version": version})["version"]
 
     # -- SQL (served by the master and by dev mode) --------------------------
 

@@ -39,7 +39,10 @@ class LiveWorkerTest(unittest.TestCase):
 
     def new_store(self):
         name = unique("py")
-        self.assertEqual(self.lc.create_store(name), {"name": name})
+        info = self.lc.create_store(name)
+        self.assertEqual(info["name"], name)
+        self.assertTrue(info["uri"].endswith("/%s.rollout.lance" % name), info)
+        self.assertGreaterEqual(info["version"], 1)
         return name
 
     def counts(self, store):
@@ -56,12 +59,12 @@ class LiveWorkerTest(unittest.TestCase):
         with self.assertRaises(LanceContextError) as cm:
             self.lc.create_store(name)
         self.assertEqual(cm.exception.status, 409)
-        self.assertEqual(cm.exception.code, "already_exists")
+        self.assertEqual(cm.exception.code, "ALREADY_EXISTS")
         self.lc.delete_store(name)
         self.assertNotIn(name, self.lc.stores())
         with self.assertRaises(LanceContextError) as cm:
             self.lc.stats(name)
-        self.assertEqual((cm.exception.status, cm.exception.code), (404, "not_found"))
+        self.assertEqual((cm.exception.status, cm.exception.code), (404, "NOT_FOUND"))
 
     def test_append_flush_sources_then_merge(self):
         store = self.new_store()
@@ -117,7 +120,7 @@ class LiveWorkerTest(unittest.TestCase):
         self.assertEqual(len(self.lc.list(store, role="user", include_in_training=True)["records"]), 2)
         with self.assertRaises(LanceContextError) as cm:
             self.lc.list(store, reward=1)
-        self.assertEqual((cm.exception.status, cm.exception.code), (400, "invalid_argument"))
+        self.assertEqual((cm.exception.status, cm.exception.code), (400, "INVALID_REQUEST"))
 
     def test_iter_records_pages(self):
         store = self.new_store()
@@ -145,12 +148,13 @@ class LiveWorkerTest(unittest.TestCase):
         for k in ("id", "rollout_id", "problem_id", "sequence_order", "role", "content", "reward",
                   "output_tokens", "output_logprobs", "loss_mask", "include_in_training", "relationships"):
             self.assertEqual(got[k], rec[k], k)
-        self.assertEqual(json.loads(got["metadata"]), rec["metadata"])
+        # metadata comes back as the JSON value sent, as the reference returns it.
+        self.assertEqual(got["metadata"], rec["metadata"])
         self.assertTrue(got["created_at"])
         self.assertNotIn("binary_payload", got)
         with self.assertRaises(LanceContextError) as cm:
             self.lc.get(store, "missing")
-        self.assertEqual((cm.exception.status, cm.exception.code), (404, "not_found"))
+        self.assertEqual((cm.exception.status, cm.exception.code), (404, "NOT_FOUND"))
 
     def test_blob_round_trip(self):
         store = self.new_store()
@@ -167,7 +171,7 @@ class LiveWorkerTest(unittest.TestCase):
         self.assertEqual(got["payload_size"], len(payload))
         with self.assertRaises(LanceContextError) as cm:
             self.lc.blob(store, ids[2])
-        self.assertEqual(cm.exception.code, "not_found")
+        self.assertEqual(cm.exception.code, "NOT_FOUND")
         self.lc.merge(store)
         self.assertEqual(self.lc.blob(store, ids[0]), payload)
 
@@ -189,20 +193,20 @@ class LiveWorkerTest(unittest.TestCase):
         with self.assertRaises(LanceContextError) as cm:
             self.lc.append(store, [{"content": "no rollout_id"}])
         e = cm.exception
-        self.assertEqual((e.status, e.code), (400, "invalid_argument"))
+        self.assertEqual((e.status, e.code), (400, "INVALID_REQUEST"))
         self.assertIn("rollout_id is required", e.message)
         with self.assertRaises(LanceContextError) as cm:
             self.lc.list(store, source="everything")
-        self.assertEqual((cm.exception.status, cm.exception.code), (400, "invalid_argument"))
+        self.assertEqual((cm.exception.status, cm.exception.code), (400, "INVALID_REQUEST"))
         with self.assertRaises(LanceContextError) as cm:
             self.lc.append(store, [{"rollout_id": "r", "no_such_field": 1}])
         self.assertEqual(cm.exception.status, 400)
         with self.assertRaises(LanceContextError) as cm:
             self.lc.create_store("_reserved")
-        self.assertEqual((cm.exception.status, cm.exception.code), (400, "invalid_argument"))
+        self.assertEqual((cm.exception.status, cm.exception.code), (400, "INVALID_REQUEST"))
         with self.assertRaises(LanceContextError) as cm:
             self.lc.append(unique("missing"), [{"rollout_id": "r"}])
-        self.assertEqual((cm.exception.status, cm.exception.code), (404, "not_found"))
+        self.assertEqual((cm.exception.status, cm.exception.code), (404, "NOT_FOUND"))
 
 
 class _Stub(BaseHTTPRequestHandler):
@@ -252,7 +256,7 @@ class StubServerTest(unittest.TestCase):
             return json.dumps({"ids": ids, "count": len(ids), "flushed": True}).encode()
 
         _Stub.script = [
-            (503, {"Retry-After": "1", "Content-Type": "application/json"}, _envelope("overloaded", "merge, then retry")),
+            (503, {"Retry-After": "1", "Content-Type": "application/json"}, _envelope("OVERLOADED", "merge, then retry")),
             (201, {"Content-Type": "application/json"}, created),
         ]
         lc = Client(self.url, token="tok", retries=3, backoff=0.01)
@@ -274,11 +278,11 @@ class StubServerTest(unittest.TestCase):
         self.assertEqual(headers.get("Authorization"), "Bearer tok")
 
     def test_no_retry_on_4xx_and_create(self):
-        _Stub.script = [(400, {}, _envelope("invalid_argument", "bad")), (503, {}, _envelope("storage_unavailable", "x"))]
+        _Stub.script = [(400, {}, _envelope("INVALID_REQUEST", "bad")), (503, {}, _envelope("STORAGE_UNAVAILABLE", "x"))]
         lc = Client(self.url, retries=3, backoff=0.01)
         with self.assertRaises(LanceContextError) as cm:
             lc.list("s")
-        self.assertEqual((cm.exception.status, cm.exception.code, cm.exception.message), (400, "invalid_argument", "bad"))
+        self.assertEqual((cm.exception.status, cm.exception.code, cm.exception.message), (400, "INVALID_REQUEST", "bad"))
         with self.assertRaises(LanceContextError) as cm:
             lc.create_store("s")
         self.assertEqual(cm.exception.status, 503)

@@ -159,13 +159,13 @@ class DevQueryTest(unittest.TestCase):
     def test_query_errors(self):
         with self.assertRaises(LanceContextError) as cm:
             self.lc.query(self.store, "SELECT * FROM read_csv('/etc/passwd')")
-        self.assertEqual((cm.exception.status, cm.exception.code), (400, "invalid_query"))
+        self.assertEqual((cm.exception.status, cm.exception.code), (400, "INVALID_REQUEST"))
         with self.assertRaises(LanceContextError) as cm:
             self.lc.query("no-such-store", "SELECT 1")
         self.assertEqual(cm.exception.status, 404)
         with self.assertRaises(LanceContextError) as cm:
             self.lc.query(self.store, "SELECT * FROM range(100000)")
-        self.assertEqual((cm.exception.status, cm.exception.code), (422, "query_limit"))
+        self.assertEqual((cm.exception.status, cm.exception.code), (422, "QUERY_LIMIT"))
         self.assertIn("max_rows_returned", cm.exception.message)
         res = self.lc.query(self.store, "SELECT * FROM range(100000)", max_rows=7)
         self.assertEqual((res["row_count"], res["truncated"]), (7, True))
@@ -185,7 +185,7 @@ class DevQueryTest(unittest.TestCase):
         self.assertIn(struct.pack("<q", 77), msgs[1][1])
         bad = subprocess.run(base + ["DELETE FROM records"], capture_output=True, timeout=60)
         self.assertNotEqual(bad.returncode, 0)
-        self.assertIn(b"invalid_query", bad.stderr)
+        self.assertIn(b"INVALID_REQUEST", bad.stderr)
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ check all 3 all
 check "" 0 fragments
 code=$(curl -s -o /tmp/smoke.$$ -w '%{http_code}' "$M/experiments/$store/records?source=bogus")
 [ "$code" = 400 ] || fail "unknown source: HTTP $code"
-grep -q '"code":"invalid_argument"' /tmp/smoke.$$ || fail "unknown source: no error envelope: $(cat /tmp/smoke.$$)"
+grep -q '"code":"INVALID_REQUEST"' /tmp/smoke.$$ || fail "unknown source: no error envelope: $(cat /tmp/smoke.$$)"
 rm -f /tmp/smoke.$$
 echo "smoke: source=bogus -> 400"
 

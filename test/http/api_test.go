@@ -122,7 +122,7 @@ func TestListSources(t *testing.T) {
 		for _, q := range []string{"?source=bogus", "?source=WAL", "?source=%20all"} {
 			r := c.do("GET", "/api/v1/rollouts/src/records"+q, "", nil)
 			if code := expectError(t, r, http.StatusBadRequest, "list"+q); code != "INVALID_REQUEST" {
-				t.Errorf("list%s: code %q, want invalid_argument", q, code)
+				t.Errorf("list%s: code %q, want INVALID_REQUEST", q, code)
 			}
 		}
 	})
