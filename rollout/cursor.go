@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
@@ -102,6 +103,22 @@ func (s *Store) listByID(ctx context.Context, snap *snapshot, o ListOptions) (*L
 		if len(exclude) > 0 {
 			opts.In = []table.In{{Column: ColID, Values: exclude, Negate: true}}
 		}
+		if len(o.Filters) == 0 {
+			// Unfiltered: walk the id index in order over the fragments it
+			// covers, and scan only the others.
+			covered, err := s.ascendIndexed(ctx, snap.base, o.After, exclude, &h, k)
+			if err != nil {
+				return nil, err
+			}
+			if covered != nil {
+				opts.Fragments = roaring.New()
+				for _, f := range snap.base.Fragments() {
+					if !covered.Contains(uint32(f.GetId())) {
+						opts.Fragments.Add(uint32(f.GetId()))
+					}
+				}
+			}
+		}
 		err := snap.base.Scan(ctx, opts, func(b arrow.RecordBatch) error {
 			ids, ok := b.Column(0).(interface {
 				Len() int
@@ -167,4 +184,41 @@ func (s *Store) listByID(ctx context.Context, snap *snapshot, o ListOptions) (*L
 		res.NextCursor = EncodeCursor(out[len(out)-1].ID)
 	}
 	return res, nil
+}
+
+// ascendIndexed offers to h the live base rows above after, in id order,
+// through the id index: it stops once h holds k ids below the next one, so
+// it reads O(log n + k) index entries, not the id column. It returns the
+// fragments the index covers (nil when it covers none: the caller scans).
+func (s *Store) ascendIndexed(ctx context.Context, base *table.Dataset, after string, exclude map[string]struct{}, h *idHeap, k int) (*roaring.Bitmap, error) {
+	if s.finder() == nil || !slices.Contains(s.indexColumns(), ColID) {
+		return nil, nil
+	}
+	deleted := map[uint64]*roaring.Bitmap{}
+	var werr error
+	covered, err := s.opts.Indexes.Ascend(ctx, base, ColID, after, func(id string, addr uint64) bool {
+		if h.Len() == k && id >= (*h)[0].id {
+			return false // every later id is larger still
+		}
+		frag, off := addr>>32, uint32(addr)
+		del, ok := deleted[frag]
+		if !ok {
+			if del, werr = base.DeletedRows(ctx, frag); werr != nil {
+				return false
+			}
+			deleted[frag] = del
+		}
+		if del != nil && del.Contains(off) {
+			return true
+		}
+		if _, pending := exclude[id]; pending {
+			return true // a newer write waits in the WAL
+		}
+		h.offer(candidate{id: id, addr: table.RowAddr{Fragment: frag, Offset: off}}, k)
+		return true
+	})
+	if werr != nil {
+		return nil, werr
+	}
+	return covered, err
 }
