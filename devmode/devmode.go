@@ -109,7 +109,10 @@ func Run(ctx context.Context, o Options) error {
 	reg := worker.NewRegistry()
 	ws := worker.NewServer(wcfg, catalog, reg)
 	ws.Registry = c
-	mcfg := master.ConfigFromEnv()
+	mcfg, err := master.ConfigFromEnv()
+	if err != nil {
+		return err
+	}
 	m := master.New(mcfg, c, catalog, reg)
 
 	r := chi.NewRouter()

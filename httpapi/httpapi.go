@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/lance-context/lance-context/api"
 	"github.com/lance-context/lance-context/rollout"
@@ -105,6 +106,14 @@ func Auth(token string, exempt func(path string) bool) func(http.Handler) http.H
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// NewRegistry returns a Prometheus registry with the Go and process
+// collectors, for a service's /metrics.
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
 }
 
 // Metrics counts requests and their latency by route pattern (never by raw

@@ -43,17 +43,23 @@ type Config struct {
 	CompactMinFragments  int           // fragments that trigger compaction; default 16
 	WorkerLeaseTTLSecond int
 	APIToken             string // LC_API_TOKEN: sent to workers when asking them to merge
+	// Store tunes the stores the master opens (to read statistics, merge
+	// orphan shards, compact and index): the ROLLOUT_* and LC_INDEX_COLUMNS
+	// variables, as rollout.OptionsFromEnv reads them.
+	Store rollout.Options
 }
 
 // ConfigFromEnv reads LC_MAINTENANCE (on|off), LC_MERGE_THRESHOLD_GENERATIONS
 // (8), LC_COMPACT_MIN_FRAGMENTS (16), LC_STATS_REFRESH_SECS (10),
-// LC_API_TOKEN.
-func ConfigFromEnv() Config {
+// LC_API_TOKEN and the store options (rollout.OptionsFromEnv).
+func ConfigFromEnv() (Config, error) {
 	c := Config{Maintenance: os.Getenv("LC_MAINTENANCE") != "off", APIToken: os.Getenv("LC_API_TOKEN")}
+	var err error
+	c.Store, err = rollout.OptionsFromEnv()
 	c.MergeThreshold = envInt("LC_MERGE_THRESHOLD_GENERATIONS", 8)
 	c.CompactMinFragments = envInt("LC_COMPACT_MIN_FRAGMENTS", 16)
 	c.RefreshInterval = time.Duration(envInt("LC_STATS_REFRESH_SECS", 10)) * time.Second
-	return c
+	return c, err
 }
 
 func envInt(name string, def int) int {

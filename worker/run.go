@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/lance-context/lance-context/buildinfo"
 	"github.com/lance-context/lance-context/coord"
+	"github.com/lance-context/lance-context/httpapi"
 	"github.com/lance-context/lance-context/objstore"
 	"github.com/lance-context/lance-context/rollout"
 )
@@ -35,12 +35,9 @@ func (c Config) StoreOptions() rollout.Options {
 	return o
 }
 
-// NewRegistry returns a Prometheus registry with the Go and process collectors.
-func NewRegistry() *prometheus.Registry {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return reg
-}
+// NewRegistry returns a Prometheus registry with the Go and process
+// collectors (httpapi.NewRegistry).
+func NewRegistry() *prometheus.Registry { return httpapi.NewRegistry() }
 
 // Run serves the worker until ctx ends (SIGTERM), then stops admitting
 // requests, waits for those in flight, seals every memtable and returns.

@@ -14,10 +14,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lance-context/lance-context/coord"
+	"github.com/lance-context/lance-context/httpapi"
 	"github.com/lance-context/lance-context/master"
 	"github.com/lance-context/lance-context/objstore"
 	"github.com/lance-context/lance-context/rollout"
-	"github.com/lance-context/lance-context/worker"
 )
 
 func newMasterCmd() *cobra.Command {
@@ -56,14 +56,14 @@ LC_SQL_THREADS (2), LC_SQL_MAX_CONCURRENT (4), LC_CHARTS_MAX_ROWS_SCANNED (10000
 			if err != nil {
 				return err
 			}
-			wcfg, err := worker.FromEnv()
+			mcfg, err := master.ConfigFromEnv()
 			if err != nil {
 				return err
 			}
 			host, _ := os.Hostname()
-			catalog := rollout.NewCatalog(root, rollout.ShardID("master:"+host), wcfg.StoreOptions())
-			reg := worker.NewRegistry()
-			m := master.New(master.ConfigFromEnv(), c, catalog, reg)
+			catalog := rollout.NewCatalog(root, rollout.ShardID("master:"+host), mcfg.Store)
+			reg := httpapi.NewRegistry()
+			m := master.New(mcfg, c, catalog, reg)
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				return err

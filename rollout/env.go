@@ -1,0 +1,49 @@
+package rollout
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+)
+
+// OptionsFromEnv reads the store options a deployment sets in the
+// environment, for every process that opens stores (workers, masters):
+// ROLLOUT_MERGE_MAX_GENERATIONS (8; 0: no cap), ROLLOUT_MERGE_MAX_BYTES
+// (1 GiB; 0: no cap), ROLLOUT_WAL_PENDING_WARN_GENERATIONS (256),
+// ROLLOUT_WAL_PENDING_MAX_GENERATIONS (4096) and LC_INDEX_COLUMNS.
+func OptionsFromEnv() (Options, error) {
+	var o Options
+	var errs []error
+	num := func(name string, def int64) int64 {
+		v := os.Getenv(name)
+		if v == "" {
+			return def
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			errs = append(errs, fmt.Errorf("%s=%q: want a non-negative integer", name, v))
+			return def
+		}
+		return n
+	}
+	o.MergeMaxGenerations = int(num("ROLLOUT_MERGE_MAX_GENERATIONS", 8))
+	o.MergeMaxBytes = num("ROLLOUT_MERGE_MAX_BYTES", 1<<30)
+	o.PendingWarn = int(num("ROLLOUT_WAL_PENDING_WARN_GENERATIONS", 256))
+	o.PendingMax = int(num("ROLLOUT_WAL_PENDING_MAX_GENERATIONS", 4096))
+	// In the environment 0 means "no cap"; in Options it means the default.
+	if o.MergeMaxGenerations == 0 {
+		o.MergeMaxGenerations = -1
+	}
+	if o.MergeMaxBytes == 0 {
+		o.MergeMaxBytes = -1
+	}
+	cols, err := IndexColumnsFromEnv()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	o.IndexColumns = cols
+	if len(errs) > 0 {
+		return o, errs[0]
+	}
+	return o, nil
+}
