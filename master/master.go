@@ -459,8 +459,9 @@ func (m *Master) listTasks(w http.ResponseWriter, r *http.Request) {
 
 func (m *Master) postTask(w http.ResponseWriter, r *http.Request) {
 	var body struct {
-		Kind  string `json:"kind"`
-		Store string `json:"store"`
+		Kind   string `json:"kind"`
+		Store  string `json:"store"`
+		Target string `json:"target"` // the reference's name for store
 	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
 	dec.DisallowUnknownFields()
@@ -468,8 +469,21 @@ func (m *Master) postTask(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, r, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "invalid JSON body: %v", err))
 		return
 	}
+	if body.Store == "" {
+		body.Store = body.Target
+	} else if body.Target != "" && body.Target != body.Store {
+		httpapi.WriteError(w, r, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "store %q and target %q disagree: give one", body.Store, body.Target))
+		return
+	}
+	// The reference's kind names are accepted too.
+	switch body.Kind {
+	case "merge_wal":
+		body.Kind = coord.KindMerge
+	case "index_id":
+		body.Kind = coord.KindIndex
+	}
 	if body.Kind != coord.KindMerge && body.Kind != coord.KindCompact && body.Kind != coord.KindIndex {
-		httpapi.WriteError(w, r, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "kind must be \"merge\", \"compact\" or \"index\", got %q", body.Kind))
+		httpapi.WriteError(w, r, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "kind must be \"merge\" (merge_wal), \"compact\" or \"index\" (index_id), got %q", body.Kind))
 		return
 	}
 	if _, err := m.catalog.Open(r.Context(), body.Store); err != nil {

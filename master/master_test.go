@@ -994,3 +994,48 @@ func TestRegression_ListDoesNotPileUpRefreshes(t *testing.T) {
 		t.Fatalf("10 list calls read the cold store %d times, want one refresh", n)
 	}
 }
+
+// TestReferenceMasterCalls replays the reference master's browser calls:
+// the records listing (default fragments, its page fields), a trajectory,
+// a task posted with the reference's names (kind merge_wal, target), and a
+// query's {columns, rows, row_count, truncated}.
+func TestReferenceMasterCalls(t *testing.T) {
+	f := newFixture(t, fixtureOpts{cfg: master.Config{RefreshInterval: time.Hour, SchedulerInterval: 200 * time.Millisecond}})
+	recordsStore(t, f)
+	var page map[string]json.RawMessage
+	page = call[map[string]json.RawMessage](f, "GET", "/api/v1/experiments/rec/records", "", 200)
+	for _, k := range []string{"records", "has_more", "limit", "offset", "source"} {
+		if _, ok := page[k]; !ok {
+			t.Fatalf("records page without %q: %v", k, page)
+		}
+	}
+	if string(page["source"]) != `"fragments"` || string(page["limit"]) != "25" {
+		t.Fatalf("default page: source %s limit %s", page["source"], page["limit"])
+	}
+	tr := call[api.TrajectoryResponse](f, "GET", "/api/v1/experiments/rec/trajectories/ro-b", "", 200)
+	if tr.Count != 3 || tr.Records[0].ID != "b-000" || tr.RolloutID != "ro-b" {
+		t.Fatalf("trajectory %+v", tr)
+	}
+	f.run()
+	tk := call[coord.Task](f, "POST", "/api/v1/tasks", `{"kind":"merge_wal","target":"rec"}`, 201)
+	if tk.Kind != coord.KindMerge || tk.Store != "rec" {
+		t.Fatalf("task %+v", tk)
+	}
+	if e := call[errorBody](f, "POST", "/api/v1/tasks", `{"kind":"merge","store":"rec","target":"other"}`, 400); e.Error.Code != "INVALID_REQUEST" {
+		t.Fatalf("disagreeing store and target: %+v", e)
+	}
+	done := f.waitTask(tk.ID)
+	var res api.TaskResult
+	if err := json.Unmarshal(done.Result, &res); err != nil || res.Rows != 4 {
+		t.Fatalf("merge result %s (%v)", done.Result, err)
+	}
+	q := call[map[string]json.RawMessage](f, "POST", "/api/v1/experiments/rec/query", `{"sql":"SELECT count(*) AS n FROM records"}`, 200)
+	for _, k := range []string{"columns", "rows", "row_count", "truncated"} {
+		if _, ok := q[k]; !ok {
+			t.Fatalf("query answer without %q: %v", k, q)
+		}
+	}
+	if e := call[errorBody](f, "POST", "/api/v1/experiments/rec/query", `{"sql":"DELETE FROM records"}`, 400); e.Error.Code != "INVALID_REQUEST" {
+		t.Fatalf("non-SELECT: %+v", e)
+	}
+}
