@@ -39,8 +39,9 @@ type query struct {
 	hints     []hint
 
 	mu    sync.Mutex
-	err   error // first error of a scan or bind: the cause behind DuckDB's message
-	scans []*scanSource
+	err   error          // first error of a scan or bind: the cause behind DuckDB's message
+	scans []*scanSource  // scans started
+	binds map[string]int // scans bound, by store
 }
 
 // resolve maps a table name of the query to a store name.

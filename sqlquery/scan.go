@@ -98,6 +98,12 @@ func registerScan(conn *sql.Conn, q *query) error {
 			if name == q.hintStore {
 				s.hints = q.hints
 			}
+			q.mu.Lock()
+			if q.binds == nil {
+				q.binds = map[string]int{}
+			}
+			q.binds[name]++
+			q.mu.Unlock()
 			return s, nil
 		},
 	})
@@ -153,6 +159,11 @@ func (s *scanSource) start(chunk duckdb.DataChunk) {
 	}
 	s.q.mu.Lock()
 	s.q.scans = append(s.q.scans, s)
+	// The hints hold for the query's one scan of the store; a store read
+	// twice (a subquery) would get them on a scan they do not describe.
+	if s.q.binds[s.store] != 1 {
+		s.hints = nil
+	}
 	s.q.mu.Unlock()
 	s.batches = make(chan scanBatch, 2)
 	s.done = make(chan struct{})
