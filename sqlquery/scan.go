@@ -3,6 +3,7 @@
 package sqlquery
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"sync/atomic"
@@ -94,7 +95,7 @@ func registerScan(conn *sql.Conn, q *query) error {
 			if err != nil {
 				return nil, q.fail(fmt.Errorf("store %q: %w", name, err))
 			}
-			s := &scanSource{q: q, store: name, source: q.source, table: t, infos: infos}
+			s := &scanSource{q: q, store: name, source: q.source, table: t, infos: infos, card: estimate(q.ctx, t, q.source)}
 			if name == q.hintStore {
 				s.hints = q.hints
 			}
@@ -118,6 +119,7 @@ type scanSource struct {
 	source rollout.Source
 	table  Table
 	infos  []duckdb.ColumnInfo
+	card   *duckdb.CardinalityInfo
 
 	hints     []hint
 	projected []string // columns read, learnt on the first FillChunk
@@ -145,8 +147,34 @@ func (b scanBatch) len() int {
 }
 
 func (s *scanSource) ColumnInfos() []duckdb.ColumnInfo     { return s.infos }
-func (s *scanSource) Cardinality() *duckdb.CardinalityInfo { return nil }
-func (s *scanSource) Init()                                {}
+func (s *scanSource) Cardinality() *duckdb.CardinalityInfo { return s.card }
+
+// statser is a Table that can count its rows from manifests.
+type statser interface {
+	Stats(ctx context.Context) (*rollout.Stats, error)
+}
+
+// estimate is the row count DuckDB plans with (join order, build side):
+// from the store's manifests, without reading data; nil when unknown.
+func estimate(ctx context.Context, t Table, src rollout.Source) *duckdb.CardinalityInfo {
+	st, ok := t.(statser)
+	if !ok {
+		return nil
+	}
+	stats, err := st.Stats(ctx)
+	if err != nil {
+		return nil
+	}
+	n := stats.BaseRows
+	switch src {
+	case rollout.SourceWAL:
+		n = stats.PendingRows
+	case rollout.SourceAll:
+		n += stats.PendingRows
+	}
+	return &duckdb.CardinalityInfo{Cardinality: uint(max(n, 0))}
+}
+func (s *scanSource) Init() {}
 
 // start learns the projection from the chunk (a column DuckDB did not
 // project has no vector) and starts the store scan of those columns.
