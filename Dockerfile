@@ -7,7 +7,9 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o /out/lance-context ./cmd/lance-context
+# cgo: the SQL engine is DuckDB (C++), linked statically but for libstdc++,
+# which the cc base image provides.
+RUN CGO_ENABLED=1 go build -trimpath -ldflags "-s -w" -o /out/lance-context ./cmd/lance-context
 
 # Test tools (etcd, versitygw) from the pinned tools module, for the compose stack.
 FROM golang:1.26-bookworm AS tools
@@ -20,7 +22,7 @@ RUN CGO_ENABLED=0 go build -trimpath -o /out/etcd go.etcd.io/etcd/server/v3 && \
 FROM gcr.io/distroless/static-debian12:nonroot AS tools-image
 COPY --from=tools /out/ /usr/local/bin/
 
-FROM gcr.io/distroless/static-debian12:nonroot
+FROM gcr.io/distroless/cc-debian12:nonroot
 COPY --from=build /out/lance-context /usr/local/bin/lance-context
 USER nonroot
 EXPOSE 3000 8090 8080

@@ -32,4 +32,5 @@ const (
 	CodeStorageUnavailable   = "STORAGE_UNAVAILABLE"    // 503 with Retry-After: the object store failed
 	CodeCorrupt              = "CORRUPT"                // 503: stored data is damaged; see the message
 	CodeQueryLimit           = "QUERY_LIMIT"            // 422: a SQL query hit a limit; the message names it and its value
+	CodeNotImplemented       = "NOT_IMPLEMENTED"        // 501: a binary built without SQL (cgo off)
 )

@@ -157,6 +157,8 @@ func writeQueryError(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.As(err, &le):
 		err = httpapi.Errorf(http.StatusUnprocessableEntity, api.CodeQueryLimit, "%s", le.Error())
+	case errors.Is(err, sqlquery.ErrUnavailable):
+		err = httpapi.Errorf(http.StatusNotImplemented, api.CodeNotImplemented, "%v", err)
 	case errors.Is(err, sqlquery.ErrInvalid):
 		err = httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "%s", strings.TrimPrefix(err.Error(), sqlquery.ErrInvalid.Error()+": "))
 	case errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil:

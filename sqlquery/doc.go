@@ -58,4 +58,7 @@
 // The scan and result bounds are those of a browser console; the master
 // reads them from LC_SQL_* variables and gives the charts a larger scan
 // bound.
+//
+// DuckDB is C++ (cgo). A binary built with CGO_ENABLED=0 compiles, and
+// every query and chart fails with ErrUnavailable (HTTP 501).
 package sqlquery

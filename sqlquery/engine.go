@@ -1,3 +1,5 @@
+//go:build cgo
+
 package sqlquery
 
 import (
@@ -12,150 +14,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	duckdb "github.com/duckdb/duckdb-go/v2"
 
 	"github.com/lance-context/lance-context/rollout"
 )
-
-// Table is one store as the engine reads it.
-type Table interface {
-	Scan(ctx context.Context, o rollout.ScanOptions, fn func(arrow.RecordBatch) error) error
-}
-
-// Opener returns the store of a name; an error wrapping rollout.ErrNotFound
-// when there is none.
-type Opener func(ctx context.Context, name string) (Table, error)
-
-// FromCatalog opens stores of a rollout catalog.
-func FromCatalog(c *rollout.Catalog) Opener {
-	return func(ctx context.Context, name string) (Table, error) {
-		s, err := c.Open(ctx, name)
-		if err != nil {
-			return nil, err
-		}
-		return s, nil
-	}
-}
-
-// Limits bound one query. A zero field takes the default.
-type Limits struct {
-	MaxRowsScanned  int64         // rows read from stores, all scans of the query together
-	MaxRowsReturned int           // result rows
-	MaxTime         time.Duration // wall time, planning included
-	MaxMemoryMB     int           // DuckDB memory_limit
-	Threads         int           // DuckDB threads
-}
-
-// Defaults of Limits: the scan and result bounds of a browser console.
-const (
-	DefaultMaxRowsScanned  = 200_000
-	DefaultMaxRowsReturned = 10_000
-	DefaultMaxTime         = 30 * time.Second
-	DefaultMaxMemoryMB     = 512
-	DefaultThreads         = 2
-)
-
-func (l Limits) withDefaults(d Limits) Limits {
-	if l.MaxRowsScanned <= 0 {
-		l.MaxRowsScanned = d.MaxRowsScanned
-	}
-	if l.MaxRowsReturned <= 0 {
-		l.MaxRowsReturned = d.MaxRowsReturned
-	}
-	if l.MaxTime <= 0 {
-		l.MaxTime = d.MaxTime
-	}
-	if l.MaxMemoryMB <= 0 {
-		l.MaxMemoryMB = d.MaxMemoryMB
-	}
-	if l.Threads <= 0 {
-		l.Threads = d.Threads
-	}
-	return l
-}
-
-// DefaultLimits are the limits of an Engine built with a zero Limits.
-var DefaultLimits = Limits{
-	MaxRowsScanned: DefaultMaxRowsScanned, MaxRowsReturned: DefaultMaxRowsReturned,
-	MaxTime: DefaultMaxTime, MaxMemoryMB: DefaultMaxMemoryMB, Threads: DefaultThreads,
-}
-
-// Engine runs read-only SQL over the stores.
-type Engine struct {
-	open   Opener
-	limits Limits
-}
-
-// New returns an engine reading stores through open, with limits (zero
-// fields take DefaultLimits).
-func New(open Opener, limits Limits) *Engine {
-	return &Engine{open: open, limits: limits.withDefaults(DefaultLimits)}
-}
-
-// Limits returns the engine's limits.
-func (e *Engine) Limits() Limits { return e.limits }
-
-// Request is one query.
-type Request struct {
-	Store  string         // the store named records
-	SQL    string         // one SELECT (or EXPLAIN of one)
-	Source rollout.Source // tier of every store read; "" is fragments
-	// MaxRows, when > 0, truncates the result to that many rows (at most
-	// the engine's MaxRowsReturned) and sets Truncated. When 0, a result
-	// larger than MaxRowsReturned is an error naming the limit.
-	MaxRows int
-	// Limits overrides the engine's limits where set.
-	Limits Limits
-}
-
-// Column is one result column: its name and DuckDB type.
-type Column struct {
-	Name string `json:"name"`
-	Type string `json:"type"`
-}
-
-// ScanStat says what one scan of a store read: the columns the query
-// needed (projection pushdown), the rows read, the filters applied in the
-// scan (see hint) and the rows they kept, which DuckDB received.
-type ScanStat struct {
-	Store    string   `json:"store"`
-	Source   string   `json:"source"`
-	Columns  []string `json:"columns"`
-	Filters  []string `json:"filters"`
-	Rows     int64    `json:"rows"`
-	RowsKept int64    `json:"rows_kept"`
-}
-
-// Result is a query result. Rows hold the driver's Go values; JSONRows
-// converts them for encoding/json and Arrow builds an Arrow record.
-type Result struct {
-	Columns     []Column
-	Rows        [][]any
-	Truncated   bool
-	RowsScanned int64
-	Elapsed     time.Duration
-	Scans       []ScanStat
-}
-
-// ErrInvalid marks a request the engine refuses: bad SQL, a statement
-// other than SELECT, an unknown source. The message says what to fix.
-var ErrInvalid = errors.New("invalid query")
-
-// LimitError is a query stopped by one of its limits.
-type LimitError struct {
-	Limit string // max_rows_scanned, max_rows_returned, max_query_time, max_memory
-	Value string
-	Hint  string
-}
-
-func (e *LimitError) Error() string {
-	return fmt.Sprintf("query exceeded %s=%s; %s", e.Limit, e.Value, e.Hint)
-}
-
-func invalidf(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
-}
 
 // scanFunc is the table function every store name resolves to.
 const scanFunc = "lance_context_scan"
@@ -177,8 +39,9 @@ type query struct {
 	hints     []hint
 
 	mu    sync.Mutex
-	err   error // first error of a scan or bind: the cause behind DuckDB's message
-	scans []*scanSource
+	err   error          // first error of a scan or bind: the cause behind DuckDB's message
+	scans []*scanSource  // scans started
+	binds map[string]int // scans bound, by store
 }
 
 // resolve maps a table name of the query to a store name.

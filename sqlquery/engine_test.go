@@ -1,3 +1,5 @@
+//go:build cgo
+
 package sqlquery
 
 import (
@@ -132,7 +134,9 @@ func TestProjectionPushdown(t *testing.T) {
 	for _, r := range res.Rows {
 		fmt.Fprintln(&plan, r...)
 	}
-	if !strings.Contains(plan.String(), strings.ToUpper(scanFunc)) || !strings.Contains(plan.String(), "Projections: reward") || strings.Contains(plan.String(), "content") {
+	// The estimate comes from the manifests (50 rows).
+	if !strings.Contains(plan.String(), strings.ToUpper(scanFunc)) || !strings.Contains(plan.String(), "Projections: reward") ||
+		strings.Contains(plan.String(), "content") || !strings.Contains(plan.String(), "~50 row") {
 		t.Fatalf("plan does not show the projected scan:\n%s", plan.String())
 	}
 }
@@ -488,6 +492,9 @@ func TestFilterHintsKeepResults(t *testing.T) {
 		"reward > 0.5", "reward >= 0.5", "0.5 < reward", "REWARD <= 0.5", "reward < 0.5", "reward > 0.99", "reward >= 0.99",
 		"reward > 1", "reward >= 1e-1 AND policy_version = 'v1'", "policy_version = 'v1'", "r.reward > 0.25 AND r.num_output_tokens >= 7",
 		"num_output_tokens > 6.5", "num_output_tokens <= 7", "reward > -1", "reward > 0.5 OR policy_version = 'v2'",
+		"reward > 0.5 AND (SELECT min(reward) FROM records) < 0.1",
+		"reward > 0.5 AND (SELECT count(*) FROM records) = 204",
+		"reward > 0.5 AND id IN (SELECT id FROM records WHERE reward < 0.75)",
 	} {
 		hinted := f.query(t, "exp", "SELECT id, reward FROM records r WHERE "+where+" ORDER BY id", rollout.SourceAll)
 		plain := f.query(t, "exp", "SELECT id, reward FROM (SELECT * FROM records) r WHERE "+where+" ORDER BY id", rollout.SourceAll)
@@ -498,9 +505,9 @@ func TestFilterHintsKeepResults(t *testing.T) {
 			t.Fatalf("%s: a subquery got scan filters %v", where, plain.Scans[0].Filters)
 		}
 		st := hinted.Scans[0]
-		if strings.Contains(where, " OR ") {
+		if strings.Contains(where, " OR ") || strings.Contains(where, "SELECT") {
 			if len(st.Filters) != 0 {
-				t.Fatalf("%s: an OR became a scan filter: %v", where, st.Filters)
+				t.Fatalf("%s: an OR, or a store read twice, got scan filters: %v", where, st.Filters)
 			}
 			continue
 		}

@@ -1,6 +1,9 @@
+//go:build cgo
+
 package sqlquery
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"sync/atomic"
@@ -92,10 +95,16 @@ func registerScan(conn *sql.Conn, q *query) error {
 			if err != nil {
 				return nil, q.fail(fmt.Errorf("store %q: %w", name, err))
 			}
-			s := &scanSource{q: q, store: name, source: q.source, table: t, infos: infos}
+			s := &scanSource{q: q, store: name, source: q.source, table: t, infos: infos, card: estimate(q.ctx, t, q.source)}
 			if name == q.hintStore {
 				s.hints = q.hints
 			}
+			q.mu.Lock()
+			if q.binds == nil {
+				q.binds = map[string]int{}
+			}
+			q.binds[name]++
+			q.mu.Unlock()
 			return s, nil
 		},
 	})
@@ -110,6 +119,7 @@ type scanSource struct {
 	source rollout.Source
 	table  Table
 	infos  []duckdb.ColumnInfo
+	card   *duckdb.CardinalityInfo
 
 	hints     []hint
 	projected []string // columns read, learnt on the first FillChunk
@@ -137,8 +147,34 @@ func (b scanBatch) len() int {
 }
 
 func (s *scanSource) ColumnInfos() []duckdb.ColumnInfo     { return s.infos }
-func (s *scanSource) Cardinality() *duckdb.CardinalityInfo { return nil }
-func (s *scanSource) Init()                                {}
+func (s *scanSource) Cardinality() *duckdb.CardinalityInfo { return s.card }
+
+// statser is a Table that can count its rows from manifests.
+type statser interface {
+	Stats(ctx context.Context) (*rollout.Stats, error)
+}
+
+// estimate is the row count DuckDB plans with (join order, build side):
+// from the store's manifests, without reading data; nil when unknown.
+func estimate(ctx context.Context, t Table, src rollout.Source) *duckdb.CardinalityInfo {
+	st, ok := t.(statser)
+	if !ok {
+		return nil
+	}
+	stats, err := st.Stats(ctx)
+	if err != nil {
+		return nil
+	}
+	n := stats.BaseRows
+	switch src {
+	case rollout.SourceWAL:
+		n = stats.PendingRows
+	case rollout.SourceAll:
+		n += stats.PendingRows
+	}
+	return &duckdb.CardinalityInfo{Cardinality: uint(max(n, 0))}
+}
+func (s *scanSource) Init() {}
 
 // start learns the projection from the chunk (a column DuckDB did not
 // project has no vector) and starts the store scan of those columns.
@@ -151,6 +187,11 @@ func (s *scanSource) start(chunk duckdb.DataChunk) {
 	}
 	s.q.mu.Lock()
 	s.q.scans = append(s.q.scans, s)
+	// The hints hold for the query's one scan of the store; a store read
+	// twice (a subquery) would get them on a scan they do not describe.
+	if s.q.binds[s.store] != 1 {
+		s.hints = nil
+	}
 	s.q.mu.Unlock()
 	s.batches = make(chan scanBatch, 2)
 	s.done = make(chan struct{})
