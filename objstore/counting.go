@@ -34,6 +34,8 @@ type Counting struct {
 	maxIn    int
 	doneMax  int // greatest depth among finished calls
 	depth    int // greatest depth of any call
+	period   int // incremented by Reset
+	total    int // calls ever started, never reset
 }
 
 var (
@@ -99,8 +101,9 @@ func (c *Counting) Counts() Counts {
 	return out
 }
 
-// Reset zeroes the counters. Calls in flight during Reset count toward the
-// new period when they finish, as depth 1.
+// Reset zeroes the counters. Calls in flight during Reset count as in
+// flight, but neither their bytes nor their depth count toward the new
+// period.
 func (c *Counting) Reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -108,27 +111,55 @@ func (c *Counting) Reset() {
 	c.read, c.written = 0, 0
 	c.maxIn = c.inFlight
 	c.doneMax, c.depth = 0, 0
+	c.period++
 }
 
-// start records the start of a call and returns its depth.
-func (c *Counting) start(op Op, written int) int {
+// WaitIdle waits until no call has started or been in flight for quiet, or
+// ctx ends: background work (a flush's cleanup, say) belongs to the
+// operation that started it.
+func (c *Counting) WaitIdle(ctx context.Context, quiet time.Duration) error {
+	for {
+		c.mu.Lock()
+		before, busy := c.total, c.inFlight > 0
+		c.mu.Unlock()
+		if err := sleepCtx(ctx, quiet); err != nil {
+			return err
+		}
+		c.mu.Lock()
+		idle := !busy && c.inFlight == 0 && c.total == before
+		c.mu.Unlock()
+		if idle {
+			return nil
+		}
+	}
+}
+
+// callRef identifies a call in flight for finish.
+type callRef struct{ depth, period int }
+
+// start records the start of a call.
+func (c *Counting) start(op Op, written int) callRef {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.calls[op]++
+	c.total++
 	c.written += int64(written)
 	c.inFlight++
 	c.maxIn = max(c.maxIn, c.inFlight)
 	d := c.doneMax + 1
 	c.depth = max(c.depth, d)
-	return d
+	return callRef{d, c.period}
 }
 
-func (c *Counting) finish(depth int, read int) {
+func (c *Counting) finish(ref callRef, read int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.inFlight--
+	if ref.period != c.period {
+		return // started before a Reset
+	}
 	c.read += int64(read)
-	c.doneMax = max(c.doneMax, depth)
+	c.doneMax = max(c.doneMax, ref.depth)
 }
 
 func (c *Counting) wait(ctx context.Context) error {
