@@ -78,6 +78,8 @@ type Proxy struct {
 	stats    Stats
 	inFlight int
 	doneMax  int
+	period   int        // incremented by each reset
+	total    int        // requests ever received, never reset
 	lose     map[Op]int // answers still to drop, per op
 }
 
@@ -108,9 +110,36 @@ func New(target *url.URL, delay time.Duration) *Proxy {
 	return p
 }
 
+// resetLocked zeroes the counters. Requests in flight count as in flight,
+// but their depth does not count toward the new period.
 func (p *Proxy) resetLocked() {
 	p.stats = Stats{ByMethod: map[string]int{}, ByOp: map[Op]int{}, DelayMS: p.delay.Milliseconds(), MaxInFlight: p.inFlight}
 	p.doneMax = 0
+	p.period++
+}
+
+// WaitIdle waits until no request has arrived or been in flight for quiet,
+// or ctx ends, so that a client's background requests are counted with
+// the operation that caused them rather than the next one.
+func (p *Proxy) WaitIdle(ctx context.Context, quiet time.Duration) error {
+	for {
+		p.mu.Lock()
+		before, busy := p.total, p.inFlight > 0
+		p.mu.Unlock()
+		t := time.NewTimer(quiet)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		p.mu.Lock()
+		idle := !busy && p.inFlight == 0 && p.total == before
+		p.mu.Unlock()
+		if idle {
+			return nil
+		}
+	}
 }
 
 // Reset zeroes the counters.
@@ -205,6 +234,8 @@ func Classify(r *http.Request) Op {
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	op := Classify(r)
 	p.mu.Lock()
+	p.total++
+	period := p.period
 	p.stats.Requests++
 	p.stats.ByMethod[r.Method]++
 	p.stats.ByOp[op]++
@@ -225,7 +256,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		p.mu.Lock()
 		p.inFlight--
-		p.doneMax = max(p.doneMax, depth)
+		if period == p.period {
+			p.doneMax = max(p.doneMax, depth)
+		}
 		p.mu.Unlock()
 	}()
 

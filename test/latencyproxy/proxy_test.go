@@ -237,3 +237,36 @@ func TestServe(t *testing.T) {
 		t.Fatal("Serve on an address in use succeeded")
 	}
 }
+
+// TestProxyResetDuringRequest: a request in flight across a reset neither
+// deepens the new period's chain nor hides from WaitIdle.
+func TestProxyResetDuringRequest(t *testing.T) {
+	up := upstream(t)
+	p, front, _ := startProxy(t, up.URL, 0)
+	do(t, "PUT", front.URL+"/b/k", "v")
+	do(t, "PUT", front.URL+"/b/k", "v") // depth 2
+	p.SetDelay(150 * time.Millisecond)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r, err := http.Get(front.URL + "/b/k") // depth 3, finishes after the reset
+		if err == nil {
+			r.Body.Close()
+		}
+	}()
+	time.Sleep(50 * time.Millisecond)
+	p.Reset()
+	start := time.Now()
+	if err := p.WaitIdle(context.Background(), 20*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(start) < 50*time.Millisecond {
+		t.Fatal("WaitIdle returned while a request was in flight")
+	}
+	<-done
+	p.SetDelay(0)
+	do(t, "GET", front.URL+"/b/k", "")
+	if s := p.Stats(); s.Sequential != 1 || s.Requests != 1 {
+		t.Fatalf("after the reset: %d requests, sequential %d; want 1 and 1", s.Requests, s.Sequential)
+	}
+}
