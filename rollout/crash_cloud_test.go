@@ -1,11 +1,14 @@
 package rollout
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/lance-context/lance-context/objstore"
 )
 
 // cloudTestURL returns a fresh prefix under the URL in env, or skips (fails
@@ -44,5 +47,27 @@ func TestCrashKill9Cloud(t *testing.T) {
 	}
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) { runCrash(t, b.url(t), cycles, seed) })
+	}
+}
+
+// TestFaultsCloud is TestFaults (injected errors, lost acknowledgements and
+// latency under concurrent appends, flushes, merges and reads) over the GCS
+// and Azure Blob emulators, with the first of the fault seeds.
+func TestFaultsCloud(t *testing.T) {
+	seed := faultSeeds(t)[0]
+	backends := []struct{ name, env, require, script string }{
+		{"gcs", "LC_TEST_GCS_URL", "LC_REQUIRE_GCS", "scripts/fakegcs.sh"},
+		{"azure", "LC_TEST_AZURE_URL", "LC_REQUIRE_AZURE", "scripts/azurite.sh"},
+	}
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			u := cloudTestURL(t, b.env, b.require, b.script, "faults")
+			inner, err := objstore.Open(context.Background(), u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("seed %d on %s (replay: LC_FAULT_SEEDS=%d)", seed, u, seed)
+			runFaults(t, seed, inner)
+		})
 	}
 }
