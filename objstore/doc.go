@@ -34,7 +34,11 @@
 // see Store.PutIfAbsent for that case. Their endpoints can be overridden
 // from the environment for emulators: AWS_ENDPOINT_URL (versitygw),
 // STORAGE_EMULATOR_HOST (fake-gcs-server), AZURE_STORAGE_ENDPOINT or a
-// connection string (Azurite).
+// connection string (Azurite). Credentials: the AWS SDK's default chain;
+// Google Application Default Credentials; for Azure a connection string
+// (AZURE_STORAGE_CONNECTION_STRING), or AZURE_STORAGE_ACCOUNT with
+// AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN (Microsoft Entra ID tokens
+// are not supported).
 //
 // # Keys
 //
