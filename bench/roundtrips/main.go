@@ -249,7 +249,13 @@ func (b *bench) call(ctx context.Context, method, path string, body any) ([]byte
 	return out, nil
 }
 
-const store = "/api/v1/rollouts/bench"
+// The measured reads go to store "bench", which stays a merged store with
+// nothing pending; appends go to "appends" and each merge measurement to a
+// store of its own, so every latency reads the same table.
+const (
+	store        = "/api/v1/rollouts/bench"
+	appendsStore = "/api/v1/rollouts/appends"
+)
 
 // record is a rollout record of about 1 KB: text, 64 tokens, a reward.
 func record(id, rolloutID string, seq int) map[string]any {
@@ -269,8 +275,10 @@ func record(id, rolloutID string, seq int) map[string]any {
 func (b *bench) load(ctx context.Context) error {
 	b.proxy.SetDelay(0)
 	start := time.Now()
-	if _, err := b.call(ctx, "POST", "/api/v1/rollouts", map[string]any{"name": "bench"}); err != nil {
-		return err
+	for _, name := range []string{"bench", "appends"} {
+		if _, err := b.call(ctx, "POST", "/api/v1/rollouts", map[string]any{"name": name}); err != nil {
+			return err
+		}
 	}
 	for i := 0; i < b.cfg.records; i += b.cfg.batch {
 		var recs []map[string]any
@@ -281,14 +289,14 @@ func (b *bench) load(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := b.mergeAll(ctx); err != nil {
+	if err := b.mergeAll(ctx, store); err != nil {
 		return err
 	}
 	slog.Info("loaded", "records", b.cfg.records, "secs", time.Since(start).Seconds())
 	return nil
 }
 
-func (b *bench) mergeAll(ctx context.Context) error {
+func (b *bench) mergeAll(ctx context.Context, store string) error {
 	for range 10000 {
 		out, err := b.call(ctx, "POST", store+"/merge", nil)
 		if err != nil {
@@ -354,7 +362,7 @@ func (b *bench) measure(ctx context.Context, delay time.Duration) ([]result, err
 			if flush {
 				q = "?flush=true"
 			}
-			_, err := b.call(ctx, "POST", store+"/records"+q, map[string]any{"records": []any{record(fmt.Sprintf("one-%d-%d", delay.Milliseconds(), b.nextID), "one", 0)}})
+			_, err := b.call(ctx, "POST", appendsStore+"/records"+q, map[string]any{"records": []any{record(fmt.Sprintf("one-%d-%d", delay.Milliseconds(), b.nextID), "one", 0)}})
 			return err
 		}
 	}
@@ -411,14 +419,19 @@ func (b *bench) measure(ctx context.Context, delay time.Duration) ([]result, err
 	// append), every pass until none is left.
 	if b.cfg.mergeGens > 0 {
 		b.proxy.SetDelay(0)
+		name := fmt.Sprintf("merge%d", delay.Milliseconds())
+		ms := "/api/v1/rollouts/" + name
+		if _, err := b.call(ctx, "POST", "/api/v1/rollouts", map[string]any{"name": name}); err != nil {
+			return nil, err
+		}
 		for g := range b.cfg.mergeGens {
 			b.nextID++
-			if _, err := b.call(ctx, "POST", store+"/records?flush=true", map[string]any{"records": []any{record(fmt.Sprintf("gen-%d-%d", delay.Milliseconds(), g), "gen", g)}}); err != nil {
+			if _, err := b.call(ctx, "POST", ms+"/records?flush=true", map[string]any{"records": []any{record(fmt.Sprintf("gen-%d-%d", delay.Milliseconds(), g), "gen", g)}}); err != nil {
 				return nil, err
 			}
 		}
 		b.proxy.SetDelay(delay)
-		s, err := b.timed(ctx, b.mergeAll)
+		s, err := b.timed(ctx, func(ctx context.Context) error { return b.mergeAll(ctx, ms) })
 		if err != nil {
 			return nil, err
 		}
