@@ -72,7 +72,8 @@ func gcsBucket(ctx context.Context, name string) error {
 		return err
 	}
 	defer c.Close()
-	err = c.Bucket(name).Create(ctx, "lc-test", nil)
+	// Emulators accept any project id; GCS itself needs the real one.
+	err = c.Bucket(name).Create(ctx, "lc-test-project", nil)
 	var ge *googleapi.Error
 	if errors.As(err, &ge) && ge.Code == 409 {
 		return nil // exists
