@@ -15,11 +15,30 @@
 //     PutIfAbsent is PutObject with "If-None-Match: *"; Create uses a
 //     multipart upload (parts of PartSize, default 8 MiB) or, for an object
 //     smaller than one part, a single PutObject.
+//   - gcs: Google Cloud Storage via cloud.google.com/go/storage (NewGCS).
+//     PutIfAbsent is an upload with the precondition ifGenerationMatch=0
+//     (storage.Conditions{DoesNotExist: true}); Create is a resumable
+//     upload in chunks of ChunkSize, finalized (made visible) on Close.
+//   - azure: Azure Blob Storage block blobs via azblob (NewAzure).
+//     PutIfAbsent is Put Blob with "If-None-Match: *"; Create stages blocks
+//     and commits the block list on Close.
 //   - faulty: a seeded, replayable fault-injecting wrapper (NewFaulty).
 //
 // Sub gives a view of a store rooted at a prefix, and Open picks a backend
-// from a URL: "s3://bucket/prefix", "mem://name", or a filesystem path
-// (optionally "file://path").
+// from a URL: "s3://bucket/prefix", "gs://bucket/prefix",
+// "az://container/prefix", "mem://name", or a filesystem path (optionally
+// "file://path"). Counting wraps a store to count its requests.
+//
+// The cloud backends retry PutIfAbsent themselves, not through their SDKs,
+// so that they know when an attempt failed after it may have been written;
+// see Store.PutIfAbsent for that case. Their endpoints can be overridden
+// from the environment for emulators: AWS_ENDPOINT_URL (versitygw),
+// STORAGE_EMULATOR_HOST (fake-gcs-server), AZURE_STORAGE_ENDPOINT or a
+// connection string (Azurite). Credentials: the AWS SDK's default chain;
+// Google Application Default Credentials; for Azure a connection string
+// (AZURE_STORAGE_CONNECTION_STRING), or AZURE_STORAGE_ACCOUNT with
+// AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN (Microsoft Entra ID tokens
+// are not supported).
 //
 // # Keys
 //
@@ -32,7 +51,8 @@
 //
 // # Consistency
 //
-// Reads after a successful write see it (S3 is strongly consistent). List
+// Reads after a successful write see it (S3, GCS and Azure Blob are
+// strongly consistent). List
 // returns keys in byte order. PutIfAbsent is the only primitive for mutual
 // exclusion; see its documentation for the lost-acknowledgement case.
 package objstore

@@ -154,8 +154,25 @@ func TestOpen(t *testing.T) {
 	if _, err := objstore.Open(ctx, "s3:///nobucket"); err == nil {
 		t.Fatal("Open(s3:///nobucket) succeeded")
 	}
-	if _, err := objstore.Open(ctx, "gs://bucket"); err == nil {
-		t.Fatal("Open(gs://bucket) succeeded")
+	t.Setenv("STORAGE_EMULATOR_HOST", "http://127.0.0.1:1")
+	if s, err := objstore.Open(ctx, "gs://bucket/p"); err != nil {
+		t.Fatal(err)
+	} else if _, ok := s.(*objstore.GCS); !ok {
+		t.Fatalf("Open(gs://) = %T", s)
+	}
+	t.Setenv("AZURE_STORAGE_CONNECTION_STRING", "")
+	t.Setenv("AZURE_STORAGE_ACCOUNT", "acct")
+	t.Setenv("AZURE_STORAGE_KEY", "a2V5")
+	t.Setenv("AZURE_STORAGE_ENDPOINT", "http://127.0.0.1:1/acct")
+	if s, err := objstore.Open(ctx, "az://container/p"); err != nil {
+		t.Fatal(err)
+	} else if _, ok := s.(*objstore.Azure); !ok {
+		t.Fatalf("Open(az://) = %T", s)
+	}
+	for _, u := range []string{"gs:///nobucket", "az:///nocontainer", "az://c/../x", "hdfs://x/y"} {
+		if _, err := objstore.Open(ctx, u); err == nil {
+			t.Fatalf("Open(%s) succeeded", u)
+		}
 	}
 }
 

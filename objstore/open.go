@@ -16,6 +16,10 @@ var (
 //
 //   - "s3://bucket/prefix": S3 or an S3-compatible server, configured from the
 //     environment (see S3ConfigFromEnv); the prefix is optional.
+//   - "gs://bucket/prefix": Google Cloud Storage, configured from the
+//     environment (see GCSConfigFromEnv); the prefix is optional.
+//   - "az://container/prefix": Azure Blob Storage, configured from the
+//     environment (see AzureConfigFromEnv); the prefix is optional.
 //   - "mem://name": an in-memory store; the same name returns the same store
 //     within a process.
 //   - "file://path" or a plain path: the local filesystem rooted at path,
@@ -31,6 +35,24 @@ func Open(ctx context.Context, url string) (Store, error) {
 		cfg.Bucket = bucket
 		cfg.Prefix = prefix
 		return NewS3(ctx, cfg)
+	case strings.HasPrefix(url, "gs://"):
+		bucket, prefix, _ := strings.Cut(strings.TrimPrefix(url, "gs://"), "/")
+		if bucket == "" {
+			return nil, fmt.Errorf("objstore: open %q: missing bucket", url)
+		}
+		cfg := GCSConfigFromEnv()
+		cfg.Bucket = bucket
+		cfg.Prefix = prefix
+		return NewGCS(ctx, cfg)
+	case strings.HasPrefix(url, "az://"):
+		cont, prefix, _ := strings.Cut(strings.TrimPrefix(url, "az://"), "/")
+		if cont == "" {
+			return nil, fmt.Errorf("objstore: open %q: missing container", url)
+		}
+		cfg := AzureConfigFromEnv()
+		cfg.Container = cont
+		cfg.Prefix = prefix
+		return NewAzure(ctx, cfg)
 	case strings.HasPrefix(url, "mem://"):
 		name := strings.TrimPrefix(url, "mem://")
 		memStoresMu.Lock()

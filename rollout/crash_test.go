@@ -60,23 +60,7 @@ func s3TestURL(t *testing.T, what string) string {
 // sets the number of kills (default 5; 50 for the long run), LC_CRASH_SEED
 // replays a run's kill schedule and workload.
 func TestCrashKill9(t *testing.T) {
-	cycles := 5
-	if v := os.Getenv("LC_CRASH_CYCLES"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			t.Fatalf("LC_CRASH_CYCLES=%q", v)
-		}
-		cycles = n
-	}
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv("LC_CRASH_SEED"); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatalf("LC_CRASH_SEED=%q", v)
-		}
-		seed = n
-	}
-	t.Logf("seed %d, %d cycles (replay the schedule: LC_CRASH_SEED=%d LC_CRASH_CYCLES=%d)", seed, cycles, seed, cycles)
+	cycles, seed := crashParams(t)
 	backends := []struct {
 		name string
 		url  func(t *testing.T) string
@@ -87,6 +71,29 @@ func TestCrashKill9(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) { runCrash(t, b.url(t), cycles, seed) })
 	}
+}
+
+// crashParams reads LC_CRASH_CYCLES and LC_CRASH_SEED.
+func crashParams(t *testing.T) (cycles int, seed uint64) {
+	t.Helper()
+	cycles = 5
+	if v := os.Getenv("LC_CRASH_CYCLES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("LC_CRASH_CYCLES=%q", v)
+		}
+		cycles = n
+	}
+	seed = uint64(time.Now().UnixNano())
+	if v := os.Getenv("LC_CRASH_SEED"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("LC_CRASH_SEED=%q", v)
+		}
+		seed = n
+	}
+	t.Logf("seed %d, %d cycles (replay the schedule: LC_CRASH_SEED=%d LC_CRASH_CYCLES=%d)", seed, cycles, seed, cycles)
+	return cycles, seed
 }
 
 func runCrash(t *testing.T, url string, cycles int, seed uint64) {

@@ -284,19 +284,20 @@ func TestFaults(t *testing.T) {
 	for _, seed := range faultSeeds(t) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			t.Logf("seed %d (replay: LC_FAULT_SEEDS=%d go test -run 'TestFaults' ./rollout)", seed, seed)
-			runFaults(t, seed)
+			runFaults(t, seed, objstore.NewMemory())
 		})
 	}
 }
 
-func runFaults(t *testing.T, seed uint64) {
+// runFaults runs the fault workload on a faulty wrapper of inner, which
+// must be empty.
+func runFaults(t *testing.T, seed uint64, inner objstore.Store) {
 	const (
 		appenders = 8
 		appends   = 40
 		callLimit = 30 * time.Second // a call that takes longer hangs
 	)
-	mem := objstore.NewMemory()
-	f := objstore.NewFaulty(mem, objstore.FaultConfig{
+	f := objstore.NewFaulty(inner, objstore.FaultConfig{
 		Seed:    seed,
 		Default: objstore.Rates{Error: 0.05, LostAck: 0.03, MaxLatency: 2 * time.Millisecond},
 		// A streaming write makes about 120 Write calls for a small

@@ -1,0 +1,458 @@
+// Command roundtrips measures the object-store requests and the latency of
+// each worker operation through test/latencyproxy, at several added
+// latencies per request. It starts the proxy in process (in front of the
+// S3 server named by AWS_ENDPOINT_URL) and a real worker (bin/lance-context
+// worker) whose DATA_DIR is an s3:// prefix reached through the proxy,
+// loads a merged store, then times each operation, warm (the same worker,
+// the operation run once before) and cold (a restarted worker).
+//
+// bench/roundtrips.sh starts versitygw and runs it; see bench/README.md.
+//
+//	go run ./bench/roundtrips -bin bin/lance-context -url s3://lc-test/bench -delays 0,20ms
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lance-context/lance-context/objstore"
+	"github.com/lance-context/lance-context/test/latencyproxy"
+)
+
+type config struct {
+	bin         string
+	url         string
+	delays      []time.Duration
+	records     int
+	batch       int
+	samples     int
+	coldSamples int
+	mergeGens   int
+}
+
+func main() {
+	var c config
+	var delays string
+	flag.StringVar(&c.bin, "bin", "bin/lance-context", "worker binary")
+	flag.StringVar(&c.url, "url", os.Getenv("LC_TEST_S3_URL"), "s3://bucket/prefix for the data (a fresh prefix is made under it)")
+	flag.StringVar(&delays, "delays", "0,20ms", "latencies added per request, comma-separated")
+	flag.IntVar(&c.records, "records", 20000, "records in the merged store")
+	flag.IntVar(&c.batch, "batch", 1000, "records per append while loading")
+	flag.IntVar(&c.samples, "samples", 9, "warm samples per operation")
+	flag.IntVar(&c.coldSamples, "cold-samples", 3, "cold samples (worker restarts) per operation")
+	flag.IntVar(&c.mergeGens, "merge-generations", 50, "pending generations of the merge measurement")
+	flag.Parse()
+	for _, d := range strings.Split(delays, ",") {
+		if d == "0" {
+			d = "0s"
+		}
+		v, err := time.ParseDuration(strings.TrimSpace(d))
+		if err != nil {
+			fail(fmt.Errorf("-delays: %w", err))
+		}
+		c.delays = append(c.delays, v)
+	}
+	if !strings.HasPrefix(c.url, "s3://") {
+		fail(fmt.Errorf("-url (or LC_TEST_S3_URL) must be s3://bucket/prefix, got %q", c.url))
+	}
+	if err := run(context.Background(), c); err != nil {
+		fail(err)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "roundtrips:", err)
+	os.Exit(1)
+}
+
+// sample is one timed operation.
+type sample struct {
+	ms         float64
+	requests   int
+	sequential int
+	byOp       map[latencyproxy.Op]int
+}
+
+// result is one row of the report.
+type result struct {
+	Delay      string                  `json:"delay"`
+	Op         string                  `json:"op"`
+	Samples    int                     `json:"samples"`
+	P50MS      float64                 `json:"p50_ms"`
+	Requests   int                     `json:"requests"`   // of the median sample
+	Sequential int                     `json:"sequential"` // of the median sample
+	ByOp       map[latencyproxy.Op]int `json:"by_op"`
+}
+
+type bench struct {
+	cfg     config
+	proxy   *latencyproxy.Proxy
+	proxyEP string
+	dataURL string
+	worker  *exec.Cmd
+	base    string // worker URL
+	logf    *os.File
+	client  *http.Client
+	nextID  int
+}
+
+func run(ctx context.Context, cfg config) error {
+	target, err := url.Parse(objstore.S3ConfigFromEnv().Endpoint)
+	if err != nil || target.Host == "" {
+		return fmt.Errorf("AWS_ENDPOINT_URL must name the S3 server (eval \"$(scripts/versitygw.sh env DIR)\")")
+	}
+	b := &bench{cfg: cfg, proxy: latencyproxy.New(target, 0), client: &http.Client{Timeout: 5 * time.Minute}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: b.proxy, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	defer srv.Close()
+	b.proxyEP = "http://" + ln.Addr().String()
+	var rnd [4]byte
+	rand.Read(rnd[:])
+	b.dataURL = strings.TrimSuffix(cfg.url, "/") + "/roundtrips-" + hex.EncodeToString(rnd[:])
+	if b.logf, err = os.CreateTemp("", "roundtrips-worker-*.log"); err != nil {
+		return err
+	}
+	slog.Info("worker log", "path", b.logf.Name(), "data", b.dataURL)
+	if err := b.startWorker(); err != nil {
+		return err
+	}
+	defer b.stopWorker()
+
+	if err := b.load(ctx); err != nil {
+		return err
+	}
+	var all []result
+	for _, d := range cfg.delays {
+		b.proxy.SetDelay(d)
+		rs, err := b.measure(ctx, d)
+		if err != nil {
+			return err
+		}
+		all = append(all, rs...)
+		printTable(d, rs)
+	}
+	enc := json.NewEncoder(os.Stdout)
+	for _, r := range all {
+		enc.Encode(r)
+	}
+	return nil
+}
+
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func (b *bench) startWorker() error {
+	addr, err := freePort()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(b.cfg.bin, "worker")
+	cmd.Env = append(os.Environ(),
+		"DATA_DIR="+b.dataURL, "LISTEN="+addr, "INSTANCE_ID=bench",
+		"AWS_ENDPOINT_URL="+b.proxyEP, "AWS_ENDPOINT_URL_S3="+b.proxyEP,
+		"ROLLOUT_FLUSH_INTERVAL_SECS=0", "ROLLOUT_MERGE_AFTER_GENERATIONS=0", "ROLLOUT_CLEANUP_INTERVAL_SECS=0",
+		"ETCD_ENDPOINTS=",
+	)
+	cmd.Stdout, cmd.Stderr = b.logf, b.logf
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	b.worker, b.base = cmd, "http://"+addr
+	for range 300 {
+		resp, err := http.Get(b.base + "/api/v1/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return nil
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("worker did not answer on %s (log %s)", addr, b.logf.Name())
+}
+
+func (b *bench) stopWorker() {
+	if b.worker == nil {
+		return
+	}
+	b.worker.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { b.worker.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		b.worker.Process.Kill()
+		<-done
+	}
+	b.worker = nil
+}
+
+func (b *bench) restartWorker() error {
+	b.stopWorker()
+	return b.startWorker()
+}
+
+// call does one request and fails on a non-2xx answer.
+func (b *bench) call(ctx context.Context, method, path string, body any) ([]byte, error) {
+	var rd io.Reader
+	if body != nil {
+		js, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(js)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, b.base+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode/100 != 2 {
+		return nil, fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, out)
+	}
+	return out, nil
+}
+
+// The measured reads go to store "bench", which stays a merged store with
+// nothing pending; appends go to "appends" and each merge measurement to a
+// store of its own, so every latency reads the same table.
+const (
+	store        = "/api/v1/rollouts/bench"
+	appendsStore = "/api/v1/rollouts/appends"
+)
+
+// record is a rollout record of about 1 KB: text, 64 tokens, a reward.
+func record(id, rolloutID string, seq int) map[string]any {
+	toks := make([]int, 64)
+	for i := range toks {
+		toks[i] = i * seq
+	}
+	return map[string]any{
+		"id": id, "rollout_id": rolloutID, "sequence_order": seq, "role": "assistant",
+		"content":       strings.Repeat("the quick brown fox jumps over the lazy dog ", 16),
+		"output_tokens": toks, "reward": 0.5,
+	}
+}
+
+// load creates the store and fills it with cfg.records records in
+// trajectories of 10, merged into the base table (no latency added).
+func (b *bench) load(ctx context.Context) error {
+	b.proxy.SetDelay(0)
+	start := time.Now()
+	for _, name := range []string{"bench", "appends"} {
+		if _, err := b.call(ctx, "POST", "/api/v1/rollouts", map[string]any{"name": name}); err != nil {
+			return err
+		}
+	}
+	for i := 0; i < b.cfg.records; i += b.cfg.batch {
+		var recs []map[string]any
+		for j := i; j < min(i+b.cfg.batch, b.cfg.records); j++ {
+			recs = append(recs, record(fmt.Sprintf("rec-%06d", j), fmt.Sprintf("traj-%05d", j/10), j%10))
+		}
+		if _, err := b.call(ctx, "POST", store+"/records?flush=true", map[string]any{"records": recs}); err != nil {
+			return err
+		}
+	}
+	if err := b.mergeAll(ctx, store); err != nil {
+		return err
+	}
+	slog.Info("loaded", "records", b.cfg.records, "secs", time.Since(start).Seconds())
+	return nil
+}
+
+func (b *bench) mergeAll(ctx context.Context, store string) error {
+	for range 10000 {
+		out, err := b.call(ctx, "POST", store+"/merge", nil)
+		if err != nil {
+			return err
+		}
+		var res struct {
+			Remaining   int `json:"remaining"`
+			Generations int `json:"generations"`
+		}
+		if err := json.Unmarshal(out, &res); err != nil {
+			return err
+		}
+		if res.Remaining == 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("merge never finished")
+}
+
+// timed runs op with the proxy's counters reset and returns its sample.
+// Requests the worker makes in the background after an operation (a
+// flush's cleanup, the WAL writer's hint, at most 4 a second) are counted
+// with it: the counters are read once the proxy has been idle for 400 ms,
+// and reset only after such a pause.
+func (b *bench) timed(ctx context.Context, op func(context.Context) error) (sample, error) {
+	if err := b.proxy.WaitIdle(ctx, 400*time.Millisecond); err != nil {
+		return sample{}, err
+	}
+	b.proxy.Reset()
+	start := time.Now()
+	if err := op(ctx); err != nil {
+		return sample{}, err
+	}
+	el := time.Since(start)
+	if err := b.proxy.WaitIdle(ctx, 400*time.Millisecond); err != nil {
+		return sample{}, err
+	}
+	st := b.proxy.Stats()
+	return sample{ms: float64(el.Microseconds()) / 1000, requests: st.Requests, sequential: st.Sequential, byOp: st.ByOp}, nil
+}
+
+func summarize(delay time.Duration, name string, ss []sample) result {
+	slices.SortFunc(ss, func(a, b sample) int {
+		switch {
+		case a.ms < b.ms:
+			return -1
+		case a.ms > b.ms:
+			return 1
+		}
+		return 0
+	})
+	m := ss[(len(ss)-1)/2]
+	return result{Delay: delay.String(), Op: name, Samples: len(ss), P50MS: m.ms, Requests: m.requests, Sequential: m.sequential, ByOp: m.byOp}
+}
+
+func (b *bench) measure(ctx context.Context, delay time.Duration) ([]result, error) {
+	get := func(path string) func(context.Context) error {
+		return func(ctx context.Context) error { _, err := b.call(ctx, "GET", path, nil); return err }
+	}
+	appendOne := func(flush bool) func(context.Context) error {
+		return func(ctx context.Context) error {
+			b.nextID++
+			q := ""
+			if flush {
+				q = "?flush=true"
+			}
+			_, err := b.call(ctx, "POST", appendsStore+"/records"+q, map[string]any{"records": []any{record(fmt.Sprintf("one-%d-%d", delay.Milliseconds(), b.nextID), "one", 0)}})
+			return err
+		}
+	}
+	reads := []struct {
+		name string
+		op   func(context.Context) error
+	}{
+		{"stats", get(store)},
+		{"page fragments (25)", get(store + "/records?source=fragments&limit=25")},
+		{"page all (25)", get(store + "/records?source=all&limit=25")},
+		{"get by id", get(store + fmt.Sprintf("/records/rec-%06d", b.cfg.records*617/1000))},
+		{"trajectory (10 records)", get(store + fmt.Sprintf("/trajectories/traj-%05d", b.cfg.records/10*389/1000))},
+	}
+	ops := append([]struct {
+		name string
+		op   func(context.Context) error
+	}{
+		{"append 1 record", appendOne(false)},
+		{"append 1 record ?flush=true", appendOne(true)},
+	}, reads...)
+	var out []result
+	for _, o := range ops {
+		if err := o.op(ctx); err != nil { // warm up
+			return nil, fmt.Errorf("%s: %w", o.name, err)
+		}
+		var ss []sample
+		for range b.cfg.samples {
+			s, err := b.timed(ctx, o.op)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", o.name, err)
+			}
+			ss = append(ss, s)
+		}
+		out = append(out, summarize(delay, o.name+" (warm)", ss))
+	}
+	// Cold: a restarted worker, the first request of its kind.
+	for _, o := range reads {
+		var ss []sample
+		for range b.cfg.coldSamples {
+			b.proxy.SetDelay(0)
+			if err := b.restartWorker(); err != nil {
+				return nil, err
+			}
+			b.proxy.SetDelay(delay)
+			s, err := b.timed(ctx, o.op)
+			if err != nil {
+				return nil, fmt.Errorf("%s (cold): %w", o.name, err)
+			}
+			ss = append(ss, s)
+		}
+		out = append(out, summarize(delay, o.name+" (cold)", ss))
+	}
+	// A merge of cfg.mergeGens pending generations (each from one flushed
+	// append), every pass until none is left.
+	if b.cfg.mergeGens > 0 {
+		b.proxy.SetDelay(0)
+		name := fmt.Sprintf("merge%d", delay.Milliseconds())
+		ms := "/api/v1/rollouts/" + name
+		if _, err := b.call(ctx, "POST", "/api/v1/rollouts", map[string]any{"name": name}); err != nil {
+			return nil, err
+		}
+		for g := range b.cfg.mergeGens {
+			b.nextID++
+			if _, err := b.call(ctx, "POST", ms+"/records?flush=true", map[string]any{"records": []any{record(fmt.Sprintf("gen-%d-%d", delay.Milliseconds(), g), "gen", g)}}); err != nil {
+				return nil, err
+			}
+		}
+		b.proxy.SetDelay(delay)
+		s, err := b.timed(ctx, func(ctx context.Context) error { return b.mergeAll(ctx, ms) })
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, summarize(delay, fmt.Sprintf("merge %d generations (all passes)", b.cfg.mergeGens), []sample{s}))
+	}
+	return out, nil
+}
+
+func printTable(delay time.Duration, rs []result) {
+	fmt.Fprintf(os.Stderr, "\n+%v per request\n", delay)
+	fmt.Fprintf(os.Stderr, "| %-38s | %8s | %10s | %9s | %s\n", "operation", "requests", "sequential", "p50 ms", "by kind")
+	fmt.Fprintf(os.Stderr, "|%s|%s|%s|%s|---\n", strings.Repeat("-", 40), strings.Repeat("-", 10), strings.Repeat("-", 12), strings.Repeat("-", 11))
+	for _, r := range rs {
+		var kinds []string
+		for _, k := range []latencyproxy.Op{latencyproxy.OpList, latencyproxy.OpHead, latencyproxy.OpGet, latencyproxy.OpGetRange,
+			latencyproxy.OpPut, latencyproxy.OpPutConditional, latencyproxy.OpMultipart, latencyproxy.OpDelete, latencyproxy.OpOther} {
+			if n := r.ByOp[k]; n > 0 {
+				kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
+			}
+		}
+		fmt.Fprintf(os.Stderr, "| %-38s | %8d | %10d | %9.1f | %s\n", r.Op, r.Requests, r.Sequential, r.P50MS, strings.Join(kinds, ", "))
+	}
+}

@@ -1,0 +1,451 @@
+package objstore
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+)
+
+// AzureConfig configures an Azure Blob Storage store.
+type AzureConfig struct {
+	Container string
+	Prefix    string // root of the store inside the container; may be empty
+
+	// ConnectionString, when set, gives the account, key and endpoint
+	// (the form the Azure tools print, with BlobEndpoint for an emulator).
+	ConnectionString string
+
+	// Otherwise: the account and its shared key (or a SAS token), and the
+	// blob service endpoint; empty Endpoint: https://ACCOUNT.blob.core.windows.net.
+	Account, Key, SASToken string
+	Endpoint               string // e.g. http://127.0.0.1:10000/devstoreaccount1 for Azurite
+
+	BlockSize int64 // block size of streaming writes; 0: DefaultPartSize
+}
+
+// AzureConfigFromEnv reads AZURE_STORAGE_CONNECTION_STRING, or the account
+// (AZURE_STORAGE_ACCOUNT or AZURE_STORAGE_ACCOUNT_NAME), its key
+// (AZURE_STORAGE_KEY or AZURE_STORAGE_ACCOUNT_KEY) or a SAS token
+// (AZURE_STORAGE_SAS_TOKEN), and the endpoint override
+// (AZURE_STORAGE_ENDPOINT, for an emulator).
+func AzureConfigFromEnv() AzureConfig {
+	first := func(names ...string) string {
+		for _, n := range names {
+			if v := os.Getenv(n); v != "" {
+				return v
+			}
+		}
+		return ""
+	}
+	return AzureConfig{
+		ConnectionString: os.Getenv("AZURE_STORAGE_CONNECTION_STRING"),
+		Account:          first("AZURE_STORAGE_ACCOUNT", "AZURE_STORAGE_ACCOUNT_NAME"),
+		Key:              first("AZURE_STORAGE_KEY", "AZURE_STORAGE_ACCOUNT_KEY"),
+		SASToken:         os.Getenv("AZURE_STORAGE_SAS_TOKEN"),
+		Endpoint:         os.Getenv("AZURE_STORAGE_ENDPOINT"),
+	}
+}
+
+// Azure is a Store in an Azure Blob Storage container under a prefix, with
+// block blobs.
+//
+// PutIfAbsent is Put Blob with "If-None-Match: *"; the service answers 409
+// BlobAlreadyExists (or 412 ConditionNotMet) if the name exists.
+type Azure struct {
+	c         *container.Client
+	root      string // "" or prefix ending with '/'
+	blockSize int64
+}
+
+var _ Store = (*Azure)(nil)
+
+// NewAzure returns an Azure Blob store. It does not contact the server.
+func NewAzure(ctx context.Context, cfg AzureConfig) (*Azure, error) {
+	if cfg.Container == "" {
+		return nil, errors.New("objstore: azure: empty container")
+	}
+	root, err := storeRoot("azure", cfg.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.BlockSize == 0 {
+		cfg.BlockSize = DefaultPartSize
+	}
+	var c *container.Client
+	switch {
+	case cfg.ConnectionString != "":
+		c, err = container.NewClientFromConnectionString(cfg.ConnectionString, cfg.Container, nil)
+	case cfg.Account == "":
+		return nil, errors.New("objstore: azure: no account: set AZURE_STORAGE_CONNECTION_STRING, or AZURE_STORAGE_ACCOUNT with AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN")
+	default:
+		ep := strings.TrimSuffix(cfg.Endpoint, "/")
+		if ep == "" {
+			ep = "https://" + cfg.Account + ".blob.core.windows.net"
+		}
+		u := ep + "/" + cfg.Container
+		switch {
+		case cfg.Key != "":
+			var cred *container.SharedKeyCredential
+			if cred, err = container.NewSharedKeyCredential(cfg.Account, cfg.Key); err == nil {
+				c, err = container.NewClientWithSharedKeyCredential(u, cred, nil)
+			}
+		case cfg.SASToken != "":
+			c, err = container.NewClientWithNoCredential(u+"?"+strings.TrimPrefix(cfg.SASToken, "?"), nil)
+		default:
+			return nil, errors.New("objstore: azure: no credentials: set AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN")
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("objstore: azure: new client: %w", err)
+	}
+	return &Azure{c: c, root: root, blockSize: cfg.BlockSize}, nil
+}
+
+func (a *Azure) name(key string) (string, error) {
+	if err := ValidateKey(key); err != nil {
+		return "", err
+	}
+	return a.root + key, nil
+}
+
+func azStatus(err error) int {
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		return re.StatusCode
+	}
+	return 0
+}
+
+func azNotFound(err error) bool {
+	return bloberror.HasCode(err, bloberror.BlobNotFound) || azStatus(err) == http.StatusNotFound
+}
+
+func (a *Azure) wrap(op, key string, err error) error {
+	if azNotFound(err) {
+		return fmt.Errorf("%w: %s (azure %s: %w)", ErrNotFound, key, op, err)
+	}
+	return fmt.Errorf("objstore: azure %s %s: %w", op, key, err)
+}
+
+// Get implements Store.
+func (a *Azure) Get(ctx context.Context, key string) ([]byte, error) {
+	n, err := a.name(key)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := a.c.NewBlobClient(n).DownloadStream(ctx, nil)
+	if err != nil {
+		return nil, a.wrap("get", key, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, a.wrap("get", key, err)
+	}
+	return data, nil
+}
+
+// GetRange implements Store with a ranged download.
+func (a *Azure) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
+	n, err := a.name(key)
+	if err != nil {
+		return nil, err
+	}
+	if offset < 0 || length < 0 {
+		return nil, fmt.Errorf("%w: %s: offset %d length %d", ErrInvalidRange, key, offset, length)
+	}
+	if length == 0 {
+		return a.emptyRange(ctx, key, offset)
+	}
+	count := length
+	if length > math.MaxInt64-offset {
+		count = 0 // to the end
+	}
+	resp, err := a.c.NewBlobClient(n).DownloadStream(ctx, &blob.DownloadStreamOptions{Range: blob.HTTPRange{Offset: offset, Count: count}})
+	if err != nil {
+		if azStatus(err) == http.StatusRequestedRangeNotSatisfiable || bloberror.HasCode(err, bloberror.InvalidRange) {
+			// offset >= size: empty when offset == size, an error past it.
+			return a.emptyRange(ctx, key, offset)
+		}
+		return nil, a.wrap("get range", key, err)
+	}
+	defer resp.Body.Close()
+	if resp.ContentRange == nil && offset > 0 {
+		return nil, fmt.Errorf("objstore: azure get range %s: server ignored the Range header", key)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, length))
+	if err != nil {
+		return nil, a.wrap("get range", key, err)
+	}
+	return data, nil
+}
+
+func (a *Azure) emptyRange(ctx context.Context, key string, offset int64) ([]byte, error) {
+	info, err := a.Head(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := checkRange(key, info.Size, offset, 0); err != nil {
+		return nil, err
+	}
+	return []byte{}, nil
+}
+
+// Head implements Store.
+func (a *Azure) Head(ctx context.Context, key string) (ObjectInfo, error) {
+	n, err := a.name(key)
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	p, err := a.c.NewBlobClient(n).GetProperties(ctx, nil)
+	if err != nil {
+		return ObjectInfo{}, a.wrap("head", key, err)
+	}
+	return ObjectInfo{Key: key, Size: deref(p.ContentLength), ModTime: deref(p.LastModified)}, nil
+}
+
+// Put implements Store.
+func (a *Azure) Put(ctx context.Context, key string, data []byte) error {
+	n, err := a.name(key)
+	if err != nil {
+		return err
+	}
+	_, err = a.c.NewBlockBlobClient(n).Upload(ctx, streaming.NopCloser(bytes.NewReader(data)), nil)
+	if err != nil {
+		return a.wrap("put", key, err)
+	}
+	return nil
+}
+
+// PutIfAbsent implements Store with Put Blob and "If-None-Match: *".
+//
+// It retries transient errors itself rather than through the SDK, so that it
+// knows when an earlier attempt may have been written with its
+// acknowledgement lost: if a later attempt then finds the key taken, the
+// object is read back, and identical content counts as this call's success.
+func (a *Azure) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	n, err := a.name(key)
+	if err != nil {
+		return err
+	}
+	bb := a.c.NewBlockBlobClient(n)
+	opts := &blockblob.UploadOptions{AccessConditions: &blob.AccessConditions{
+		ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: to.Ptr(azcore.ETagAny)},
+	}}
+	once := policy.WithRetryOptions(ctx, policy.RetryOptions{MaxRetries: -1})
+	ambiguous := false
+	delay := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		_, err := bb.Upload(once, streaming.NopCloser(bytes.NewReader(data)), opts)
+		if err == nil {
+			return nil
+		}
+		status := azStatus(err)
+		switch {
+		case bloberror.HasCode(err, bloberror.BlobAlreadyExists, bloberror.ConditionNotMet) || status == http.StatusPreconditionFailed:
+			if ambiguous {
+				if cur, gerr := a.Get(ctx, key); gerr == nil && bytes.Equal(cur, data) {
+					return nil
+				}
+			}
+			return fmt.Errorf("%w: %s (azure: %w)", ErrExists, key, err)
+		case ctx.Err() != nil || attempt >= putIfAbsentAttempts || !azRetryable(status, err):
+			return a.wrap("put if absent", key, err)
+		}
+		ambiguous = true
+		if err := sleepCtx(ctx, delay); err != nil {
+			return a.wrap("put if absent", key, err)
+		}
+		delay *= 2
+	}
+}
+
+// azRetryable reports a transient failure: 408, 429, 5xx, or a transport
+// error (no HTTP status).
+func azRetryable(status int, err error) bool {
+	switch {
+	case status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500:
+		return true
+	case status != 0:
+		return false
+	}
+	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// Delete implements Store.
+func (a *Azure) Delete(ctx context.Context, key string) error {
+	n, err := a.name(key)
+	if err != nil {
+		return err
+	}
+	if _, err := a.c.NewBlobClient(n).Delete(ctx, nil); err != nil && !azNotFound(err) {
+		return a.wrap("delete", key, err)
+	}
+	return nil
+}
+
+// List implements Store with List Blobs (flat), following every page. Names
+// ending in '/' (folder placeholders) are skipped.
+func (a *Azure) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
+	if err := validatePrefix(prefix); err != nil {
+		return nil, err
+	}
+	full := a.root + prefix
+	var out []ObjectInfo
+	p := a.c.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &full})
+	for p.More() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("objstore: azure list %q: %w", prefix, err)
+		}
+		for _, it := range page.Segment.BlobItems {
+			name := deref(it.Name)
+			if !strings.HasPrefix(name, full) || strings.HasSuffix(name, "/") {
+				continue
+			}
+			info := ObjectInfo{Key: name[len(a.root):]}
+			if it.Properties != nil {
+				info.Size = deref(it.Properties.ContentLength)
+				info.ModTime = deref(it.Properties.LastModified)
+			}
+			out = append(out, info)
+		}
+	}
+	slices.SortFunc(out, func(a, b ObjectInfo) int { return strings.Compare(a.Key, b.Key) })
+	return out, nil
+}
+
+// Create implements Store. The writer buffers one block: an object smaller
+// than a block is sent with one Put Blob on Close, a larger one is staged
+// block by block (uncommitted blocks are invisible) and committed with Put
+// Block List on Close. Block ids carry a random writer id, so concurrent
+// writers of one name do not mix blocks. Abort leaves staged blocks to the
+// service, which discards uncommitted blocks after a week.
+func (a *Azure) Create(ctx context.Context, key string) (ObjectWriter, error) {
+	n, err := a.name(key)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var id [8]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return nil, err
+	}
+	return &azWriter{a: a, ctx: ctx, key: key, name: n, id: hex.EncodeToString(id[:])}, nil
+}
+
+type azWriter struct {
+	a         *Azure
+	ctx       context.Context
+	key, name string
+	id        string
+	buf       []byte
+	blocks    []string
+	done      bool
+	committed bool
+	err       error // sticky write error
+}
+
+func (w *azWriter) Write(p []byte) (int, error) {
+	if w.done {
+		return 0, errWriterDone
+	}
+	if w.err != nil {
+		return 0, w.err
+	}
+	n := 0
+	for len(p) > 0 {
+		if w.buf == nil {
+			w.buf = make([]byte, 0, min(int64(len(p)), w.a.blockSize))
+		}
+		c := min(int(w.a.blockSize)-len(w.buf), len(p))
+		w.buf = append(w.buf, p[:c]...)
+		p, n = p[c:], n+c
+		if int64(len(w.buf)) == w.a.blockSize {
+			if err := w.stage(); err != nil {
+				w.err = err
+				return n, err
+			}
+		}
+	}
+	return n, nil
+}
+
+func (w *azWriter) stage() error {
+	// Every id of one blob must have the same length.
+	id := base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "%s-%08d", w.id, len(w.blocks)))
+	_, err := w.a.c.NewBlockBlobClient(w.name).StageBlock(w.ctx, id, streaming.NopCloser(bytes.NewReader(w.buf)), nil)
+	if err != nil {
+		return w.a.wrap("stage block", w.key, err)
+	}
+	w.blocks = append(w.blocks, id)
+	w.buf = w.buf[:0]
+	return nil
+}
+
+func (w *azWriter) Close() error {
+	if w.done {
+		return errWriterDone
+	}
+	w.done = true
+	if w.err != nil {
+		return w.err
+	}
+	if err := w.commit(); err != nil {
+		return err
+	}
+	w.committed = true
+	w.buf = nil
+	return nil
+}
+
+func (w *azWriter) commit() error {
+	if len(w.blocks) == 0 {
+		return w.a.Put(w.ctx, w.key, w.buf)
+	}
+	if len(w.buf) > 0 {
+		if err := w.stage(); err != nil {
+			return err
+		}
+	}
+	if _, err := w.a.c.NewBlockBlobClient(w.name).CommitBlockList(w.ctx, w.blocks, nil); err != nil {
+		return w.a.wrap("commit block list", w.key, err)
+	}
+	return nil
+}
+
+func (w *azWriter) Abort() error {
+	w.done = true
+	w.buf = nil
+	return nil
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}

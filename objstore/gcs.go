@@ -1,0 +1,398 @@
+package objstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/storage"
+	"google.golang.org/api/googleapi"
+	"google.golang.org/api/iterator"
+	"google.golang.org/api/option"
+)
+
+// GCSConfig configures a Google Cloud Storage store.
+type GCSConfig struct {
+	Bucket string
+	Prefix string // root of the store inside the bucket; may be empty
+
+	// Endpoint overrides the JSON API endpoint, e.g. http://127.0.0.1:4443
+	// for an emulator (fake-gcs-server); requests are then unauthenticated.
+	// Empty: Google Cloud Storage with Application Default Credentials.
+	Endpoint string
+
+	ChunkSize int // upload chunk of streaming writes; 0: DefaultPartSize
+}
+
+// GCSConfigFromEnv reads the endpoint override from STORAGE_EMULATOR_HOST
+// (host:port or a URL; the variable the Google client libraries and
+// fake-gcs-server use). Credentials come from Application Default
+// Credentials (GOOGLE_APPLICATION_CREDENTIALS, gcloud, the metadata server).
+func GCSConfigFromEnv() GCSConfig {
+	return GCSConfig{Endpoint: os.Getenv("STORAGE_EMULATOR_HOST")}
+}
+
+// GCS is a Store in a Google Cloud Storage bucket under a prefix.
+//
+// PutIfAbsent is an upload with the precondition ifGenerationMatch=0 (the
+// object has no live generation); GCS answers 412 if the name exists.
+type GCS struct {
+	client    *storage.Client
+	bucket    *storage.BucketHandle
+	name      string
+	root      string // "" or prefix ending with '/'
+	chunkSize int
+}
+
+var _ Store = (*GCS)(nil)
+
+// NewGCS returns a GCS store. It does not contact the server.
+func NewGCS(ctx context.Context, cfg GCSConfig) (*GCS, error) {
+	if cfg.Bucket == "" {
+		return nil, errors.New("objstore: gcs: empty bucket")
+	}
+	root, err := storeRoot("gcs", cfg.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.ChunkSize == 0 {
+		cfg.ChunkSize = DefaultPartSize
+	}
+	// JSON API reads: the XML API serves object paths only on the
+	// storage.googleapis.com host, which emulators do not answer as, and the
+	// client is moving to JSON reads by default anyway.
+	opts := []option.ClientOption{storage.WithJSONReads()}
+	if cfg.Endpoint != "" {
+		ep := cfg.Endpoint
+		if !strings.Contains(ep, "://") {
+			ep = "http://" + ep
+		}
+		opts = append(opts, option.WithEndpoint(strings.TrimSuffix(ep, "/")+"/storage/v1/"), option.WithoutAuthentication())
+	}
+	client, err := storage.NewClient(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("objstore: gcs: new client: %w", err)
+	}
+	return &GCS{client: client, bucket: client.Bucket(cfg.Bucket), name: cfg.Bucket, root: root, chunkSize: cfg.ChunkSize}, nil
+}
+
+// storeRoot validates a bucket prefix and returns it ending with '/', or "".
+func storeRoot(backend, prefix string) (string, error) {
+	root := strings.Trim(prefix, "/")
+	if root == "" {
+		return "", nil
+	}
+	if err := ValidateKey(root); err != nil {
+		return "", fmt.Errorf("objstore: %s prefix: %w", backend, err)
+	}
+	return root + "/", nil
+}
+
+// Close releases the client's connections.
+func (g *GCS) Close() error { return g.client.Close() }
+
+func (g *GCS) obj(key string) (*storage.ObjectHandle, error) {
+	if err := ValidateKey(key); err != nil {
+		return nil, err
+	}
+	return g.bucket.Object(g.root + key), nil
+}
+
+func gcsStatus(err error) int {
+	var ge *googleapi.Error
+	if errors.As(err, &ge) {
+		return ge.Code
+	}
+	return 0
+}
+
+func (g *GCS) wrap(op, key string, err error) error {
+	if errors.Is(err, storage.ErrObjectNotExist) || gcsStatus(err) == http.StatusNotFound {
+		return fmt.Errorf("%w: %s (gcs %s: %w)", ErrNotFound, key, op, err)
+	}
+	return fmt.Errorf("objstore: gcs %s %s: %w", op, key, err)
+}
+
+// Get implements Store.
+func (g *GCS) Get(ctx context.Context, key string) ([]byte, error) {
+	o, err := g.obj(key)
+	if err != nil {
+		return nil, err
+	}
+	r, err := o.NewReader(ctx)
+	if err != nil {
+		return nil, g.wrap("get", key, err)
+	}
+	defer r.Close()
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, g.wrap("get", key, err)
+	}
+	return data, nil
+}
+
+// GetRange implements Store with a ranged read.
+func (g *GCS) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
+	o, err := g.obj(key)
+	if err != nil {
+		return nil, err
+	}
+	if offset < 0 || length < 0 {
+		return nil, fmt.Errorf("%w: %s: offset %d length %d", ErrInvalidRange, key, offset, length)
+	}
+	if length == 0 {
+		return g.emptyRange(ctx, key, offset)
+	}
+	n := length
+	if length > math.MaxInt64-offset {
+		n = -1 // to the end
+	}
+	r, err := o.NewRangeReader(ctx, offset, n)
+	if err != nil {
+		if gcsStatus(err) == http.StatusRequestedRangeNotSatisfiable {
+			// offset >= size: empty when offset == size, an error past it.
+			return g.emptyRange(ctx, key, offset)
+		}
+		return nil, g.wrap("get range", key, err)
+	}
+	defer r.Close()
+	data, err := io.ReadAll(io.LimitReader(r, length))
+	if err != nil {
+		return nil, g.wrap("get range", key, err)
+	}
+	return data, nil
+}
+
+func (g *GCS) emptyRange(ctx context.Context, key string, offset int64) ([]byte, error) {
+	info, err := g.Head(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := checkRange(key, info.Size, offset, 0); err != nil {
+		return nil, err
+	}
+	return []byte{}, nil
+}
+
+// Head implements Store.
+func (g *GCS) Head(ctx context.Context, key string) (ObjectInfo, error) {
+	o, err := g.obj(key)
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	a, err := o.Attrs(ctx)
+	if err != nil {
+		return ObjectInfo{}, g.wrap("head", key, err)
+	}
+	return ObjectInfo{Key: key, Size: a.Size, ModTime: a.Updated}, nil
+}
+
+// upload writes data in one request (objects up to the chunk size) with the
+// handle's conditions. The client retries it only when it is idempotent
+// (unconditional writes are not, by its default policy) unless retry is
+// false.
+func (g *GCS) upload(ctx context.Context, o *storage.ObjectHandle, data []byte, retry bool) error {
+	if !retry {
+		o = o.Retryer(storage.WithPolicy(storage.RetryNever))
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w := o.NewWriter(ctx)
+	// One request: a chunk at least as large as the object (a multiple of
+	// 256 KiB, as the client rounds it).
+	w.ChunkSize = max(g.chunkSize, (len(data)/googleapi.MinUploadChunkSize+1)*googleapi.MinUploadChunkSize)
+	if _, err := w.Write(data); err != nil {
+		cancel()
+		w.Close()
+		return err
+	}
+	return w.Close()
+}
+
+// Put implements Store.
+func (g *GCS) Put(ctx context.Context, key string, data []byte) error {
+	o, err := g.obj(key)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return g.wrap("put", key, err)
+	}
+	// A whole-object overwrite is safe to repeat.
+	o = o.Retryer(storage.WithPolicy(storage.RetryAlways))
+	if err := g.upload(ctx, o, data, true); err != nil {
+		return g.wrap("put", key, err)
+	}
+	return nil
+}
+
+// PutIfAbsent implements Store with an upload conditioned on
+// ifGenerationMatch=0: GCS answers 412 Precondition Failed if the key has a
+// live object.
+//
+// It retries transient errors itself rather than through the client, so
+// that it knows when an earlier attempt may have been written with its
+// acknowledgement lost: if a later attempt then finds the key taken, the
+// object is read back, and identical content counts as this call's success.
+func (g *GCS) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	o, err := g.obj(key)
+	if err != nil {
+		return err
+	}
+	o = o.If(storage.Conditions{DoesNotExist: true})
+	ambiguous := false
+	delay := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return g.wrap("put if absent", key, err)
+		}
+		err := g.upload(ctx, o, data, false)
+		if err == nil {
+			return nil
+		}
+		switch status := gcsStatus(err); {
+		case status == http.StatusPreconditionFailed:
+			if ambiguous {
+				if cur, gerr := g.Get(ctx, key); gerr == nil && bytes.Equal(cur, data) {
+					return nil
+				}
+			}
+			return fmt.Errorf("%w: %s (gcs: %w)", ErrExists, key, err)
+		case ctx.Err() != nil || attempt >= putIfAbsentAttempts || !gcsRetryable(status, err):
+			return g.wrap("put if absent", key, err)
+		}
+		ambiguous = true
+		if err := sleepCtx(ctx, delay); err != nil {
+			return g.wrap("put if absent", key, err)
+		}
+		delay *= 2
+	}
+}
+
+// gcsRetryable reports a transient failure: 408, 429, 5xx, or a transport
+// error (no HTTP status).
+func gcsRetryable(status int, err error) bool {
+	switch {
+	case status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500:
+		return true
+	case status != 0:
+		return false
+	}
+	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// Delete implements Store.
+func (g *GCS) Delete(ctx context.Context, key string) error {
+	o, err := g.obj(key)
+	if err != nil {
+		return err
+	}
+	if err := o.Delete(ctx); err != nil && !errors.Is(err, storage.ErrObjectNotExist) && gcsStatus(err) != http.StatusNotFound {
+		return g.wrap("delete", key, err)
+	}
+	return nil
+}
+
+// List implements Store, following every page. Keys ending in '/' (folder
+// placeholders some tools create) are skipped.
+func (g *GCS) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
+	if err := validatePrefix(prefix); err != nil {
+		return nil, err
+	}
+	full := g.root + prefix
+	q := &storage.Query{Prefix: full}
+	if err := q.SetAttrSelection([]string{"Name", "Size", "Updated"}); err != nil {
+		return nil, err
+	}
+	var out []ObjectInfo
+	it := g.bucket.Objects(ctx, q)
+	for {
+		a, err := it.Next()
+		if errors.Is(err, iterator.Done) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("objstore: gcs list %q: %w", prefix, err)
+		}
+		if !strings.HasPrefix(a.Name, full) || strings.HasSuffix(a.Name, "/") {
+			continue
+		}
+		out = append(out, ObjectInfo{Key: a.Name[len(g.root):], Size: a.Size, ModTime: a.Updated})
+	}
+	slices.SortFunc(out, func(a, b ObjectInfo) int { return strings.Compare(a.Key, b.Key) })
+	return out, nil
+}
+
+// Create implements Store with a resumable upload in chunks of ChunkSize
+// (an object smaller than a chunk is sent in one request on Close). GCS
+// makes the object visible only when the last chunk is finalized, on Close;
+// Abort cancels the upload.
+func (g *GCS) Create(ctx context.Context, key string) (ObjectWriter, error) {
+	o, err := g.obj(key)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	w := o.Retryer(storage.WithPolicy(storage.RetryAlways)).NewWriter(wctx)
+	w.ChunkSize = g.chunkSize
+	return &gcsWriter{g: g, key: key, w: w, cancel: cancel}, nil
+}
+
+type gcsWriter struct {
+	g         *GCS
+	key       string
+	w         *storage.Writer
+	cancel    context.CancelFunc
+	done      bool
+	committed bool
+}
+
+func (w *gcsWriter) Write(p []byte) (int, error) {
+	if w.done {
+		return 0, errWriterDone
+	}
+	n, err := w.w.Write(p)
+	if err != nil {
+		return n, w.g.wrap("write", w.key, err)
+	}
+	return n, nil
+}
+
+func (w *gcsWriter) Close() error {
+	if w.done {
+		return errWriterDone
+	}
+	w.done = true
+	err := w.w.Close()
+	w.cancel()
+	if err != nil {
+		return w.g.wrap("close", w.key, err)
+	}
+	w.committed = true
+	return nil
+}
+
+func (w *gcsWriter) Abort() error {
+	if w.committed {
+		return nil
+	}
+	if !w.done {
+		w.done = true
+		// Canceling the context stops the upload; Close then reports the
+		// cancellation and the object is not created.
+		w.cancel()
+		w.w.Close()
+	}
+	return nil
+}

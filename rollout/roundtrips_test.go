@@ -1,0 +1,251 @@
+package rollout
+
+// Requests per operation, pinned: a counting store (objstore.Counting)
+// under a rollout store counts the object-store requests of each read and
+// write, warm (the same store handle, caches filled by the same operation
+// just before) and cold (a new store handle on the same objects, as a new
+// process would open). The table is printed in the test log; the test
+// fails when an operation takes more requests than its pin. Lower a pin
+// when a change saves requests.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lance-context/lance-context/objstore"
+)
+
+// roundTripPins are the most requests each operation may take: the counts
+// of the code as it was when this test was written. Lower them as changes
+// save requests; never raise one without saying why in the commit.
+var roundTripPins = map[string]int{
+	"append 1 record (warm)":         2,
+	"append 1 record + flush (warm)": 7,
+	"stats (warm)":                   9,
+	"page fragments (warm)":          28,
+	"page all (warm)":                9,
+	"get by id (warm)":               35,
+	"trajectory 10 records (warm)":   37,
+	"open store (cold)":              4,
+	"stats (cold)":                   9,
+	"page fragments (cold)":          29,
+	"page all (cold)":                12,
+	"get by id (cold)":               36,
+	"trajectory 10 records (cold)":   41,
+	"merge 16 generations (warm)":    91,
+}
+
+// roundTripLatency is the latency of every counted request, so that
+// requests issued in parallel overlap as on a remote store and the
+// sequential depth means something.
+const roundTripLatency = 2 * time.Millisecond
+
+// roundTripQuiet is how long the store must see no request before an
+// operation is over: longer than the WAL writer's 250 ms between hints.
+const roundTripQuiet = 400 * time.Millisecond
+
+type roundTripRow struct {
+	name string
+	c    objstore.Counts
+}
+
+func TestRoundTrips(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a merged store")
+	}
+	ctx := context.Background()
+	mem := objstore.NewMemory()
+	counting := objstore.NewCounting(mem, roundTripLatency)
+	const name = "rt"
+	opts := quiet(Options{})
+	s := mustStore(t, newCatalog(t, counting, "w", opts), name)
+
+	// A merged base of 2,000 records in 4 generations (a trajectory of 10
+	// among them), then one pending generation of 50 records.
+	for g := range 4 {
+		rs := recs(fmt.Sprintf("base%d", g), 500, fmt.Sprintf("r%d", g))
+		if g == 0 {
+			for i := range 10 {
+				rs[i].RolloutID = "traj"
+			}
+		}
+		for i := range rs {
+			rs[i].InputTokens = make([]int32, 64)
+			rs[i].ModelOutputString = ptr(strings.Repeat("answer ", 40))
+		}
+		appendFlush(t, s, rs)
+	}
+	for {
+		res, err := s.Merge(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Remaining == 0 {
+			break
+		}
+	}
+	appendFlush(t, s, recs("pending", 50, "p"))
+
+	var rows []roundTripRow
+	measure := func(name string, c *objstore.Counting, op func() error) {
+		t.Helper()
+		// Background work (a flush's cleanup, the WAL writer's hint, at
+		// most 4 a second) counts toward the operation that started it, not
+		// the next one.
+		if err := c.WaitIdle(ctx, roundTripQuiet); err != nil {
+			t.Fatal(err)
+		}
+		c.Reset()
+		if err := op(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := c.WaitIdle(ctx, roundTripQuiet); err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, roundTripRow{name, c.Counts()})
+	}
+	page := func(s *Store, src Source) func() error {
+		return func() error {
+			res, err := s.List(ctx, ListOptions{Source: src, Limit: 25})
+			if err == nil && len(res.Records) != 25 {
+				err = fmt.Errorf("page of %d records, want 25", len(res.Records))
+			}
+			return err
+		}
+	}
+	get := func(s *Store) func() error {
+		return func() error {
+			r, err := s.Get(ctx, "base2-123")
+			if err == nil && r.ID != "base2-123" {
+				err = fmt.Errorf("got %q", r.ID)
+			}
+			return err
+		}
+	}
+	traj := func(s *Store) func() error {
+		return func() error {
+			rs, err := s.Trajectory(ctx, "traj")
+			if err == nil && len(rs) != 10 {
+				err = fmt.Errorf("trajectory of %d records, want 10", len(rs))
+			}
+			return err
+		}
+	}
+	stats := func(s *Store) func() error {
+		return func() error {
+			st, err := s.Stats(ctx)
+			if err == nil && st.Rows < 2050 {
+				err = fmt.Errorf("stats: %d rows, want at least 2050", st.Rows)
+			}
+			return err
+		}
+	}
+	n := 0
+	appendOne := func(flush bool) func() error {
+		return func() error {
+			n++
+			if _, err := s.Append(ctx, []Record{{ID: fmt.Sprintf("one-%d", n), RolloutID: "one", Content: ptr("x")}}); err != nil {
+				return err
+			}
+			if flush {
+				return s.Flush(ctx)
+			}
+			return nil
+		}
+	}
+
+	// Warm: each operation once to fill the caches, then measured.
+	warm := []struct {
+		name string
+		op   func() error
+	}{
+		{"append 1 record (warm)", appendOne(false)},
+		{"append 1 record + flush (warm)", appendOne(true)},
+		{"stats (warm)", stats(s)},
+		{"page fragments (warm)", page(s, SourceFragments)},
+		{"page all (warm)", page(s, SourceAll)},
+		{"get by id (warm)", get(s)},
+		{"trajectory 10 records (warm)", traj(s)},
+	}
+	for _, w := range warm {
+		if err := w.op(); err != nil {
+			t.Fatalf("%s: %v", w.name, err)
+		}
+		measure(w.name, counting, w.op)
+	}
+	// Every cold handle sees the same store.
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// Cold: a new counting wrapper is a new store identity for every cache
+	// keyed by store, and a new catalog has its own generation cache.
+	coldStore := func() (*Store, *objstore.Counting) {
+		c := objstore.NewCounting(mem, roundTripLatency)
+		return mustStore(t, newCatalog(t, c, "reader", quiet(Options{})), name), c
+	}
+	{
+		c := objstore.NewCounting(mem, roundTripLatency)
+		cat := newCatalog(t, c, "reader", quiet(Options{}))
+		measure("open store (cold)", c, func() error { _, err := cat.Open(ctx, name); return err })
+	}
+	cold := []struct {
+		name string
+		op   func(s *Store) func() error
+	}{
+		{"stats (cold)", stats},
+		{"page fragments (cold)", func(s *Store) func() error { return page(s, SourceFragments) }},
+		{"page all (cold)", func(s *Store) func() error { return page(s, SourceAll) }},
+		{"get by id (cold)", get},
+		{"trajectory 10 records (cold)", traj},
+	}
+	for _, cc := range cold {
+		cs, c := coldStore()
+		measure(cc.name, c, cc.op(cs))
+	}
+
+	// A merge of 16 pending generations (2 passes of the default 8).
+	{
+		c := objstore.NewCounting(mem, roundTripLatency)
+		ms := mustStore(t, newCatalog(t, c, "m", quiet(Options{})), "merge")
+		for g := range 16 {
+			appendFlush(t, ms, recs(fmt.Sprintf("m%02d", g), 100, "m"))
+		}
+		measure("merge 16 generations (warm)", c, func() error {
+			for range 100 {
+				res, err := ms.Merge(ctx)
+				if err != nil || res.Remaining == 0 {
+					return err
+				}
+			}
+			return fmt.Errorf("merge did not finish in 100 passes")
+		})
+	}
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "requests per operation (each request +%v):\n", roundTripLatency)
+	fmt.Fprintf(&b, "%-32s %8s %5s %10s %9s %12s  %s\n", "operation", "requests", "pin", "sequential", "in flight", "bytes read", "by kind")
+	for _, r := range rows {
+		var kinds []string
+		for _, op := range []objstore.Op{objstore.OpList, objstore.OpHead, objstore.OpGet, objstore.OpGetRange, objstore.OpPut, objstore.OpPutIfAbsent, objstore.OpCommit, objstore.OpDelete} {
+			if k := r.c.Calls[op]; k > 0 {
+				kinds = append(kinds, fmt.Sprintf("%s %d", op, k))
+			}
+		}
+		fmt.Fprintf(&b, "%-32s %8d %5d %10d %9d %12d  %s\n", r.name, r.c.Requests(), roundTripPins[r.name], r.c.Sequential, r.c.MaxInFlight, r.c.BytesRead, strings.Join(kinds, ", "))
+	}
+	t.Log(b.String())
+	for _, r := range rows {
+		pin, ok := roundTripPins[r.name]
+		if !ok {
+			t.Errorf("%s: no pin", r.name)
+			continue
+		}
+		if got := r.c.Requests(); got > pin {
+			t.Errorf("%s: %d requests, pinned at most %d (%v)", r.name, got, pin, r.c)
+		}
+	}
+}

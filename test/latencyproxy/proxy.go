@@ -1,0 +1,375 @@
+// Package latencyproxy is an HTTP reverse proxy for object-store servers
+// (S3, GCS's JSON API, Azure Blob) that adds a fixed latency to every
+// request and counts the requests by method and by kind of operation, so
+// that a test or a benchmark can say how many requests, and how many
+// sequential round trips, an operation of the code above the store costs.
+//
+// The counts are served as JSON by AdminHandler (GET /__stats; POST
+// /__reset zeroes them; POST /__delay?ms=N changes the latency). A test
+// can also make the proxy lose the answer to chosen requests after the
+// server has carried them out (POST /__lose?op=put_conditional&n=1), the
+// lost-acknowledgement case of objstore.Store.PutIfAbsent.
+//
+// Kinds of operation (Op):
+//
+//	get              whole-object read
+//	get_range        read with a Range header
+//	head             object metadata (HEAD; GCS: GET of the object resource)
+//	list             listing (S3 list-type=2 or a GET of the bucket, GCS .../o, Azure comp=list)
+//	put              unconditional write
+//	put_conditional  write with If-None-Match or If-Match (S3, Azure) or ifGenerationMatch (GCS)
+//	multipart        a part of a multipart or resumable upload, its start, commit or abort
+//	delete           delete
+//	other            anything else (bucket creation, ...)
+package latencyproxy
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Op names a kind of object-store request.
+type Op string
+
+// The kinds of request the proxy tells apart.
+const (
+	OpGet            Op = "get"
+	OpGetRange       Op = "get_range"
+	OpHead           Op = "head"
+	OpList           Op = "list"
+	OpPut            Op = "put"
+	OpPutConditional Op = "put_conditional"
+	OpMultipart      Op = "multipart"
+	OpDelete         Op = "delete"
+	OpOther          Op = "other"
+)
+
+// Stats are the counters since the last reset.
+type Stats struct {
+	Requests    int            `json:"requests"`
+	ByMethod    map[string]int `json:"by_method"`
+	ByOp        map[Op]int     `json:"by_op"`
+	MaxInFlight int            `json:"max_in_flight"`
+	// Sequential is the depth of the longest chain of requests each of
+	// which started after the previous one was answered: the round trips an
+	// operation waited for one after the other.
+	Sequential int   `json:"sequential"`
+	BytesIn    int64 `json:"bytes_in"`  // request bodies forwarded to the server (Content-Length)
+	BytesOut   int64 `json:"bytes_out"` // response bodies returned (Content-Length)
+	DelayMS    int64 `json:"delay_ms"`
+	Lost       int   `json:"lost"` // answers dropped by /__lose
+}
+
+// Proxy is the reverse proxy. It is an http.Handler; serve it on the
+// address the clients use as their endpoint.
+type Proxy struct {
+	target *url.URL
+	rp     *httputil.ReverseProxy
+
+	mu       sync.Mutex
+	delay    time.Duration
+	stats    Stats
+	inFlight int
+	doneMax  int
+	period   int        // incremented by each reset
+	total    int        // requests ever received, never reset
+	lose     map[Op]int // answers still to drop, per op
+}
+
+// New returns a proxy to target (scheme://host:port) that delays every
+// request by delay before forwarding it.
+func New(target *url.URL, delay time.Duration) *Proxy {
+	p := &Proxy{target: target, delay: delay, lose: map[Op]int{}}
+	p.resetLocked()
+	p.rp = &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(target)
+			// Keep the Host the client signed (S3 SigV4 covers it).
+			r.Out.Host = r.In.Host
+		},
+		ModifyResponse: func(resp *http.Response) error {
+			// Resumable-upload sessions (GCS) name the server: keep the
+			// client on the proxy.
+			if loc := resp.Header.Get("Location"); loc != "" {
+				if u, err := url.Parse(loc); err == nil && u.Host == target.Host {
+					u.Scheme, u.Host = "http", resp.Request.Host
+					resp.Header.Set("Location", u.String())
+				}
+			}
+			return nil
+		},
+		FlushInterval: -1,
+	}
+	return p
+}
+
+// resetLocked zeroes the counters. Requests in flight count as in flight,
+// but their depth does not count toward the new period.
+func (p *Proxy) resetLocked() {
+	p.stats = Stats{ByMethod: map[string]int{}, ByOp: map[Op]int{}, DelayMS: p.delay.Milliseconds(), MaxInFlight: p.inFlight}
+	p.doneMax = 0
+	p.period++
+}
+
+// WaitIdle waits until no request has arrived or been in flight for quiet,
+// or ctx ends, so that a client's background requests are counted with
+// the operation that caused them rather than the next one.
+func (p *Proxy) WaitIdle(ctx context.Context, quiet time.Duration) error {
+	for {
+		p.mu.Lock()
+		before, busy := p.total, p.inFlight > 0
+		p.mu.Unlock()
+		t := time.NewTimer(quiet)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		p.mu.Lock()
+		idle := !busy && p.inFlight == 0 && p.total == before
+		p.mu.Unlock()
+		if idle {
+			return nil
+		}
+	}
+}
+
+// Reset zeroes the counters.
+func (p *Proxy) Reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.resetLocked()
+}
+
+// SetDelay changes the latency added to each request.
+func (p *Proxy) SetDelay(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.delay = d
+	p.stats.DelayMS = d.Milliseconds()
+}
+
+// Lose makes the proxy drop the answers of the next n requests of kind op
+// after the server has carried them out, answering 503 instead.
+func (p *Proxy) Lose(op Op, n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lose[op] = n
+}
+
+// Stats returns a copy of the counters.
+func (p *Proxy) Stats() Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.stats
+	s.ByMethod = make(map[string]int, len(p.stats.ByMethod))
+	for k, v := range p.stats.ByMethod {
+		s.ByMethod[k] = v
+	}
+	s.ByOp = make(map[Op]int, len(p.stats.ByOp))
+	for k, v := range p.stats.ByOp {
+		s.ByOp[k] = v
+	}
+	return s
+}
+
+// Classify tells what kind of object-store request r is.
+func Classify(r *http.Request) Op {
+	q := r.URL.Query()
+	path := strings.Trim(r.URL.Path, "/")
+	gcs := strings.HasPrefix(path, "storage/v1/") || strings.HasPrefix(path, "upload/storage/v1/")
+	switch r.Method {
+	case http.MethodHead:
+		return OpHead
+	case http.MethodGet:
+		switch {
+		case q.Get("comp") == "list" || q.Has("list-type") || q.Has("uploads"):
+			return OpList
+		case gcs && strings.HasSuffix(path, "/o"):
+			return OpList
+		case gcs && q.Get("alt") != "media":
+			return OpHead // object resource: its metadata
+		case !gcs && !strings.Contains(path, "/") && q.Get("restype") != "":
+			return OpOther // Azure container properties
+		case !gcs && !strings.Contains(path, "/"):
+			return OpList // S3 ListObjects (v1) on the bucket
+		case r.Header.Get("Range") != "" || r.Header.Get("X-Ms-Range") != "":
+			return OpGetRange
+		}
+		return OpGet
+	case http.MethodPut, http.MethodPost:
+		switch {
+		case q.Has("uploadId") || q.Has("uploads") || q.Has("partNumber"):
+			return OpMultipart // S3 multipart
+		case q.Get("comp") == "block" || q.Get("comp") == "blocklist":
+			return OpMultipart // Azure staged blocks
+		case gcs && (q.Get("uploadType") == "resumable" || q.Has("upload_id")):
+			return OpMultipart
+		case gcs && !strings.HasPrefix(path, "upload/"):
+			return OpOther // bucket creation and the like
+		case q.Get("restype") == "container":
+			return OpOther
+		case r.Header.Get("If-None-Match") != "" || r.Header.Get("If-Match") != "" || q.Has("ifGenerationMatch"):
+			return OpPutConditional
+		}
+		return OpPut
+	case http.MethodDelete:
+		if q.Has("uploadId") {
+			return OpMultipart
+		}
+		return OpDelete
+	}
+	return OpOther
+}
+
+// ServeHTTP counts r, waits the latency and forwards it.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	op := Classify(r)
+	p.mu.Lock()
+	p.total++
+	period := p.period
+	p.stats.Requests++
+	p.stats.ByMethod[r.Method]++
+	p.stats.ByOp[op]++
+	if r.ContentLength > 0 {
+		p.stats.BytesIn += r.ContentLength
+	}
+	p.inFlight++
+	p.stats.MaxInFlight = max(p.stats.MaxInFlight, p.inFlight)
+	depth := p.doneMax + 1
+	p.stats.Sequential = max(p.stats.Sequential, depth)
+	delay := p.delay
+	lose := p.lose[op] > 0
+	if lose {
+		p.lose[op]--
+		p.stats.Lost++
+	}
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.inFlight--
+		if period == p.period {
+			p.doneMax = max(p.doneMax, depth)
+		}
+		p.mu.Unlock()
+	}()
+
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return
+		}
+	}
+	if lose {
+		// Carry the request out, then answer as if the reply had been lost.
+		rec := &discardWriter{h: http.Header{}}
+		p.rp.ServeHTTP(rec, r)
+		http.Error(w, "latencyproxy: answer dropped on purpose (the request was carried out)", http.StatusServiceUnavailable)
+		return
+	}
+	cw := &countingWriter{ResponseWriter: w}
+	p.rp.ServeHTTP(cw, r)
+	p.mu.Lock()
+	p.stats.BytesOut += cw.n
+	p.mu.Unlock()
+}
+
+type countingWriter struct {
+	http.ResponseWriter
+	n int64
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	n, err := c.ResponseWriter.Write(b)
+	c.n += int64(n)
+	return n, err
+}
+
+func (c *countingWriter) Flush() {
+	if f, ok := c.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+type discardWriter struct{ h http.Header }
+
+func (d *discardWriter) Header() http.Header         { return d.h }
+func (d *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (d *discardWriter) WriteHeader(int)             {}
+
+// AdminHandler serves the counters and controls:
+//
+//	GET  /__stats               the Stats as JSON
+//	POST /__reset               zero the counters (answers the Stats before)
+//	POST /__delay?ms=N          set the latency to N ms
+//	POST /__lose?op=OP&n=N      drop the answers of the next N requests of kind OP
+func (p *Proxy) AdminHandler() http.Handler {
+	mux := http.NewServeMux()
+	writeJSON := func(w http.ResponseWriter, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(v)
+	}
+	mux.HandleFunc("GET /__stats", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, p.Stats()) })
+	mux.HandleFunc("POST /__reset", func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		before := p.stats
+		p.resetLocked()
+		p.mu.Unlock()
+		writeJSON(w, before)
+	})
+	mux.HandleFunc("POST /__delay", func(w http.ResponseWriter, r *http.Request) {
+		ms, err := strconv.ParseFloat(r.URL.Query().Get("ms"), 64)
+		if err != nil || ms < 0 {
+			http.Error(w, "latencyproxy: want ?ms=N with N >= 0 (milliseconds)", http.StatusBadRequest)
+			return
+		}
+		p.SetDelay(time.Duration(ms * float64(time.Millisecond)))
+		writeJSON(w, p.Stats())
+	})
+	mux.HandleFunc("POST /__lose", func(w http.ResponseWriter, r *http.Request) {
+		op := Op(r.URL.Query().Get("op"))
+		n, err := strconv.Atoi(r.URL.Query().Get("n"))
+		valid := map[Op]bool{OpGet: true, OpGetRange: true, OpHead: true, OpList: true, OpPut: true,
+			OpPutConditional: true, OpMultipart: true, OpDelete: true, OpOther: true}
+		if err != nil || n < 0 || !valid[op] {
+			http.Error(w, "latencyproxy: want ?op=KIND&n=N (KIND: get, get_range, head, list, put, put_conditional, multipart, delete, other)", http.StatusBadRequest)
+			return
+		}
+		p.Lose(op, n)
+		w.WriteHeader(http.StatusNoContent)
+	})
+	return mux
+}
+
+// Serve runs the proxy on listen and the admin handler on admin until ctx
+// ends.
+func (p *Proxy) Serve(ctx context.Context, listen, admin string) error {
+	srv := &http.Server{Addr: listen, Handler: p, ReadHeaderTimeout: 10 * time.Second}
+	adm := &http.Server{Addr: admin, Handler: p.AdminHandler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 2)
+	go func() { errc <- srv.ListenAndServe() }()
+	go func() { errc <- adm.ListenAndServe() }()
+	select {
+	case err := <-errc:
+		srv.Close()
+		adm.Close()
+		return err
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+		adm.Shutdown(sctx)
+		return nil
+	}
+}
