@@ -1,6 +1,7 @@
 package table
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -360,6 +361,9 @@ func (d *Dataset) openFile(ctx context.Context, df *pb.DataFile) (*file.Reader, 
 	return r, nil
 }
 
+// takeGap is the most rows Take reads past to keep rows in one range read.
+const takeGap = 32
+
 // Take returns the given rows, in the order given, with the named columns
 // (nil means all). Addresses must name live rows of this version.
 func (d *Dataset) Take(ctx context.Context, addrs []RowAddr, columns []string) (arrow.RecordBatch, error) {
@@ -375,23 +379,51 @@ func (d *Dataset) Take(ctx context.Context, addrs []RowAddr, columns []string) (
 		frags[f.GetId()] = f
 	}
 	parts := make([][]arrow.Array, len(proj.Fields))
+	for i := range parts {
+		parts[i] = make([]arrow.Array, len(addrs))
+	}
 	defer func() {
 		for _, p := range parts {
 			releaseAll(p)
 		}
 	}()
-	for _, a := range addrs {
-		f, ok := frags[a.Fragment]
-		if !ok || uint64(a.Offset) >= f.GetPhysicalRows() {
+	// Rows close together in a fragment are read as one range (a read per
+	// column, not per row and column): a page of rows listed in key order
+	// is mostly a few runs when keys follow insertion order (UUIDv7 ids).
+	order := make([]int, len(addrs))
+	for i := range order {
+		order[i] = i
+		a := addrs[i]
+		if f, ok := frags[a.Fragment]; !ok || uint64(a.Offset) >= f.GetPhysicalRows() {
 			return nil, fmt.Errorf("lance/table: take: no row at fragment %d offset %d in version %d", a.Fragment, a.Offset, d.Version())
 		}
-		arrs, err := d.readFragment(ctx, f, proj.Fields, int64(a.Offset), int64(a.Offset)+1)
+	}
+	slices.SortFunc(order, func(x, y int) int {
+		a, b := addrs[x], addrs[y]
+		if a.Fragment != b.Fragment {
+			return cmp.Compare(a.Fragment, b.Fragment)
+		}
+		return cmp.Compare(a.Offset, b.Offset)
+	})
+	for i := 0; i < len(order); {
+		first := addrs[order[i]]
+		j := i + 1
+		for j < len(order) && addrs[order[j]].Fragment == first.Fragment && addrs[order[j]].Offset-addrs[order[j-1]].Offset <= takeGap {
+			j++
+		}
+		s, e := int64(first.Offset), int64(addrs[order[j-1]].Offset)+1
+		arrs, err := d.readFragment(ctx, frags[first.Fragment], proj.Fields, s, e)
 		if err != nil {
 			return nil, err
 		}
-		for i, arr := range arrs {
-			parts[i] = append(parts[i], arr)
+		for c, arr := range arrs {
+			for _, k := range order[i:j] {
+				o := int64(addrs[k].Offset) - s
+				parts[c][k] = array.NewSlice(arr, o, o+1)
+			}
+			arr.Release()
 		}
+		i = j
 	}
 	cols := make([]arrow.Array, len(proj.Fields))
 	for i, f := range proj.Fields {

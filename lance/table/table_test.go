@@ -604,3 +604,56 @@ func FuzzDecodeManifestFile(f *testing.F) {
 		_, _ = schema.FromProto(mf.manifest.GetFields(), mf.manifest.GetSchemaMetadata())
 	})
 }
+
+// TestTakeCoalescesNearbyRows: rows of a fragment within takeGap of each
+// other are read as one range, and every row still comes back in the order
+// asked, duplicates and rows of other fragments included.
+func TestTakeCoalescesNearbyRows(t *testing.T) {
+	store := objstore.NewMemory()
+	newTable(t, store)
+	appendRows(t, store, 0, 100)
+	d := appendRows(t, store, 100, 200)
+	frags := d.Fragments()
+	addrs := []RowAddr{
+		{frags[1].GetId(), 3}, {frags[0].GetId(), 99}, {frags[0].GetId(), 0}, {frags[0].GetId(), 5},
+		{frags[1].GetId(), 3}, {frags[0].GetId(), 40}, {frags[1].GetId(), 99}, {frags[0].GetId(), 6},
+	}
+	want := []int64{103, 99, 0, 5, 103, 40, 199, 6}
+	counting := objstore.NewCounting(store, 0)
+	d2, err := Open(context.Background(), counting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The cost of one row range: a warm Take of one row.
+	one, err := d2.Take(context.Background(), addrs[:1], []string{"n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	one.Release()
+	counting.Reset()
+	one, _ = d2.Take(context.Background(), addrs[:1], []string{"n"})
+	one.Release()
+	perRange := counting.Counts().Requests()
+	warm, err := d2.Take(context.Background(), addrs, []string{"n"}) // opens both files
+	if err != nil {
+		t.Fatal(err)
+	}
+	warm.Release()
+	counting.Reset()
+	rec, err := d2.Take(context.Background(), addrs, []string{"n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Release()
+	var got []int64
+	for i := 0; i < int(rec.NumRows()); i++ {
+		got = append(got, rec.Column(0).(*array.Int64).Value(i))
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("take = %v, want %v", got, want)
+	}
+	// Five ranges: fragment 0 {0,5,6}, {40}, {99}; fragment 1 {3}, {99}.
+	if n := counting.Counts().Requests(); perRange == 0 || n > 5*perRange {
+		t.Fatalf("%d requests for 5 row ranges of %d requests each", n, perRange)
+	}
+}
