@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -365,54 +364,6 @@ func listSegments(dir string, fromEpoch uint64) ([]segmentFile, error) {
 		return cmp.Compare(a.seq, b.seq)
 	})
 	return out, nil
-}
-
-// readFrames calls fn with the payload of each valid frame of the segment
-// at path, in order, while fn returns true. It stops at the first byte
-// range that is not a whole frame with a matching checksum: the end of
-// what was written (zeros of preallocation, a torn write, or frames of
-// the file's earlier life as another segment, which fn rejects by
-// position). A file that vanished (recycled by a deposed writer after its
-// frames were sealed) has nothing to replay.
-func readFrames(path string, fn func(pos uint64, payload []byte) (bool, error)) error {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("wal: read segment: %w", err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("wal: read segment: %w", err)
-	}
-	size := fi.Size()
-	var hdr [frameHeaderSize]byte
-	for off := int64(0); off+frameHeaderSize <= size; {
-		if _, err := f.ReadAt(hdr[:], off); err != nil {
-			return fmt.Errorf("wal: read segment %s: %w", filepath.Base(path), err)
-		}
-		pos := binary.LittleEndian.Uint64(hdr[0:8])
-		n := int64(binary.LittleEndian.Uint32(hdr[8:12]))
-		if pos == 0 || n == 0 || off+frameHeaderSize+n > size {
-			return nil
-		}
-		payload := make([]byte, n)
-		if _, err := f.ReadAt(payload, off+frameHeaderSize); err != nil && !errors.Is(err, io.EOF) {
-			return fmt.Errorf("wal: read segment %s: %w", filepath.Base(path), err)
-		}
-		crc := crc32.Update(crc32.Checksum(hdr[0:12], castagnoli), castagnoli, payload)
-		if crc != binary.LittleEndian.Uint32(hdr[12:16]) {
-			return nil
-		}
-		more, err := fn(pos, payload)
-		if err != nil || !more {
-			return err
-		}
-		off += frameHeaderSize + n
-	}
-	return nil
 }
 
 // sweepSegments deletes the segment files and spares in dir of epochs

@@ -118,16 +118,7 @@ func TestSegmentReplayStopsAtTornFrame(t *testing.T) {
 		t.Fatal("no segment file")
 	}
 	path := filepath.Join(dir, segs[0])
-	var offs []int64
-	if err := readFrames(path, func(pos uint64, payload []byte) (bool, error) {
-		if len(offs) == 0 {
-			offs = append(offs, 0)
-		}
-		offs = append(offs, offs[len(offs)-1]+frameHeaderSize+int64(len(payload)))
-		return true, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	offs := frameOffsets(t, path)
 	if len(offs) != 4 {
 		t.Fatalf("%d frame boundaries, want 4", len(offs))
 	}
@@ -351,5 +342,27 @@ func TestZeroFill(t *testing.T) {
 	}
 	if err := zeroFill(f, 0, 8<<20, nil, func() bool { return true }); !errors.Is(err, errSpareArrived) {
 		t.Fatalf("abandoned fill: %v", err)
+	}
+}
+
+// frameOffsets returns the offsets of the frames at the start of the
+// segment at path, and the offset after the last.
+func frameOffsets(t *testing.T, path string) []int64 {
+	t.Helper()
+	r, err := openSegment(path)
+	if err != nil || r == nil {
+		t.Fatalf("open segment %s: %v", path, err)
+	}
+	defer r.close()
+	offs := []int64{0}
+	for {
+		_, payload, bad, err := r.frameAt(offs[len(offs)-1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bad != "" {
+			return offs
+		}
+		offs = append(offs, offs[len(offs)-1]+frameHeaderSize+int64(len(payload)))
 	}
 }

@@ -284,17 +284,13 @@ type localPather interface {
 // filesystem, the frames of the segments of epochs from the manifest's
 // LogEpoch on.
 func (w *Writer) replay(ctx context.Context) error {
-	for {
-		b, err := w.opts.Store.Get(ctx, entryKey(w.opts.Shard, w.nextPos))
-		if errors.Is(err, objstore.ErrNotFound) {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("wal: replay shard %s position %d: %w", w.opts.Shard, w.nextPos, err)
-		}
-		if err := w.adoptReplayed(ctx, b); err != nil {
-			return err
-		}
+	shard := w.opts.Shard
+	var err error
+	w.nextPos, err = replayObjects(ctx, w.opts.Store, shard, w.nextPos, func(pos uint64, b []byte) error {
+		return w.adoptReplayed(ctx, b)
+	})
+	if err != nil {
+		return w.replayFailed(err)
 	}
 	w.objectsUpTo = w.nextPos - 1
 	if w.segDir == "" {
@@ -304,21 +300,24 @@ func (w *Writer) replay(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, sf := range segs {
-		err := readFrames(sf.path, func(pos uint64, payload []byte) (bool, error) {
-			switch {
-			case pos < w.nextPos: // sealed, or the file's earlier life
-				return true, nil
-			case pos > w.nextPos: // not this log's next frame: the end
-				return false, nil
-			}
-			return true, w.adoptReplayed(ctx, payload)
-		})
-		if err != nil {
-			return fmt.Errorf("wal: replay shard %s: %w", w.opts.Shard, err)
-		}
+	_, err = replaySegments(shard, segs, w.nextPos, func(seg string, off int64, pos uint64, payload []byte) error {
+		return placeCorruption(w.adoptReplayed(ctx, payload), seg, off)
+	})
+	if err != nil {
+		return w.replayFailed(fmt.Errorf("wal: replay shard %s: %w", shard, err))
 	}
 	return nil
+}
+
+// replayFailed logs and counts a corrupt log (see CorruptionError) and
+// returns err.
+func (w *Writer) replayFailed(err error) error {
+	var c *CorruptionError
+	if errors.As(err, &c) {
+		w.opts.Logger.Error("wal: log corrupt; the shard is refused until it is repaired", "shard", c.Shard,
+			"segment", c.Segment, "offset", c.Offset, "position", c.Position, "next_valid", c.Next, "reason", c.Reason)
+	}
+	return err
 }
 
 func (w *Writer) adoptReplayed(ctx context.Context, b []byte) error {
@@ -353,17 +352,11 @@ func (w *Writer) commitLogEpoch(ctx context.Context) error {
 
 // adopt adds the entry at nextPos (already durable) to the memtable.
 func (w *Writer) adopt(b []byte) error {
-	e, err := decodeEntry(b)
+	e, err := checkEntry(w.opts.Shard, w.nextPos, b)
 	if err != nil {
-		return fmt.Errorf("wal: shard %s position %d: %w", w.opts.Shard, w.nextPos, err)
+		return err
 	}
 	defer e.release()
-	// An entry names its shard and position. A mismatch means the bytes
-	// under this name were reused for another entry (or copied in by
-	// hand): refuse them rather than adopt their rows.
-	if e.shard != w.opts.Shard || e.position != w.nextPos {
-		return fmt.Errorf("wal: shard %s position %d holds the entry of shard %s position %d: refusing its rows (the name was reused for another entry, or the file copied in)", w.opts.Shard, w.nextPos, e.shard, e.position)
-	}
 	for _, rec := range e.batches {
 		c, ok := widen(rec, w.opts.Schema)
 		if !ok {
