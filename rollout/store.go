@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lance-context/lance-context/lance/schema"
 	"github.com/lance-context/lance-context/lance/table"
@@ -54,6 +55,11 @@ type Options struct {
 	MaxMemtableBytes    int64 // or this many bytes; default 128 MiB
 	Logger              *slog.Logger
 	Cache               *GenCache // shared generation cache; default a private 256 MiB one
+	// Registerer, when set, registers the storage metrics (see
+	// Catalog.RegisterMetrics).
+	Registerer prometheus.Registerer
+
+	metrics *metrics // made by setDefaults, shared by a catalog's stores
 }
 
 func (o *Options) setDefaults() {
@@ -78,6 +84,9 @@ func (o *Options) setDefaults() {
 	if o.Cache == nil {
 		o.Cache = NewGenCache(256 << 20)
 	}
+	if o.metrics == nil {
+		o.metrics = newMetrics(o.Registerer)
+	}
 }
 
 // Store is one rollout store: a Lance dataset (the base table) plus the WAL
@@ -93,6 +102,7 @@ type Store struct {
 	mu     sync.Mutex
 	writer *wal.Writer
 	closed bool
+	health storeHealth
 
 	// Small appends waiting to be built into one batch (see appendSmall).
 	amu      sync.Mutex
@@ -188,12 +198,15 @@ func (s *Store) walWriter(ctx context.Context) (*wal.Writer, error) {
 	if s.writer != nil {
 		return s.writer, nil
 	}
+	if err := s.refuseDamaged(); err != nil {
+		return nil, err
+	}
 	w, err := wal.Claim(ctx, wal.Options{
 		Store: s.root, Shard: s.shard, Schema: Schema, KeyColumn: ColID, Conform: conform,
 		MaxMemtableRows: s.opts.MaxMemtableRows, MaxMemtableBytes: s.opts.MaxMemtableBytes,
-		Logger: s.opts.Logger.With("store", s.name),
+		Logger: s.opts.Logger.With("store", s.name), Metrics: s.opts.metrics.wal,
 	})
-	if err != nil {
+	if err := s.noteClaim(err); err != nil {
 		return nil, err
 	}
 	s.writer = w

@@ -49,6 +49,9 @@ type Options struct {
 	// (the log of object stores), instead of segment files.
 	ObjectLog bool
 	Logger    *slog.Logger
+	// Metrics are the instruments to count in (shared by the writers of
+	// a process); nil: unregistered ones.
+	Metrics *Metrics
 }
 
 func (o *Options) setDefaults() {
@@ -66,6 +69,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.Metrics == nil {
+		o.Metrics = defaultMetrics
 	}
 	if o.Conform == nil {
 		o.Conform = func(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
@@ -131,6 +137,11 @@ type Writer struct {
 	// manifestsCollected: versions up to it were deleted or left to the
 	// claim's sweep (guarded by gcMu).
 	manifestsCollected uint64
+
+	// gaugedGens and gaugedUnsealed are what this writer added to the
+	// PendingGens and UnsealedRows gauges (owned by the loop, and by Claim
+	// before it starts); ungauge takes them back when the writer stops.
+	gaugedGens, gaugedUnsealed int64
 
 	// published for concurrent readers
 	manifest atomic.Pointer[Manifest]
@@ -209,6 +220,12 @@ func Claim(ctx context.Context, opts Options) (*Writer, error) {
 	}
 	w.manifestsCollected = nm.Version
 	w.sweep.Store(true)
+	started := false
+	defer func() {
+		if !started {
+			w.ungauge()
+		}
+	}()
 	w.publish()
 	if lp, ok := opts.Store.(localPather); ok {
 		w.segDir, _ = lp.LocalPath(segmentDir(opts.Shard))
@@ -217,7 +234,7 @@ func Claim(ctx context.Context, opts Options) (*Writer, error) {
 		w.mem.release()
 		return nil, err
 	}
-	if _, err := w.seal(ctx); err != nil {
+	if _, err := w.seal(ctx, SealClaim); err != nil {
 		w.mem.release()
 		return nil, err
 	}
@@ -236,6 +253,7 @@ func Claim(ctx context.Context, opts Options) (*Writer, error) {
 	}
 	opts.Logger.Info("wal: shard claimed", "shard", opts.Shard, "epoch", w.epoch, "manifest_version", w.man.Version, "next_position", w.nextPos)
 	w.sweepLog(w.man.ReplayAfter, w.man.Version)
+	started = true
 	go w.loop()
 	return w, nil
 }
@@ -314,6 +332,7 @@ func (w *Writer) replay(ctx context.Context) error {
 func (w *Writer) replayFailed(err error) error {
 	var c *CorruptionError
 	if errors.As(err, &c) {
+		w.opts.Metrics.ReplayCorrupt.Inc()
 		w.opts.Logger.Error("wal: log corrupt; the shard is refused until it is repaired", "shard", c.Shard,
 			"segment", c.Segment, "offset", c.Offset, "position", c.Position, "next_valid", c.Next, "reason", c.Reason)
 	}
@@ -325,7 +344,7 @@ func (w *Writer) adoptReplayed(ctx context.Context, b []byte) error {
 		return err
 	}
 	if w.mem.full(&w.opts) {
-		if _, err := w.seal(ctx); err != nil {
+		if _, err := w.seal(ctx, SealFull); err != nil {
 			return err
 		}
 	}
@@ -376,6 +395,9 @@ func (w *Writer) adopt(b []byte) error {
 
 func (w *Writer) publish() {
 	w.manifest.Store(w.man.clone())
+	n := int64(len(w.man.Generations))
+	w.opts.Metrics.PendingGens.Add(float64(n - w.gaugedGens))
+	w.gaugedGens = n
 	select {
 	case w.hintKick <- struct{}{}:
 	default:
@@ -507,6 +529,7 @@ func (w *Writer) do(ctx context.Context, o *op) error {
 
 func (w *Writer) loop() {
 	defer close(w.done)
+	defer w.ungauge()
 	hintStop, hintStopped := make(chan struct{}), make(chan struct{})
 	go w.writeHints(hintStop, hintStopped)
 	defer func() {
@@ -601,7 +624,7 @@ func (w *Writer) loop() {
 				// up appends until then (finishSeal starts it).
 				w.sealNext = append(w.sealNext, o.done)
 			case w.mem.rows > 0:
-				w.startSeal(ctx, o.done)
+				w.startSeal(ctx, SealFlush, o.done)
 			case w.sealing != nil:
 				w.sealing.waiters = append(w.sealing.waiters, o.done)
 			default:
@@ -610,7 +633,7 @@ func (w *Writer) loop() {
 		case opDrop:
 			o.done <- w.drop(ctx, o.upTo)
 		case opClose:
-			_, err := w.seal(ctx)
+			_, err := w.seal(ctx, SealClose)
 			if err == nil {
 				err = ErrClosed
 			}
@@ -662,7 +685,7 @@ func (w *Writer) appendGroup(ctx context.Context, group []*op) {
 	}
 	w.stats.LastGroupLen.Store(int64(len(group)))
 	if err == nil && w.mem.full(&w.opts) {
-		w.startSeal(ctx)
+		w.startSeal(ctx, SealFull)
 	}
 }
 
@@ -678,13 +701,23 @@ func (w *Writer) writeEntry(ctx context.Context, f *entryFormat, recs []arrow.Re
 			return err
 		}
 	}
+	size := len(f.header.msg) + len(endOfStream)
+	for _, m := range msgs {
+		size += len(m)
+	}
+	start := time.Now()
 	if w.seg != nil {
 		frame := f.header.assemble(msgs, w.nextPos, frameHeaderSize)
 		if err := w.seg.append(w.nextPos, frame); err != nil {
 			return w.halt(err)
 		}
-	} else if err := w.putEntry(ctx, f.header, msgs); err != nil {
-		return err
+		w.opts.Metrics.SyncSeconds.Observe(since(start))
+	} else {
+		err := w.putEntry(ctx, f.header, msgs)
+		w.opts.Metrics.PutSeconds.Observe(since(start))
+		if err != nil {
+			return err
+		}
 	}
 	// The entry is durable. Count it in the memtable whatever happens next:
 	// it is in the log and will be sealed by us or replayed by a successor.
@@ -697,6 +730,9 @@ func (w *Writer) writeEntry(ctx context.Context, f *entryFormat, recs []arrow.Re
 	w.publishUnsealed()
 	w.stats.Entries.Add(1)
 	w.stats.EntryRows.Add(rows)
+	w.opts.Metrics.EntryBytes.Observe(float64(size))
+	w.opts.Metrics.EntryRows.Observe(float64(rows))
+	w.opts.Metrics.RowsTotal.Add(float64(rows))
 	return w.checkFence(ctx)
 }
 
@@ -770,6 +806,7 @@ func (w *Writer) checkFence(ctx context.Context) error {
 func (w *Writer) fence(err error) error {
 	if w.err == nil {
 		w.opts.Logger.Warn("wal: writer fenced", "shard", w.opts.Shard, "epoch", w.epoch, "err", err)
+		w.opts.Metrics.FencedWriters.Inc()
 		w.err = err
 	}
 	return w.err
@@ -779,6 +816,7 @@ func (w *Writer) fence(err error) error {
 func (w *Writer) halt(err error) error {
 	if w.err == nil {
 		w.opts.Logger.Error("wal: writer stopped", "shard", w.opts.Shard, "epoch", w.epoch, "err", err)
+		w.opts.Metrics.FailedWriters.Inc()
 		w.err = err
 	}
 	return w.err
@@ -786,6 +824,8 @@ func (w *Writer) halt(err error) error {
 
 // sealJob is a memtable being written as a generation in the background.
 type sealJob struct {
+	cause   string    // why it was started (SealFull, ...)
+	start   time.Time // when
 	mem     memtable
 	gen     uint64       // its generation number
 	lastPos uint64       // the last WAL position whose rows it holds
@@ -803,7 +843,7 @@ type sealResult struct {
 // writer's memory). The waiters are answered when it commits. The
 // loop keeps appending meanwhile: sealing a full memtable (128 MiB) takes
 // far longer than a group commit, and appends must not wait for it.
-func (w *Writer) startSeal(ctx context.Context, waiters ...chan error) {
+func (w *Writer) startSeal(ctx context.Context, cause string, waiters ...chan error) {
 	for w.sealing != nil { // finishing one may start the next (sealNext)
 		w.finishSeal(ctx, <-w.sealDone)
 	}
@@ -813,7 +853,7 @@ func (w *Writer) startSeal(ctx context.Context, waiters ...chan error) {
 		}
 		return
 	}
-	job := &sealJob{mem: w.mem, gen: w.man.NextGeneration, lastPos: w.nextPos - 1, waiters: waiters}
+	job := &sealJob{cause: cause, start: time.Now(), mem: w.mem, gen: w.man.NextGeneration, lastPos: w.nextPos - 1, waiters: waiters}
 	w.mem = memtable{}
 	w.sealing = job
 	w.publishUnsealed()
@@ -834,6 +874,10 @@ func (w *Writer) finishSeal(ctx context.Context, res sealResult) {
 	if err == nil {
 		err = w.commitSeal(ctx, res.gen, job.lastPos)
 	}
+	if err == nil {
+		w.opts.Metrics.Seals.WithLabelValues(job.cause).Inc()
+		w.opts.Metrics.SealSeconds.Observe(since(job.start))
+	}
 	if err != nil {
 		if w.err == nil {
 			w.opts.Logger.Warn("wal: seal failed; its rows stay buffered", "shard", w.opts.Shard, "generation", job.gen, "err", err)
@@ -851,7 +895,7 @@ func (w *Writer) finishSeal(ctx context.Context, res sealResult) {
 	}
 	if next := w.sealNext; len(next) > 0 {
 		w.sealNext = nil
-		w.startSeal(ctx, next...)
+		w.startSeal(ctx, SealFlush, next...)
 	}
 }
 
@@ -880,11 +924,21 @@ func (w *Writer) publishUnsealed() {
 		n += w.sealing.mem.rows
 	}
 	w.unsealed.Store(n)
+	w.opts.Metrics.UnsealedRows.Add(float64(n - w.gaugedUnsealed))
+	w.gaugedUnsealed = n
+}
+
+// ungauge takes this writer's share out of the gauges: it has stopped.
+func (w *Writer) ungauge() {
+	w.opts.Metrics.PendingGens.Sub(float64(w.gaugedGens))
+	w.opts.Metrics.UnsealedRows.Sub(float64(w.gaugedUnsealed))
+	w.gaugedGens, w.gaugedUnsealed = 0, 0
 }
 
 // seal writes the memtable as a generation and commits it to the manifest,
 // waiting for it (and for any seal in flight first).
-func (w *Writer) seal(ctx context.Context) (bool, error) {
+func (w *Writer) seal(ctx context.Context, cause string) (bool, error) {
+	start := time.Now()
 	for w.sealing != nil { // finishing one may start the next (sealNext)
 		w.finishSeal(ctx, <-w.sealDone)
 	}
@@ -901,6 +955,8 @@ func (w *Writer) seal(ctx context.Context) (bool, error) {
 	if err := w.commitSeal(ctx, gen, w.nextPos-1); err != nil {
 		return false, err
 	}
+	w.opts.Metrics.Seals.WithLabelValues(cause).Inc()
+	w.opts.Metrics.SealSeconds.Observe(since(start))
 	w.mem.release()
 	w.mem = memtable{}
 	w.publishUnsealed()
