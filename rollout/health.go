@@ -166,3 +166,15 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 func (c *Catalog) RegisterMetrics(reg prometheus.Registerer) error {
 	return c.opts.metrics.register(reg)
 }
+
+// DamageOf returns the WAL damage of the store called name if it is open
+// and known to be damaged (no I/O), or nil.
+func (c *Catalog) DamageOf(name string) *Damage {
+	c.mu.Lock()
+	s := c.stores[name]
+	c.mu.Unlock()
+	if s == nil || s.refuseDamaged() == nil {
+		return nil
+	}
+	return s.Damage()
+}
