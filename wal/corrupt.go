@@ -9,13 +9,13 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/lance-context/lance-context/objstore"
+	"github.com/lance-context/lance-context/vfs"
 )
 
 // ErrCorrupt is wrapped by every *CorruptionError: a shard's log holds
@@ -62,27 +62,27 @@ func (e *CorruptionError) Unwrap() error { return ErrCorrupt }
 
 // segReader reads the frames of one segment file.
 type segReader struct {
-	f    *os.File
+	f    vfs.File
 	name string
 	size int64
 }
 
 // openSegment opens a segment for reading; nil, nil when it vanished (a
 // deposed writer recycled it after its frames were sealed).
-func openSegment(p string) (*segReader, error) {
-	f, err := os.Open(p)
+func openSegment(fsys vfs.FS, p string) (*segReader, error) {
+	f, err := fsys.Open(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("wal: read segment: %w", err)
 	}
-	fi, err := f.Stat()
+	size, err := f.Size()
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("wal: read segment: %w", err)
 	}
-	return &segReader{f: f, name: filepath.Base(p), size: fi.Size()}, nil
+	return &segReader{f: f, name: filepath.Base(p), size: size}, nil
 }
 
 func (r *segReader) close() {
@@ -183,7 +183,7 @@ func positionBound(readers []*segReader, next uint64) uint64 {
 // between were damaged or lost: a *CorruptionError naming where the
 // readable log stops. Positions are dense (doc.go, "Segment log"), so that
 // cannot happen in a log that was only cut short.
-func replaySegments(shard string, segs []segmentFile, next uint64, adopt func(seg string, off int64, pos uint64, payload []byte) error) (uint64, error) {
+func replaySegments(fsys vfs.FS, shard string, segs []segmentFile, next uint64, adopt func(seg string, off int64, pos uint64, payload []byte) error) (uint64, error) {
 	readers := make([]*segReader, len(segs))
 	defer func() {
 		for _, r := range readers {
@@ -191,7 +191,7 @@ func replaySegments(shard string, segs []segmentFile, next uint64, adopt func(se
 		}
 	}()
 	for i, sf := range segs {
-		r, err := openSegment(sf.path)
+		r, err := openSegment(fsys, sf.path)
 		if err != nil {
 			return next, err
 		}

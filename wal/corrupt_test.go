@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/lance-context/lance-context/objstore"
+	"github.com/lance-context/lance-context/vfs"
 )
 
 // liveFrame is a frame replay adopts.
@@ -34,12 +35,12 @@ func liveFrames(t *testing.T, dir string) []liveFrame {
 
 func liveFramesFrom(t *testing.T, dir string, next uint64) []liveFrame {
 	t.Helper()
-	segs, err := listSegments(dir, 0)
+	segs, err := listSegments(vfs.Default, dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []liveFrame
-	if _, err := replaySegments("s1", segs, next, func(seg string, off int64, pos uint64, payload []byte) error {
+	if _, err := replaySegments(vfs.Default, "s1", segs, next, func(seg string, off int64, pos uint64, payload []byte) error {
 		out = append(out, liveFrame{seg: seg, off: off, pos: pos, size: frameHeaderSize + int64(len(payload))})
 		return nil
 	}); err != nil {

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path"
 	"path/filepath"
 
 	"github.com/lance-context/lance-context/objstore"
+	"github.com/lance-context/lance-context/vfs"
 )
 
 // RepairReport is what Repair found in a shard's log and what it did (or,
@@ -45,6 +45,15 @@ type LostEntry struct {
 // Run it while no process writes the shard (a claim refuses a corrupt
 // log, so a worker serving the store writes nothing to it meanwhile).
 func Repair(ctx context.Context, store objstore.Store, shard string, dryRun bool) (*RepairReport, error) {
+	var segDir string
+	if lp, ok := store.(localPather); ok {
+		segDir, _ = lp.LocalPath(segmentDir(shard))
+	}
+	return repair(ctx, store, vfs.Default, segDir, shard, dryRun)
+}
+
+// repair is Repair of a segment log in segDir (none: "") on fsys.
+func repair(ctx context.Context, store objstore.Store, fsys vfs.FS, segDir, shard string, dryRun bool) (*RepairReport, error) {
 	m, err := loadListedManifest(ctx, store, shard)
 	if err != nil {
 		return nil, err
@@ -58,19 +67,15 @@ func Repair(ctx context.Context, store objstore.Store, shard string, dryRun bool
 		return err
 	}
 	next, err := replayObjects(ctx, store, shard, m.ReplayAfter+1, check)
-	var segDir string
-	if lp, ok := store.(localPather); ok {
-		segDir, _ = lp.LocalPath(segmentDir(shard))
-	}
 	var segs []segmentFile
 	if segDir != "" {
 		var lerr error
-		if segs, lerr = listSegments(segDir, m.LogEpoch); lerr != nil {
+		if segs, lerr = listSegments(fsys, segDir, m.LogEpoch); lerr != nil {
 			return nil, lerr
 		}
 	}
 	if err == nil && segDir != "" {
-		_, err = replaySegments(shard, segs, next, func(seg string, off int64, pos uint64, payload []byte) error {
+		_, err = replaySegments(fsys, shard, segs, next, func(seg string, off int64, pos uint64, payload []byte) error {
 			return placeCorruption(check(pos, payload), seg, off)
 		})
 	}
@@ -113,7 +118,7 @@ func Repair(ctx context.Context, store objstore.Store, shard string, dryRun bool
 		if i < damaged {
 			continue
 		}
-		r, err := openSegment(sf.path)
+		r, err := openSegment(fsys, sf.path)
 		if err != nil {
 			return nil, err
 		}
@@ -149,7 +154,7 @@ func Repair(ctx context.Context, store objstore.Store, shard string, dryRun bool
 		if cut >= 0 {
 			target, size := sf.path, cut
 			rep.Actions = append(rep.Actions, fmt.Sprintf("truncate segment %s to %d bytes", filepath.Base(target), size))
-			apply = append(apply, func() error { return truncateSync(target, size) })
+			apply = append(apply, func() error { return truncateSync(fsys, target, size) })
 		}
 	}
 	if dryRun {
@@ -179,8 +184,8 @@ func entryRows(e *entry) int64 {
 }
 
 // truncateSync cuts the file at p to size and flushes it.
-func truncateSync(p string, size int64) error {
-	f, err := os.OpenFile(p, os.O_RDWR, 0)
+func truncateSync(fsys vfs.FS, p string, size int64) error {
+	f, err := fsys.OpenReadWrite(p)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lance-context/lance-context/objstore"
+	"github.com/lance-context/lance-context/vfs"
 )
 
 // localOpts returns writer options on a local store in a temp dir with
@@ -322,18 +323,19 @@ func TestNextSegmentWaitsForASpare(t *testing.T) {
 // zeroFill, the fallback where fallocate is unsupported, writes zeros up
 // to the size and gives up for a spare when asked.
 func TestZeroFill(t *testing.T) {
-	f, err := os.Create(filepath.Join(t.TempDir(), "seg"))
+	name := filepath.Join(t.TempDir(), "seg")
+	f, err := vfs.Default.Create(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := f.Write([]byte("old")); err != nil {
+	if _, err := f.WriteAt([]byte("old"), 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := zeroFill(f, 3, 3<<20+5, nil, func() bool { return false }); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(f.Name())
+	b, err := os.ReadFile(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +351,7 @@ func TestZeroFill(t *testing.T) {
 // segment at path, and the offset after the last.
 func frameOffsets(t *testing.T, path string) []int64 {
 	t.Helper()
-	r, err := openSegment(path)
+	r, err := openSegment(vfs.Default, path)
 	if err != nil || r == nil {
 		t.Fatalf("open segment %s: %v", path, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/lance-context/lance-context/objstore"
+	"github.com/lance-context/lance-context/vfs"
 )
 
 // Options configures a shard writer.
@@ -48,7 +50,14 @@ type Options struct {
 	// ObjectLog writes one object per entry even on a local filesystem
 	// (the log of object stores), instead of segment files.
 	ObjectLog bool
-	Logger    *slog.Logger
+	// LogFS and LogDir place the segment log on another file system (a
+	// crash-simulating one in tests): its directory is
+	// LogDir/_lc_wal/{shard}/log on LogFS. Default: the store's directory
+	// through the operating system when the store is objstore.Local, else
+	// no segment log (entries are objects).
+	LogFS  vfs.FS
+	LogDir string
+	Logger *slog.Logger
 	// Metrics are the instruments to count in (shared by the writers of
 	// a process); nil: unregistered ones.
 	Metrics *Metrics
@@ -121,6 +130,7 @@ type Writer struct {
 	// entries are objects). objectsUpTo is the last position held in an
 	// object entry (entries of an earlier object-log writer replayed).
 	segDir      string
+	logFS       vfs.FS
 	seg         *segmentLog
 	objectsUpTo uint64
 	// sealing is the seal running in the background, if any: its
@@ -227,9 +237,7 @@ func Claim(ctx context.Context, opts Options) (*Writer, error) {
 		}
 	}()
 	w.publish()
-	if lp, ok := opts.Store.(localPather); ok {
-		w.segDir, _ = lp.LocalPath(segmentDir(opts.Shard))
-	}
+	w.segDir, w.logFS = logPlace(&opts)
 	if err := w.replay(ctx); err != nil {
 		w.mem.release()
 		return nil, err
@@ -245,7 +253,7 @@ func Claim(ctx context.Context, opts Options) (*Writer, error) {
 			return nil, err
 		}
 		if !opts.ObjectLog {
-			w.seg = newSegmentLog(w.segDir, w.epoch, opts.SegmentBytes)
+			w.seg = newSegmentLog(w.logFS, w.segDir, w.epoch, opts.SegmentBytes)
 			if err := w.seg.start(); err != nil {
 				return nil, err
 			}
@@ -297,6 +305,19 @@ type localPather interface {
 	LocalPath(key string) (string, bool)
 }
 
+// logPlace returns where the shard's segment log lives: its directory
+// ("" for none) and file system.
+func logPlace(o *Options) (string, vfs.FS) {
+	if o.LogFS != nil {
+		return filepath.Join(o.LogDir, filepath.FromSlash(segmentDir(o.Shard))), o.LogFS
+	}
+	if lp, ok := o.Store.(localPather); ok {
+		dir, _ := lp.LocalPath(segmentDir(o.Shard))
+		return dir, vfs.Default
+	}
+	return "", nil
+}
+
 // replay reads entries after the replay position into the memtable,
 // sealing whenever it fills: object entries first, then, on a local
 // filesystem, the frames of the segments of epochs from the manifest's
@@ -314,11 +335,11 @@ func (w *Writer) replay(ctx context.Context) error {
 	if w.segDir == "" {
 		return nil
 	}
-	segs, err := listSegments(w.segDir, w.man.LogEpoch)
+	segs, err := listSegments(w.logFS, w.segDir, w.man.LogEpoch)
 	if err != nil {
 		return err
 	}
-	_, err = replaySegments(shard, segs, w.nextPos, func(seg string, off int64, pos uint64, payload []byte) error {
+	_, err = replaySegments(w.logFS, shard, segs, w.nextPos, func(seg string, off int64, pos uint64, payload []byte) error {
 		return placeCorruption(w.adoptReplayed(ctx, payload), seg, off)
 	})
 	if err != nil {
@@ -1076,7 +1097,7 @@ func sweepGenerations(ctx context.Context, store objstore.Store, shard string, u
 // and the segment files of earlier epochs (dead once the claim committed
 // LogEpoch).
 func (w *Writer) sweepLog(replayAfter, version uint64) {
-	store, shard, segDir, epoch, hinted := w.opts.Store, w.opts.Shard, w.segDir, w.epoch, w.hinted.Load()
+	store, shard, segDir, logFS, epoch, hinted := w.opts.Store, w.opts.Shard, w.segDir, w.logFS, w.epoch, w.hinted.Load()
 	w.inBackground(func(ctx context.Context) {
 		if objs, err := store.List(ctx, shardDir(shard)+"wal/"); err == nil {
 			for _, o := range objs {
@@ -1094,7 +1115,7 @@ func (w *Writer) sweepLog(replayAfter, version uint64) {
 			}
 		}
 		if segDir != "" {
-			sweepSegments(segDir, epoch)
+			sweepSegments(logFS, segDir, epoch)
 		}
 	})
 }
