@@ -79,6 +79,7 @@ func parseSegmentName(name string) (epoch, seq uint64, ok bool) {
 type segmentLog struct {
 	fs    vfs.FS
 	dir   string
+	shard string
 	epoch uint64
 	size  int64
 
@@ -108,22 +109,38 @@ type prepared struct {
 	err error
 }
 
-func newSegmentLog(fsys vfs.FS, dir string, epoch uint64, size int64) *segmentLog {
+func newSegmentLog(fsys vfs.FS, dir, shard string, epoch uint64, size int64) *segmentLog {
 	if size <= 0 {
 		size = defaultSegmentBytes
 	}
-	return &segmentLog{fs: fsys, dir: dir, epoch: epoch, size: size, next: make(chan prepared, 1), quit: make(chan struct{}), wake: make(chan struct{}, 1)}
+	return &segmentLog{fs: fsys, dir: dir, shard: shard, epoch: epoch, size: size, next: make(chan prepared, 1), quit: make(chan struct{}), wake: make(chan struct{}, 1)}
 }
 
 // start prepares the first segment in the background.
 func (l *segmentLog) start() error {
-	if err := l.fs.MkdirAll(l.dir); err != nil {
-		return fmt.Errorf("wal: segment directory: %w", err)
-	}
-	if err := l.fs.SyncDir(filepath.Dir(l.dir)); err != nil {
+	// The log's directories are the root's: _lc_wal/{shard}/log.
+	root := strings.TrimSuffix(l.dir, filepath.FromSlash(segmentDir(l.shard)))
+	if err := mkdirAllDurable(l.fs, root, l.dir); err != nil {
 		return fmt.Errorf("wal: segment directory: %w", err)
 	}
 	go l.prepareAsync(1)
+	return nil
+}
+
+// mkdirAllDurable makes dir and its missing parents below root, and
+// flushes every directory from root down to dir's parent, whether it made
+// the entry or not: a segment whose name is durable is of no use in a
+// directory whose own entry is not, and an earlier attempt may have made
+// the directories and failed before flushing them.
+func mkdirAllDurable(fsys vfs.FS, root, dir string) error {
+	if err := fsys.MkdirAll(dir); err != nil {
+		return err
+	}
+	for d := filepath.Clean(dir); d != filepath.Clean(root) && filepath.Dir(d) != d; d = filepath.Dir(d) {
+		if err := fsys.SyncDir(filepath.Dir(d)); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

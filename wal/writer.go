@@ -253,7 +253,7 @@ func Claim(ctx context.Context, opts Options) (*Writer, error) {
 			return nil, err
 		}
 		if !opts.ObjectLog {
-			w.seg = newSegmentLog(w.logFS, w.segDir, w.epoch, opts.SegmentBytes)
+			w.seg = newSegmentLog(w.logFS, w.segDir, opts.Shard, w.epoch, opts.SegmentBytes)
 			if err := w.seg.start(); err != nil {
 				return nil, err
 			}
