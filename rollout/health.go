@@ -178,3 +178,6 @@ func (c *Catalog) DamageOf(name string) *Damage {
 	}
 	return s.Damage()
 }
+
+// logDir is where Options.LogFS holds the store's segment logs.
+func (s *Store) logDir() string { return "/" + s.name + storeSuffix }

@@ -15,6 +15,7 @@ import (
 	"github.com/lance-context/lance-context/lance/schema"
 	"github.com/lance-context/lance-context/lance/table"
 	"github.com/lance-context/lance-context/objstore"
+	"github.com/lance-context/lance-context/vfs"
 	"github.com/lance-context/lance-context/wal"
 )
 
@@ -58,6 +59,10 @@ type Options struct {
 	// Registerer, when set, registers the storage metrics (see
 	// Catalog.RegisterMetrics).
 	Registerer prometheus.Registerer
+	// LogFS, when set, holds the stores' WAL segment logs, each under
+	// /{store}.rollout.lance (a crash-simulating file system in tests);
+	// default: beside the data on a local data directory.
+	LogFS vfs.FS
 
 	metrics *metrics // made by setDefaults, shared by a catalog's stores
 }
@@ -205,6 +210,7 @@ func (s *Store) walWriter(ctx context.Context) (*wal.Writer, error) {
 		Store: s.root, Shard: s.shard, Schema: Schema, KeyColumn: ColID, Conform: conform,
 		MaxMemtableRows: s.opts.MaxMemtableRows, MaxMemtableBytes: s.opts.MaxMemtableBytes,
 		Logger: s.opts.Logger.With("store", s.name), Metrics: s.opts.metrics.wal,
+		LogFS: s.opts.LogFS, LogDir: s.logDir(),
 	})
 	if err := s.noteClaim(err); err != nil {
 		return nil, err

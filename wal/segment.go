@@ -127,8 +127,8 @@ func (l *segmentLog) start() error {
 	return nil
 }
 
-// mkdirAllDurable makes dir and its missing parents below root, and
-// flushes every directory from root down to dir's parent, whether it made
+// mkdirAllDurable makes dir and its missing parents, and flushes every
+// directory from root's parent down to dir's parent, whether it made
 // the entry or not: a segment whose name is durable is of no use in a
 // directory whose own entry is not, and an earlier attempt may have made
 // the directories and failed before flushing them.
@@ -136,9 +136,12 @@ func mkdirAllDurable(fsys vfs.FS, root, dir string) error {
 	if err := fsys.MkdirAll(dir); err != nil {
 		return err
 	}
-	for d := filepath.Clean(dir); d != filepath.Clean(root) && filepath.Dir(d) != d; d = filepath.Dir(d) {
+	for d := filepath.Clean(dir); filepath.Dir(d) != d; d = filepath.Dir(d) {
 		if err := fsys.SyncDir(filepath.Dir(d)); err != nil {
 			return err
+		}
+		if d == filepath.Clean(root) {
+			break
 		}
 	}
 	return nil
