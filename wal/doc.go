@@ -211,4 +211,14 @@
 // claim or after such a failure sweeps gen/ and deletes every file numbered
 // at or below the watermark it drops to that the manifest does not list
 // (each such generation is either in the base table or was never visible).
+//
+// # Code
+//
+// writer.go: options, the Writer and its methods; claim.go: claiming a
+// shard and replay; loop.go: the writer goroutine and group commit; put.go:
+// putting entries, adopting others' and the fence check; seal.go: the seal
+// pipeline and the memtable; hints.go: manifest hints; gc.go: collection;
+// drop.go: dropping merged generations; segment.go: the segment log (its
+// files through package vfs); corrupt.go: reading logs so that damage is
+// reported, not skipped; repair.go: Repair; metrics.go: the instruments.
 package wal
