@@ -44,6 +44,7 @@ func Claim(ctx context.Context, opts Options) (*Writer, error) {
 		ops: make(chan *op, 1024), stop: make(chan struct{}), done: make(chan struct{}),
 		sealDone: make(chan sealResult, 1), hintKick: make(chan struct{}, 1),
 	}
+	w.log = objectLog{w} // until a segment log starts
 	if writeHint(ctx, opts.Store, opts.Shard, nm.Version) == nil {
 		w.hinted.Store(nm.Version)
 	}
@@ -73,6 +74,8 @@ func Claim(ctx context.Context, opts Options) (*Writer, error) {
 		}
 		if !opts.ObjectLog {
 			w.seg = newSegmentLog(w.logFS, w.segDir, opts.Shard, w.epoch, opts.SegmentBytes)
+			w.seg.metrics = opts.Metrics
+			w.log = w.seg
 			if err := w.seg.start(); err != nil {
 				return nil, err
 			}

@@ -216,7 +216,8 @@
 //
 // writer.go: options, the Writer and its methods; claim.go: claiming a
 // shard and replay; loop.go: the writer goroutine and group commit; put.go:
-// putting entries, adopting others' and the fence check; seal.go: the seal
+// putting entries, adopting others' and the fence check; entrylog.go: the
+// entryLog interface of the object log and the segment log; seal.go: the seal
 // pipeline and the memtable; hints.go: manifest hints; gc.go: collection;
 // drop.go: dropping merged generations; segment.go: the segment log (its
 // files through package vfs); corrupt.go: reading logs so that damage is

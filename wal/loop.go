@@ -48,9 +48,7 @@ func (w *Writer) loop() {
 		<-hintStopped
 	}()
 	defer w.mem.release()
-	if w.seg != nil {
-		defer w.seg.close()
-	}
+	defer w.log.close()
 	defer w.abandonSeal()
 	ctx := context.Background()
 	var queue []*op

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -28,19 +27,11 @@ func (w *Writer) writeEntry(ctx context.Context, f *entryFormat, recs []arrow.Re
 	for _, m := range msgs {
 		size += len(m)
 	}
-	start := time.Now()
-	if w.seg != nil {
-		frame := f.header.assemble(msgs, w.nextPos, frameHeaderSize)
-		if err := w.seg.append(w.nextPos, frame); err != nil {
+	if err := w.log.put(ctx, w.nextPos, f, msgs); err != nil {
+		if errors.Is(err, ErrLogFailed) {
 			return w.halt(err)
 		}
-		w.opts.Metrics.SyncSeconds.Observe(since(start))
-	} else {
-		err := w.putEntry(ctx, f.header, msgs)
-		w.opts.Metrics.PutSeconds.Observe(since(start))
-		if err != nil {
-			return err
-		}
+		return err
 	}
 	// The entry is durable. Count it in the memtable whatever happens next:
 	// it is in the log and will be sealed by us or replayed by a successor.

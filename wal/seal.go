@@ -176,8 +176,8 @@ func (w *Writer) commitSeal(ctx context.Context, gen Generation, lastPos uint64)
 	w.publish()
 	w.stats.Seals.Add(1)
 	to := nm.ReplayAfter
+	w.log.sealed(nm.ReplayAfter)
 	if w.seg != nil {
-		w.seg.collect(nm.ReplayAfter)
 		to = min(to, w.objectsUpTo)
 	}
 	w.collect(prevReplay+1, to, nm.Version, nil, 0, nil)

@@ -77,11 +77,12 @@ func parseSegmentName(name string) (epoch, seq uint64, ok bool) {
 // to preallocated segment files of the writer's epoch, each made durable by
 // one data flush. See doc.go ("Segment log").
 type segmentLog struct {
-	fs    vfs.FS
-	dir   string
-	shard string
-	epoch uint64
-	size  int64
+	metrics *Metrics // nil: none
+	fs      vfs.FS
+	dir     string
+	shard   string
+	epoch   uint64
+	size    int64
 
 	// owned by the writer's loop
 	seq    uint64   // of cur

@@ -126,7 +126,8 @@ type Writer struct {
 	// object entry (entries of an earlier object-log writer replayed).
 	segDir      string
 	logFS       vfs.FS
-	seg         *segmentLog
+	log         entryLog    // where entries go: seg, or objects
+	seg         *segmentLog // the segment log, if entries go there
 	objectsUpTo uint64
 	// sealing is the seal running in the background, if any: its
 	// generation file is being written off the loop, which then commits it
