@@ -191,13 +191,20 @@ func TestPowerCuts(t *testing.T) {
 	}
 }
 
-// TestLogFaults: seeded faults in the segment log's file operations and,
-// with the same seeds, in the object log's store operations (errors and
-// lost acknowledgements); each failure replaces the writer. At the end
-// the power is cut and every acknowledged record must be read back
-// exactly once.
+// TestLogFaults: seeded faults in the segment log's file operations (on
+// the crash-simulating file system and on local disk) and, with the same
+// seeds, in the object log's store operations (errors and lost
+// acknowledgements); each failure replaces the writer. At the end the
+// power is cut (where it can be) and every acknowledged record must be
+// read back exactly once.
 func TestLogFaults(t *testing.T) {
 	runs := max(runsFromEnv(t, 300)/10, 1)
+	diskFaults := 0
+	defer func() {
+		if !t.Failed() && diskFaults == 0 {
+			t.Error("no fault was injected on local disk")
+		}
+	}()
 	for seed := uint64(1); seed <= uint64(runs); seed++ {
 		t.Run(fmt.Sprintf("segments/seed=%d", seed), func(t *testing.T) {
 			fsys := vfs.NewMem()
@@ -207,6 +214,20 @@ func TestLogFaults(t *testing.T) {
 			wl.run(t)
 			fsys.Cut()
 			fsys.Restart()
+			checkRecovered(t, o, wl.acked)
+		})
+		t.Run(fmt.Sprintf("disk/seed=%d", seed), func(t *testing.T) {
+			dir := t.TempDir()
+			faulty := vfs.NewFaulty(vfs.Default, seed, 0.01)
+			o := opts(objstore.NewMemory())
+			o.LogFS, o.LogDir = faulty, dir
+			o.SegmentBytes = 4 << 10
+			o.MaxMemtableRows = 11
+			o.GroupWindow = -1
+			wl := &cutWorkload{opts: o, perAppender: 20, stop: func() bool { return false }}
+			wl.run(t)
+			diskFaults += faulty.Injected()
+			o.LogFS = vfs.Default
 			checkRecovered(t, o, wl.acked)
 		})
 		t.Run(fmt.Sprintf("objects/seed=%d", seed), func(t *testing.T) {
