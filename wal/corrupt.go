@@ -135,6 +135,15 @@ func (r *segReader) find(from int64, lo, hi uint64) (off int64, pos uint64, payl
 		}
 		b := buf[:n]
 		for i := 0; i+frameHeaderSize <= len(b) && i < chunk; i++ {
+			// A header's position is not zero, so no frame starts more
+			// than 7 bytes before the next nonzero byte: skip zeros of
+			// preallocation a word at a time.
+			if b[i] == 0 {
+				if nz := nextNonZero(b, i); nz-7 > i {
+					i = nz - 8 // the loop's i++ makes it nz-7
+					continue
+				}
+			}
 			p := binary.LittleEndian.Uint64(b[i:])
 			if p < lo || p >= hi {
 				continue
@@ -154,6 +163,19 @@ func (r *segReader) find(from int64, lo, hi uint64) (off int64, pos uint64, payl
 		}
 	}
 	return 0, 0, nil, false, nil
+}
+
+// nextNonZero returns the index of the first nonzero byte of b at or
+// after i (len(b) if none).
+func nextNonZero(b []byte, i int) int {
+	for ; i+8 <= len(b); i += 8 {
+		if binary.LittleEndian.Uint64(b[i:]) != 0 {
+			break
+		}
+	}
+	for ; i < len(b) && b[i] == 0; i++ {
+	}
+	return i
 }
 
 // positionBound is a position no frame of segs can reach when the log

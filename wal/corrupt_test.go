@@ -3,8 +3,10 @@ package wal
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -392,5 +394,42 @@ func TestCutEntryIsCorruption(t *testing.T) {
 	cut := whole[:len(whole)-len(endOfStream)-len(msg)]
 	if _, err := checkEntry("s1", 1, cut); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("entry cut after its first batch: %v, want corruption", err)
+	}
+}
+
+// TestFindAfterZeros: the search for a frame after damage skips zeros a
+// word at a time; a frame at any offset after any run of zeros (or at a
+// chunk boundary) is still found, and a frame below the wanted positions
+// is not.
+func TestFindAfterZeros(t *testing.T) {
+	frame := func(pos uint64, payload string) []byte {
+		b := make([]byte, frameHeaderSize+len(payload))
+		copy(b[frameHeaderSize:], payload)
+		binary.LittleEndian.PutUint64(b[0:8], pos)
+		binary.LittleEndian.PutUint32(b[8:12], uint32(len(payload)))
+		crc := crc32.Update(crc32.Checksum(b[0:12], castagnoli), castagnoli, b[frameHeaderSize:])
+		binary.LittleEndian.PutUint32(b[12:16], crc)
+		return b
+	}
+	dir := t.TempDir()
+	for _, at := range []int64{0, 1, 7, 8, 9, 15, 16, 17, 1000, 1<<20 - 5, 1 << 20, 1<<20 + 3} {
+		p := filepath.Join(dir, fmt.Sprintf("z%d.seg", at))
+		data := make([]byte, at)
+		data = append(data, frame(3, "stale")...) // below lo: skipped
+		want := int64(len(data))
+		data = append(data, frame(9, "live")...)
+		data = append(data, make([]byte, 100)...)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r, err := openSegment(vfs.Default, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		off, pos, payload, found, err := r.find(0, 5, 100)
+		r.close()
+		if err != nil || !found || off != want || pos != 9 || string(payload) != "live" {
+			t.Fatalf("frame after %d zeros: found=%v at %d pos %d %q (%v), want at %d", at, found, off, pos, payload, err, want)
+		}
 	}
 }

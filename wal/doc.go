@@ -118,7 +118,8 @@
 // cut remains of the file's earlier frames) the rest of the file is
 // searched byte by byte for a valid frame at the expected position or
 // beyond; without one the log goes on at the start of the next file or
-// ends there. Positions stay dense across files because a writer writes
+// ends there. (So a claim reads each segment to its end: about 0.1 s per
+// 64 MiB of preallocated zeros, skipped a word at a time.) Positions stay dense across files because a writer writes
 // one frame at a time and starts the next only after the last is durable.
 //
 // # Corruption
