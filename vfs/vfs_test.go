@@ -150,3 +150,39 @@ func TestMemFSFaultsAreSeeded(t *testing.T) {
 		t.Fatalf("faults %v and %v", a, b)
 	}
 }
+
+// TestFaultyIsSeeded: Faulty over the operating system's file system
+// fails the same operations for the same seed, does not do a failed
+// write, and passes reads through.
+func TestFaultyIsSeeded(t *testing.T) {
+	run := func() ([]bool, string) {
+		dir := t.TempDir()
+		f := NewFaulty(Default, 11, 0.3)
+		var out []bool
+		var fl File
+		for fl == nil {
+			var err error
+			fl, err = f.Create(filepath.Join(dir, "x"))
+			out = append(out, err != nil)
+		}
+		defer fl.Close()
+		for i := range 40 {
+			_, err := fl.WriteAt([]byte{byte('a' + i%26)}, int64(i))
+			if err != nil {
+				fl.WriteAt([]byte{'-'}, int64(i)) // may fail too: then a zero
+			}
+			out = append(out, err != nil)
+		}
+		return out, read(t, f, filepath.Join(dir, "x"))
+	}
+	a, ca := run()
+	b, cb := run()
+	if !slices.Equal(a, b) || ca != cb || !slices.Contains(a, true) || !slices.Contains(a, false) {
+		t.Fatalf("runs differ or are all alike: %v %q / %v %q", a, ca, b, cb)
+	}
+	for i, failed := range a[len(a)-40:] {
+		if failed && ca[i] == byte('a'+i%26) {
+			t.Fatalf("byte %d written although its write failed: %q", i, ca)
+		}
+	}
+}
