@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/lance-context/lance-context/objstore"
@@ -29,9 +30,12 @@ func powerCutRuns(t *testing.T, def int) int {
 	return def
 }
 
-// storeWorkload appends from three goroutines while a fourth flushes and
-// merges, until each appender tried n appends or the power is cut (then
+// storeWorkload appends from three goroutines while a fourth flushes,
+// merges and compacts, until each appender tried n appends or the power is cut (then
 // the process is dead: it stops). It returns the ids acknowledged.
+// compactions counts the compactions that succeeded (all runs).
+var compactions atomic.Int64
+
 func storeWorkload(t *testing.T, s *Store, fsys *vfs.MemFS, n int) []string {
 	t.Helper()
 	ctx := context.Background()
@@ -66,9 +70,14 @@ func storeWorkload(t *testing.T, s *Store, fsys *vfs.MemFS, n int) []string {
 			if fsys.IsCut() {
 				return
 			}
-			if i%3 == 2 {
+			switch {
+			case i%7 == 6:
+				if _, err := s.Compact(ctx); err == nil {
+					compactions.Add(1)
+				}
+			case i%3 == 2:
 				_, _ = s.Merge(ctx)
-			} else {
+			default:
 				_ = s.Flush(ctx)
 			}
 		}
@@ -116,7 +125,8 @@ func checkStoreRecovered(t *testing.T, root objstore.Store, fsys vfs.FS, acked [
 	return merged
 }
 
-// TestStorePowerCuts: appends, flushes and merges of a store under load
+// TestStorePowerCuts: appends, flushes, merges and compactions of a store
+// under load
 // with its WAL segment log on a crash-simulating file system, the power
 // cut at a seeded operation, many times; after each cut a new process
 // (same shard) reads every acknowledged record back exactly once. The
@@ -147,8 +157,8 @@ func TestStorePowerCuts(t *testing.T) {
 		t.Fatalf("uncut run: %d operations, %d ids acknowledged", total, len(acked))
 	}
 	fsys.Restart()
-	if merged := checkStoreRecovered(t, root, fsys, acked); merged == 0 {
-		t.Fatal("uncut run: nothing merged into the base table; the workload does not merge")
+	if merged := checkStoreRecovered(t, root, fsys, acked); merged == 0 || compactions.Load() == 0 {
+		t.Fatalf("uncut run: %d ids merged into the base table, %d compactions: the workload does not merge and compact", merged, compactions.Load())
 	}
 
 	for seed := uint64(1); seed <= uint64(powerCutRuns(t, 150)); seed++ {
