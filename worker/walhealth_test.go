@@ -114,11 +114,14 @@ func TestDamagedStoreRefusesWritesAndShowsInHealth(t *testing.T) {
 	}
 
 	second := testServer(t, root, "w")
-	for range 2 { // the claim finds the damage; then the known damage refuses
+	for i := range 2 { // the claim finds the damage; then the known damage refuses
 		resp, body := post(t, second.URL+"/api/v1/rollouts/hurt/records", `{"records":[{"id":"new","rollout_id":"r"}]}`)
 		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" ||
 			!strings.Contains(body, "position 2") || !strings.Contains(body, "wal repair") {
 			t.Fatalf("append to the damaged store: %d %s", resp.StatusCode, body)
+		}
+		if i == 1 && (!strings.Contains(body, `"wal_corrupt"`) || resp.Header.Get("Retry-After") != "30") {
+			t.Fatalf("append to a store known to be damaged: %d %s (Retry-After %s), want wal_corrupt", resp.StatusCode, body, resp.Header.Get("Retry-After"))
 		}
 	}
 	if resp, body := post(t, second.URL+"/api/v1/rollouts/fine/records", `{"records":[{"id":"ok","rollout_id":"r"}]}`); resp.StatusCode != http.StatusCreated {
