@@ -126,7 +126,17 @@ func StoreRoot(root objstore.Store, name string) objstore.Store {
 type metrics struct {
 	wal     *wal.Metrics
 	damaged *prometheus.GaugeVec
+	// stores lists the catalog's open stores for the per-store gauges,
+	// read at collection (set by NewCatalog).
+	stores func() []*Store
 }
+
+var (
+	pendingDesc = prometheus.NewDesc(wal.Namespace+"_store_pending_generations",
+		"Sealed generations of this process's shard of the store not yet merged (-1: shard not claimed).", []string{"store"}, nil)
+	unsealedDesc = prometheus.NewDesc(wal.Namespace+"_store_unsealed_rows",
+		"Rows this process acknowledged to the store and not yet sealed.", []string{"store"}, nil)
+)
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
@@ -152,17 +162,27 @@ func (m *metrics) register(reg prometheus.Registerer) error {
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.wal.Describe(ch)
 	m.damaged.Describe(ch)
+	ch <- pendingDesc
+	ch <- unsealedDesc
 }
 
 func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	m.wal.Collect(ch)
 	m.damaged.Collect(ch)
+	if m.stores == nil {
+		return
+	}
+	for _, s := range m.stores() {
+		ch <- prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, float64(s.PendingOwn()), s.name)
+		ch <- prometheus.MustNewConstMetric(unsealedDesc, prometheus.GaugeValue, float64(s.UnflushedRows()), s.name)
+	}
 }
 
 // RegisterMetrics registers the catalog's storage metrics (namespace
 // lance_context: WAL sync and put latency, entry sizes, seals by cause,
-// fenced and failed writers, replay corruption, pending generations,
-// damaged stores) with reg. Registering them twice is harmless.
+// fenced and failed writers, replay corruption, pending generations and
+// unsealed rows, per store too, damaged stores) with reg. Registering
+// them twice is harmless.
 func (c *Catalog) RegisterMetrics(reg prometheus.Registerer) error {
 	return c.opts.metrics.register(reg)
 }

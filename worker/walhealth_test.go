@@ -79,6 +79,8 @@ func TestStorageMetricsOfAKnownWorkload(t *testing.T) {
 		"lance_context_wal_unsealed_rows 0\n",
 		"lance_context_wal_writers_fenced_total 0\n",
 		"lance_context_wal_replay_corruptions_total 0\n",
+		`lance_context_store_pending_generations{store="known"} 1` + "\n",
+		`lance_context_store_unsealed_rows{store="known"} 0` + "\n",
 	} {
 		if !strings.Contains(m, want) {
 			t.Errorf("/metrics lacks %q", strings.TrimSpace(want))
