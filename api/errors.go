@@ -30,7 +30,7 @@ const (
 	CodeUnavailable          = "UNAVAILABLE"            // 503 with Retry-After: fenced or closing writer
 	CodeTimeout              = "TIMEOUT"                // 503 with Retry-After
 	CodeStorageUnavailable   = "STORAGE_UNAVAILABLE"    // 503 with Retry-After: the object store failed
-	CodeCorrupt              = "CORRUPT"                // 503: stored data is damaged; see the message
+	CodeWALCorrupt           = "WAL_CORRUPT"            // 503: the store's WAL is damaged; the message names where and the repair command
 	CodeQueryLimit           = "QUERY_LIMIT"            // 422: a SQL query hit a limit; the message names it and its value
 	CodeNotImplemented       = "NOT_IMPLEMENTED"        // 501: a binary built without SQL (cgo off)
 )

@@ -109,6 +109,23 @@ type Health struct {
 	InstanceID string `json:"instance_id,omitempty"`
 	ShardID    string `json:"shard_id,omitempty"`
 	Version    string `json:"version,omitempty"`
+	// DamagedStores lists the stores whose WAL is corrupt (they refuse
+	// writes until repaired with lance-context wal repair).
+	DamagedStores []StoreDamage `json:"damaged_stores,omitempty"`
+}
+
+// StoreDamage says where a store's shard WAL is corrupt: the store refuses
+// writes until Repair is run, and reads go on.
+type StoreDamage struct {
+	Store    string    `json:"store"`
+	Shard    string    `json:"shard"`
+	Segment  string    `json:"segment"`
+	Offset   int64     `json:"offset"`
+	Position uint64    `json:"position"`
+	Next     uint64    `json:"next_valid_position,omitempty"`
+	Reason   string    `json:"reason"`
+	Since    time.Time `json:"since"`
+	Repair   string    `json:"repair"`
 }
 
 // TaskResult is the result of a finished maintenance task, one shape for

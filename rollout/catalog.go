@@ -74,7 +74,9 @@ type Catalog struct {
 // NewCatalog returns the catalog of the stores under root.
 func NewCatalog(root objstore.Store, shard string, opts Options) *Catalog {
 	opts.setDefaults()
-	return &Catalog{root: root, shard: shard, opts: opts, stores: map[string]*Store{}}
+	c := &Catalog{root: root, shard: shard, opts: opts, stores: map[string]*Store{}}
+	c.opts.metrics.stores = c.Opened // the per-store gauges
+	return c
 }
 
 // Shard returns this process's shard id.

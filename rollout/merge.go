@@ -50,7 +50,8 @@ func (s *Store) MergeShard(ctx context.Context, shard string) (*MergeResult, err
 	}
 	w, err := wal.Claim(ctx, wal.Options{
 		Store: s.root, Shard: shard, Schema: Schema, KeyColumn: ColID, Conform: conform,
-		Logger: s.opts.Logger.With("store", s.name, "orphan_merge", true),
+		Logger: s.opts.Logger.With("store", s.name, "orphan_merge", true), Metrics: s.opts.metrics.wal,
+		LogFS: s.opts.LogFS, LogDir: s.logDir(),
 	})
 	if err != nil {
 		return nil, err

@@ -11,11 +11,13 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lance-context/lance-context/lance/index"
 	"github.com/lance-context/lance-context/lance/schema"
 	"github.com/lance-context/lance-context/lance/table"
 	"github.com/lance-context/lance-context/objstore"
+	"github.com/lance-context/lance-context/vfs"
 	"github.com/lance-context/lance-context/wal"
 )
 
@@ -36,6 +38,9 @@ var (
 	// ErrWriterClosed is returned for a shard writer that was closed or
 	// dropped after a failure; the next call claims the shard again.
 	ErrWriterClosed = wal.ErrClosed
+	// ErrCorrupt is returned when the shard's WAL is damaged mid-log (a
+	// *wal.CorruptionError says where); see Store.Damage.
+	ErrCorrupt = wal.ErrCorrupt
 	// ErrCompacting is returned while another compaction of the store runs
 	// in this process.
 	ErrCompacting = errors.New("rollout: a compaction of this store is already running")
@@ -75,6 +80,15 @@ type Options struct {
 	Indexes          *index.Finder
 	IndexMaxSegments int
 	IndexTempDir     string
+	// Registerer, when set, registers the storage metrics (see
+	// Catalog.RegisterMetrics).
+	Registerer prometheus.Registerer
+	// LogFS, when set, holds the stores' WAL segment logs, each under
+	// /{store}.rollout.lance (a crash-simulating file system in tests);
+	// default: beside the data on a local data directory.
+	LogFS vfs.FS
+
+	metrics *metrics // made by setDefaults, shared by a catalog's stores
 }
 
 func (o *Options) setDefaults() {
@@ -105,6 +119,9 @@ func (o *Options) setDefaults() {
 	if o.IndexMaxSegments <= 0 {
 		o.IndexMaxSegments = 16
 	}
+	if o.metrics == nil {
+		o.metrics = newMetrics(o.Registerer)
+	}
 }
 
 // Store is one rollout store: a Lance dataset (the base table) plus the WAL
@@ -128,6 +145,7 @@ type Store struct {
 	mu     sync.Mutex
 	writer *wal.Writer
 	closed bool
+	health storeHealth
 
 	// Small appends waiting to be built into one batch (see appendSmall).
 	amu      sync.Mutex
@@ -269,12 +287,16 @@ func (s *Store) walWriter(ctx context.Context) (*wal.Writer, error) {
 	if s.writer != nil {
 		return s.writer, nil
 	}
+	if err := s.refuseDamaged(); err != nil {
+		return nil, err
+	}
 	w, err := wal.Claim(ctx, wal.Options{
 		Store: s.root, Shard: s.shard, Schema: Schema, KeyColumn: ColID, Conform: conform,
 		MaxMemtableRows: s.opts.MaxMemtableRows, MaxMemtableBytes: s.opts.MaxMemtableBytes,
-		Logger: s.opts.Logger.With("store", s.name),
+		Logger: s.opts.Logger.With("store", s.name), Metrics: s.opts.metrics.wal,
+		LogFS: s.opts.LogFS, LogDir: s.logDir(),
 	})
-	if err != nil {
+	if err := s.noteClaim(err); err != nil {
 		return nil, err
 	}
 	s.writer = w

@@ -113,10 +113,43 @@
 // Replay reads, after any object entries, the segments of epochs >=
 // log_epoch in (epoch, seq) order, frame by frame: a frame at a position
 // below the next expected one is skipped (sealed, or from the file's earlier
-// life), the expected one is adopted, and anything else (a higher
-// position, a bad checksum, zeros of preallocation, a length past the end)
-// ends that file. Positions stay dense across files because a writer writes
+// life), the expected one is adopted. Where a file's frames stop (zeros of
+// preallocation, a torn write, a bad checksum, a length past the end, the
+// cut remains of the file's earlier frames) the rest of the file is
+// searched byte by byte for a valid frame at the expected position or
+// beyond; without one the log goes on at the start of the next file or
+// ends there. (So a claim reads each segment to its end: about 0.1 s per
+// 64 MiB of preallocated zeros, skipped a word at a time.) Positions stay dense across files because a writer writes
 // one frame at a time and starts the next only after the last is durable.
+//
+// # Corruption
+//
+// So the log can only be cut short, never holed: a crash loses at most
+// the frame being written (a torn tail, which replay truncates, as it
+// would a frame never written). A valid frame beyond the expected position
+// (in the same file after bad bytes, or in a later file) means the frames
+// in between were damaged or lost after they were durable, and possibly
+// acknowledged: replay does not skip them but fails with a
+// *CorruptionError (errors.Is ErrCorrupt) naming the segment, the offset
+// where the readable frames stop, the first unreadable position and the
+// next valid one. Before it says so it reads the damaged frame again, since
+// a deposed writer may have been writing it. Damage to the last frame is
+// indistinguishable from a torn tail and is truncated.
+//
+// In the object log puts are atomic, so there is no torn tail: an entry
+// that does not decode, lacks the IPC end-of-stream marker (an entry cut at
+// a message boundary still decodes), or names another shard or position is
+// a *CorruptionError wherever it is, and so are entries above an absent
+// position (a writer never leaves a gap).
+//
+// A claim of a corrupt log fails; nothing of the shard is served until
+// Repair (the command "lance-context wal repair") truncates the log at the
+// damage: the damaged segment is cut at the offset, every later segment at
+// its first frame at or beyond the damaged position, and object entries
+// from that position on are deleted. It reports every valid entry it drops
+// (position, rows, place): they are lost for good, so the report is what to
+// reconcile against the clients' records.
+//
 // If a write or flush fails the writer stops (ErrLogFailed): what reached
 // the disk is unknown, so it never writes that position again; a new claim
 // replays what is durable.
@@ -179,4 +212,15 @@
 // claim or after such a failure sweeps gen/ and deletes every file numbered
 // at or below the watermark it drops to that the manifest does not list
 // (each such generation is either in the base table or was never visible).
+//
+// # Code
+//
+// writer.go: options, the Writer and its methods; claim.go: claiming a
+// shard and replay; loop.go: the writer goroutine and group commit; put.go:
+// putting entries, adopting others' and the fence check; entrylog.go: the
+// entryLog interface of the object log and the segment log; seal.go: the seal
+// pipeline and the memtable; hints.go: manifest hints; gc.go: collection;
+// drop.go: dropping merged generations; segment.go: the segment log (its
+// files through package vfs); corrupt.go: reading logs so that damage is
+// reported, not skipped; repair.go: Repair; metrics.go: the instruments.
 package wal

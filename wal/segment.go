@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -17,7 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/lance-context/lance-context/objstore"
+	"github.com/lance-context/lance-context/vfs"
 )
 
 // ErrLogFailed means a write or flush of the writer's segment file failed.
@@ -79,9 +77,12 @@ func parseSegmentName(name string) (epoch, seq uint64, ok bool) {
 // to preallocated segment files of the writer's epoch, each made durable by
 // one data flush. See doc.go ("Segment log").
 type segmentLog struct {
-	dir   string
-	epoch uint64
-	size  int64
+	metrics *Metrics // nil: none
+	fs      vfs.FS
+	dir     string
+	shard   string
+	epoch   uint64
+	size    int64
 
 	// owned by the writer's loop
 	seq    uint64   // of cur
@@ -97,7 +98,7 @@ type segmentLog struct {
 }
 
 type segment struct {
-	f    *os.File
+	f    vfs.File
 	path string
 	off  int64  // where the next frame goes
 	cap  int64  // preallocated bytes
@@ -109,22 +110,41 @@ type prepared struct {
 	err error
 }
 
-func newSegmentLog(dir string, epoch uint64, size int64) *segmentLog {
+func newSegmentLog(fsys vfs.FS, dir, shard string, epoch uint64, size int64) *segmentLog {
 	if size <= 0 {
 		size = defaultSegmentBytes
 	}
-	return &segmentLog{dir: dir, epoch: epoch, size: size, next: make(chan prepared, 1), quit: make(chan struct{}), wake: make(chan struct{}, 1)}
+	return &segmentLog{fs: fsys, dir: dir, shard: shard, epoch: epoch, size: size, next: make(chan prepared, 1), quit: make(chan struct{}), wake: make(chan struct{}, 1)}
 }
 
 // start prepares the first segment in the background.
 func (l *segmentLog) start() error {
-	if err := os.MkdirAll(l.dir, 0o755); err != nil {
-		return fmt.Errorf("wal: segment directory: %w", err)
-	}
-	if err := objstore.SyncDir(filepath.Dir(l.dir)); err != nil {
+	// The log's directories are the root's: _lc_wal/{shard}/log.
+	root := strings.TrimSuffix(l.dir, filepath.FromSlash(segmentDir(l.shard)))
+	if err := mkdirAllDurable(l.fs, root, l.dir); err != nil {
 		return fmt.Errorf("wal: segment directory: %w", err)
 	}
 	go l.prepareAsync(1)
+	return nil
+}
+
+// mkdirAllDurable makes dir and its missing parents, and flushes every
+// directory from root's parent down to dir's parent, whether it made
+// the entry or not: a segment whose name is durable is of no use in a
+// directory whose own entry is not, and an earlier attempt may have made
+// the directories and failed before flushing them.
+func mkdirAllDurable(fsys vfs.FS, root, dir string) error {
+	if err := fsys.MkdirAll(dir); err != nil {
+		return err
+	}
+	for d := filepath.Clean(dir); filepath.Dir(d) != d; d = filepath.Dir(d) {
+		if err := fsys.SyncDir(filepath.Dir(d)); err != nil {
+			return err
+		}
+		if d == filepath.Clean(root) {
+			break
+		}
+	}
 	return nil
 }
 
@@ -176,49 +196,50 @@ func (l *segmentLog) prepareOnce(seq uint64) (*segment, error) {
 	if seq < 5 { // 1, 4, 16, 64 MiB
 		want = min(want, firstSegmentBytes<<(2*(seq-1)))
 	}
-	var f *os.File
+	var f vfs.File
 	if spare := l.takeSpare(); spare != "" {
-		if err := os.Rename(spare, path); err == nil {
-			if f, err = os.OpenFile(path, os.O_RDWR, 0); err != nil {
+		if err := l.fs.Rename(spare, path); err == nil {
+			if f, err = l.fs.OpenReadWrite(path); err != nil {
 				f = nil
-				os.Remove(path) // make way for a new file
+				l.fs.Remove(path) // make way for a new file
 			}
 		}
 	}
 	if f == nil {
 		var err error
-		if f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644); err != nil {
+		if f, err = l.fs.Create(path); err != nil {
 			return nil, fmt.Errorf("wal: create segment: %w", err)
 		}
 	}
-	fi, err := f.Stat()
-	if err == nil && fi.Size() < want {
+	size, err := f.Size()
+	if err == nil && size < want {
 		// A new file, or a reused one smaller than this segment should be:
 		// allocate the rest without writing it. The first flush into each
 		// new block then also commits the journal (extent conversion), a
 		// fraction of a millisecond; zero-filling instead wrote every new
 		// segment twice and its bursts lengthened the flushes of frames
 		// (single-record p99 18-33 ms against 14-16 ms allocated).
-		if err = allocate(f, fi.Size(), want); errors.Is(err, errors.ErrUnsupported) {
-			err = zeroFill(f, fi.Size(), want, l.quit, func() bool { return fi.Size() == 0 && l.hasSpare() })
+		from := size
+		if err = f.Allocate(from, want); errors.Is(err, errors.ErrUnsupported) {
+			err = zeroFill(f, from, want, l.quit, func() bool { return from == 0 && l.hasSpare() })
 		}
 		if err == nil {
 			err = f.Sync()
 		}
 		if err == nil {
-			fi, err = f.Stat()
+			size, err = f.Size()
 		}
 	}
 	if err == nil {
 		// The name must be durable before a frame in it is acknowledged.
-		err = objstore.SyncDir(l.dir)
+		err = l.fs.SyncDir(l.dir)
 	}
 	if err != nil {
 		f.Close()
-		os.Remove(path)
+		l.fs.Remove(path)
 		return nil, fmt.Errorf("wal: prepare segment: %w", err)
 	}
-	return &segment{f: f, path: path, cap: fi.Size()}, nil
+	return &segment{f: f, path: path, cap: size}, nil
 }
 
 func (l *segmentLog) hasSpare() bool {
@@ -259,7 +280,7 @@ func (l *segmentLog) append(pos uint64, frame []byte) error {
 	if _, err := l.cur.f.WriteAt(frame, l.cur.off); err != nil {
 		return fmt.Errorf("%w: %w", ErrLogFailed, err)
 	}
-	if err := datasync(l.cur.f); err != nil {
+	if err := l.cur.f.Datasync(); err != nil {
 		return fmt.Errorf("%w: %w", ErrLogFailed, err)
 	}
 	l.cur.off += int64(len(frame))
@@ -310,7 +331,7 @@ func (l *segmentLog) collect(upTo uint64) {
 		l.mu.Unlock()
 		if keep {
 			spare := strings.TrimSuffix(s.path, segmentSuffix) + spareSuffix
-			if os.Rename(s.path, spare) == nil {
+			if l.fs.Rename(s.path, spare) == nil {
 				l.mu.Lock()
 				l.spares = append(l.spares, spare)
 				l.mu.Unlock()
@@ -318,7 +339,7 @@ func (l *segmentLog) collect(upTo uint64) {
 				continue
 			}
 		}
-		os.Remove(s.path)
+		l.fs.Remove(s.path)
 	}
 }
 
@@ -344,8 +365,8 @@ type segmentFile struct {
 
 // listSegments returns the segments of dir with epoch >= fromEpoch, in log
 // order (epoch, then sequence number).
-func listSegments(dir string, fromEpoch uint64) ([]segmentFile, error) {
-	ents, err := os.ReadDir(dir)
+func listSegments(fsys vfs.FS, dir string, fromEpoch uint64) ([]segmentFile, error) {
+	ents, err := fsys.List(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -354,8 +375,8 @@ func listSegments(dir string, fromEpoch uint64) ([]segmentFile, error) {
 	}
 	var out []segmentFile
 	for _, e := range ents {
-		if epoch, seq, ok := parseSegmentName(e.Name()); ok && epoch >= fromEpoch {
-			out = append(out, segmentFile{epoch: epoch, seq: seq, path: filepath.Join(dir, e.Name())})
+		if epoch, seq, ok := parseSegmentName(e); ok && epoch >= fromEpoch {
+			out = append(out, segmentFile{epoch: epoch, seq: seq, path: filepath.Join(dir, e)})
 		}
 	}
 	slices.SortFunc(out, func(a, b segmentFile) int {
@@ -367,69 +388,21 @@ func listSegments(dir string, fromEpoch uint64) ([]segmentFile, error) {
 	return out, nil
 }
 
-// readFrames calls fn with the payload of each valid frame of the segment
-// at path, in order, while fn returns true. It stops at the first byte
-// range that is not a whole frame with a matching checksum: the end of
-// what was written (zeros of preallocation, a torn write, or frames of
-// the file's earlier life as another segment, which fn rejects by
-// position). A file that vanished (recycled by a deposed writer after its
-// frames were sealed) has nothing to replay.
-func readFrames(path string, fn func(pos uint64, payload []byte) (bool, error)) error {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("wal: read segment: %w", err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("wal: read segment: %w", err)
-	}
-	size := fi.Size()
-	var hdr [frameHeaderSize]byte
-	for off := int64(0); off+frameHeaderSize <= size; {
-		if _, err := f.ReadAt(hdr[:], off); err != nil {
-			return fmt.Errorf("wal: read segment %s: %w", filepath.Base(path), err)
-		}
-		pos := binary.LittleEndian.Uint64(hdr[0:8])
-		n := int64(binary.LittleEndian.Uint32(hdr[8:12]))
-		if pos == 0 || n == 0 || off+frameHeaderSize+n > size {
-			return nil
-		}
-		payload := make([]byte, n)
-		if _, err := f.ReadAt(payload, off+frameHeaderSize); err != nil && !errors.Is(err, io.EOF) {
-			return fmt.Errorf("wal: read segment %s: %w", filepath.Base(path), err)
-		}
-		crc := crc32.Update(crc32.Checksum(hdr[0:12], castagnoli), castagnoli, payload)
-		if crc != binary.LittleEndian.Uint32(hdr[12:16]) {
-			return nil
-		}
-		more, err := fn(pos, payload)
-		if err != nil || !more {
-			return err
-		}
-		off += frameHeaderSize + n
-	}
-	return nil
-}
-
 // sweepSegments deletes the segment files and spares in dir of epochs
 // below epoch. A deposed writer may still write into one; nothing it
 // writes there can be acknowledged (see doc.go).
-func sweepSegments(dir string, epoch uint64) {
-	ents, err := os.ReadDir(dir)
+func sweepSegments(fsys vfs.FS, dir string, epoch uint64) {
+	ents, err := fsys.List(dir)
 	if err != nil {
 		return
 	}
 	for _, e := range ents {
-		name := e.Name()
+		name := e
 		if base, ok := strings.CutSuffix(name, spareSuffix); ok {
 			name = base + segmentSuffix
 		}
 		if ep, _, ok := parseSegmentName(name); ok && ep < epoch {
-			os.Remove(filepath.Join(dir, e.Name()))
+			fsys.Remove(filepath.Join(dir, e))
 		}
 	}
 }
@@ -437,7 +410,7 @@ func sweepSegments(dir string, epoch uint64) {
 // zeroFill writes zeros to f from offset from up to size, flushing every
 // 8 MiB so that the flushes of frames never queue behind a whole segment
 // of them. It stops early with errSpareArrived when abandon says so.
-func zeroFill(f *os.File, from, size int64, quit <-chan struct{}, abandon func() bool) error {
+func zeroFill(f vfs.File, from, size int64, quit <-chan struct{}, abandon func() bool) error {
 	zero := make([]byte, 1<<20)
 	for off, i := from, 1; off < size; off, i = off+int64(len(zero)), i+1 {
 		select {
@@ -453,7 +426,7 @@ func zeroFill(f *os.File, from, size int64, quit <-chan struct{}, abandon func()
 			return err
 		}
 		if i%8 == 0 {
-			if err := datasync(f); err != nil {
+			if err := f.Datasync(); err != nil {
 				return err
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lance-context/lance-context/objstore"
+	"github.com/lance-context/lance-context/vfs"
 )
 
 // localOpts returns writer options on a local store in a temp dir with
@@ -118,16 +119,7 @@ func TestSegmentReplayStopsAtTornFrame(t *testing.T) {
 		t.Fatal("no segment file")
 	}
 	path := filepath.Join(dir, segs[0])
-	var offs []int64
-	if err := readFrames(path, func(pos uint64, payload []byte) (bool, error) {
-		if len(offs) == 0 {
-			offs = append(offs, 0)
-		}
-		offs = append(offs, offs[len(offs)-1]+frameHeaderSize+int64(len(payload)))
-		return true, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	offs := frameOffsets(t, path)
 	if len(offs) != 4 {
 		t.Fatalf("%d frame boundaries, want 4", len(offs))
 	}
@@ -331,18 +323,19 @@ func TestNextSegmentWaitsForASpare(t *testing.T) {
 // zeroFill, the fallback where fallocate is unsupported, writes zeros up
 // to the size and gives up for a spare when asked.
 func TestZeroFill(t *testing.T) {
-	f, err := os.Create(filepath.Join(t.TempDir(), "seg"))
+	name := filepath.Join(t.TempDir(), "seg")
+	f, err := vfs.Default.Create(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := f.Write([]byte("old")); err != nil {
+	if _, err := f.WriteAt([]byte("old"), 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := zeroFill(f, 3, 3<<20+5, nil, func() bool { return false }); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(f.Name())
+	b, err := os.ReadFile(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,5 +344,27 @@ func TestZeroFill(t *testing.T) {
 	}
 	if err := zeroFill(f, 0, 8<<20, nil, func() bool { return true }); !errors.Is(err, errSpareArrived) {
 		t.Fatalf("abandoned fill: %v", err)
+	}
+}
+
+// frameOffsets returns the offsets of the frames at the start of the
+// segment at path, and the offset after the last.
+func frameOffsets(t *testing.T, path string) []int64 {
+	t.Helper()
+	r, err := openSegment(vfs.Default, path)
+	if err != nil || r == nil {
+		t.Fatalf("open segment %s: %v", path, err)
+	}
+	defer r.close()
+	offs := []int64{0}
+	for {
+		_, payload, bad, err := r.frameAt(offs[len(offs)-1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bad != "" {
+			return offs
+		}
+		offs = append(offs, offs[len(offs)-1]+frameHeaderSize+int64(len(payload)))
 	}
 }

@@ -24,7 +24,6 @@ import (
 	fastjson "github.com/segmentio/encoding/json"
 
 	"github.com/lance-context/lance-context/api"
-	"github.com/lance-context/lance-context/buildinfo"
 	"github.com/lance-context/lance-context/httpapi"
 	"github.com/lance-context/lance-context/rollout"
 )
@@ -68,6 +67,7 @@ func NewServer(cfg Config, catalog *rollout.Catalog, reg *prometheus.Registry) *
 	s.merges = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rollout_merges_total", Help: "Merge passes, by trigger and result."}, []string{"trigger", "result"})
 	s.mergedRows = prometheus.NewCounter(prometheus.CounterOpts{Name: "rollout_merged_rows_total", Help: "Rows folded into base tables."})
 	reg.MustRegister(s.appends, s.appendRecs, s.appendsFlushed, s.seals, s.merges, s.mergedRows)
+	_ = catalog.RegisterMetrics(reg) // storage metrics: WAL, seals, damaged stores
 	return s
 }
 
@@ -85,14 +85,13 @@ func (s *Server) Handler() http.Handler {
 
 // Mount registers the worker API routes (under /api/v1) on r.
 func (s *Server) Mount(r chi.Router) {
-	r.Get("/api/v1/health", func(w http.ResponseWriter, _ *http.Request) {
-		httpapi.WriteJSON(w, http.StatusOK, api.Health{Status: "ok", Role: "worker", InstanceID: s.cfg.InstanceID, ShardID: s.catalog.Shard(), Version: buildinfo.Version()})
-	})
+	r.Get("/api/v1/health", s.health)
 	r.Get(httpapi.OpenAPIPath, httpapi.OpenAPI)
 	r.Route("/api/v1/rollouts", func(r chi.Router) {
 		r.Post("/", s.createStore)
 		r.Get("/", s.listStores)
 		r.Route("/{name}", func(r chi.Router) {
+			r.Use(s.refuseDamaged)
 			r.Get("/", s.storeInfo)
 			r.Delete("/", s.deleteStore)
 			r.Post("/records", s.appendRecords)

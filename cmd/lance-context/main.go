@@ -33,7 +33,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newVersionCmd(), newDevCmd(), newWorkerCmd(), newMasterCmd(), newInspectCmd(), newBenchCmd())
+	root.AddCommand(newVersionCmd(), newDevCmd(), newWorkerCmd(), newMasterCmd(), newInspectCmd(), newBenchCmd(), newWALCmd())
 	root.AddCommand(clientCmds()...)
 	root.AddCommand(newSQLCmd()) // sql.go
 	return root

@@ -1,0 +1,203 @@
+package wal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/lance-context/lance-context/vfs"
+)
+
+// Claim takes ownership of a shard: it writes a manifest version with a new
+// epoch (fencing any previous writer), replays the WAL after the replay
+// position, seals what it replayed, and starts the writer.
+func Claim(ctx context.Context, opts Options) (*Writer, error) {
+	opts.setDefaults()
+	if err := opts.Store.Put(ctx, shardsDir+opts.Shard, nil); err != nil {
+		return nil, fmt.Errorf("wal: register shard %s: %w", opts.Shard, err)
+	}
+	var nm *Manifest
+	for attempt := 0; ; attempt++ {
+		m, err := loadListedManifest(ctx, opts.Store, opts.Shard)
+		if errors.Is(err, ErrNoShard) {
+			m, err = &Manifest{NextGeneration: 1}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		nm = m.clone()
+		nm.Version++
+		nm.Epoch++
+		nm.UpdatedAt = time.Now().UTC()
+		err = commitManifest(ctx, opts.Store, opts.Shard, nm)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrFenced) || attempt >= 20 {
+			return nil, fmt.Errorf("wal: claim shard %s: %w", opts.Shard, err)
+		}
+	}
+	w := &Writer{
+		opts: opts, epoch: nm.Epoch, man: nm, nextPos: nm.ReplayAfter + 1,
+		ops: make(chan *op, 1024), stop: make(chan struct{}), done: make(chan struct{}),
+		sealDone: make(chan sealResult, 1), hintKick: make(chan struct{}, 1),
+	}
+	w.log = objectLog{w} // until a segment log starts
+	if writeHint(ctx, opts.Store, opts.Shard, nm.Version) == nil {
+		w.hinted.Store(nm.Version)
+	}
+	w.manifestsCollected = nm.Version
+	w.sweep.Store(true)
+	started := false
+	defer func() {
+		if !started {
+			w.ungauge()
+		}
+	}()
+	w.publish()
+	w.segDir, w.logFS = logPlace(&opts)
+	if err := w.replay(ctx); err != nil {
+		w.mem.release()
+		return nil, err
+	}
+	if _, err := w.seal(ctx, SealClaim); err != nil {
+		w.mem.release()
+		return nil, err
+	}
+	if w.segDir != "" {
+		// Everything in older epochs' segments that anyone acknowledged is
+		// now sealed: from here on only this epoch's segments are the log.
+		if err := w.commitLogEpoch(ctx); err != nil {
+			return nil, err
+		}
+		if !opts.ObjectLog {
+			w.seg = newSegmentLog(w.logFS, w.segDir, opts.Shard, w.epoch, opts.SegmentBytes)
+			w.seg.metrics = opts.Metrics
+			w.log = w.seg
+			if err := w.seg.start(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	opts.Logger.Info("wal: shard claimed", "shard", opts.Shard, "epoch", w.epoch, "manifest_version", w.man.Version, "next_position", w.nextPos)
+	w.sweepLog(w.man.ReplayAfter, w.man.Version)
+	started = true
+	go w.loop()
+	return w, nil
+}
+
+// localPather is a store on a local filesystem (objstore.Local).
+type localPather interface {
+	LocalPath(key string) (string, bool)
+}
+
+// logPlace returns where the shard's segment log lives: its directory
+// ("" for none) and file system.
+func logPlace(o *Options) (string, vfs.FS) {
+	if o.LogFS != nil {
+		return filepath.Join(o.LogDir, filepath.FromSlash(segmentDir(o.Shard))), o.LogFS
+	}
+	if lp, ok := o.Store.(localPather); ok {
+		dir, _ := lp.LocalPath(segmentDir(o.Shard))
+		return dir, vfs.Default
+	}
+	return "", nil
+}
+
+// replay reads entries after the replay position into the memtable,
+// sealing whenever it fills: object entries first, then, on a local
+// filesystem, the frames of the segments of epochs from the manifest's
+// LogEpoch on.
+func (w *Writer) replay(ctx context.Context) error {
+	shard := w.opts.Shard
+	var err error
+	w.nextPos, err = replayObjects(ctx, w.opts.Store, shard, w.nextPos, func(pos uint64, b []byte) error {
+		return w.adoptReplayed(ctx, b)
+	})
+	if err != nil {
+		return w.replayFailed(err)
+	}
+	w.objectsUpTo = w.nextPos - 1
+	if w.segDir == "" {
+		return nil
+	}
+	segs, err := listSegments(w.logFS, w.segDir, w.man.LogEpoch)
+	if err != nil {
+		return err
+	}
+	_, err = replaySegments(w.logFS, shard, segs, w.nextPos, func(seg string, off int64, pos uint64, payload []byte) error {
+		return placeCorruption(w.adoptReplayed(ctx, payload), seg, off)
+	})
+	if err != nil {
+		return w.replayFailed(fmt.Errorf("wal: replay shard %s: %w", shard, err))
+	}
+	return nil
+}
+
+// replayFailed logs and counts a corrupt log (see CorruptionError) and
+// returns err.
+func (w *Writer) replayFailed(err error) error {
+	var c *CorruptionError
+	if errors.As(err, &c) {
+		w.opts.Metrics.ReplayCorrupt.Inc()
+		w.opts.Logger.Error("wal: log corrupt; the shard is refused until it is repaired", "shard", c.Shard,
+			"segment", c.Segment, "offset", c.Offset, "position", c.Position, "next_valid", c.Next, "reason", c.Reason)
+	}
+	return err
+}
+
+func (w *Writer) adoptReplayed(ctx context.Context, b []byte) error {
+	if err := w.adopt(b); err != nil {
+		return err
+	}
+	if w.mem.full(&w.opts) {
+		if _, err := w.seal(ctx, SealFull); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// commitLogEpoch records in the manifest that segments of epochs below
+// this writer's are dead (see doc.go, "Segment log").
+func (w *Writer) commitLogEpoch(ctx context.Context) error {
+	if w.man.LogEpoch == w.epoch {
+		return nil
+	}
+	nm := w.man.clone()
+	nm.Version++
+	nm.LogEpoch = w.epoch
+	nm.UpdatedAt = time.Now().UTC()
+	if err := commitManifest(ctx, w.opts.Store, w.opts.Shard, nm); err != nil {
+		return fmt.Errorf("wal: claim shard %s: %w", w.opts.Shard, err)
+	}
+	w.man = nm
+	w.publish()
+	return nil
+}
+
+// adopt adds the entry at nextPos (already durable) to the memtable.
+func (w *Writer) adopt(b []byte) error {
+	e, err := checkEntry(w.opts.Shard, w.nextPos, b)
+	if err != nil {
+		return err
+	}
+	defer e.release()
+	for _, rec := range e.batches {
+		c, ok := widen(rec, w.opts.Schema)
+		if !ok {
+			c, err = w.opts.Conform(rec)
+		}
+		if err != nil {
+			return fmt.Errorf("wal: shard %s position %d: %w", w.opts.Shard, w.nextPos, err)
+		}
+		w.mem.add(c)
+		c.Release()
+		w.stats.AdoptedRows.Add(c.NumRows())
+	}
+	w.nextPos++
+	w.publishUnsealed()
+	return nil
+}

@@ -1,0 +1,199 @@
+package wal
+
+import (
+	"context"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+func (w *Writer) do(ctx context.Context, o *op) error {
+	o.done = make(chan error, 1)
+	select {
+	case w.ops <- o:
+	case <-w.done:
+		o.release()
+		return ErrClosed
+	case <-ctx.Done():
+		o.release()
+		return ctx.Err()
+	}
+	select {
+	case err := <-o.done:
+		return err
+	case <-w.done:
+		// The loop has stopped. The send above may have won the race with
+		// its exit (the channel is buffered), and then nobody will answer;
+		// or the loop answered o before it stopped (done is closed after
+		// the last answer).
+		select {
+		case err := <-o.done:
+			return err
+		default:
+			return ErrClosed
+		}
+	case <-ctx.Done():
+		// The operation may still complete; it is simply not acknowledged.
+		return ctx.Err()
+	}
+}
+
+func (w *Writer) loop() {
+	defer close(w.done)
+	defer w.ungauge()
+	hintStop, hintStopped := make(chan struct{}), make(chan struct{})
+	go w.writeHints(hintStop, hintStopped)
+	defer func() {
+		close(hintStop)
+		<-hintStopped
+	}()
+	defer w.mem.release()
+	defer w.log.close()
+	defer w.abandonSeal()
+	ctx := context.Background()
+	var queue []*op
+	var lastEntry time.Time // when the last entry started
+	lastOps := 0            // appends in the last entry
+	for {
+		idle := false
+		if len(queue) == 0 {
+			select {
+			case o := <-w.ops:
+				idle = true
+				queue = append(queue, o)
+			case res := <-w.sealDone:
+				w.finishSeal(ctx, res)
+				continue
+			case <-w.stop:
+				w.failAll(ErrClosed)
+				return
+			}
+		}
+		// A background seal that has finished is committed first, so that
+		// its rows become readable as soon as possible.
+		select {
+		case res := <-w.sealDone:
+			w.finishSeal(ctx, res)
+		default:
+		}
+		// Under load (work was waiting when the last entry finished, and
+		// that entry carried several appends), let the group window fill
+		// before the next entry. An appender that combines its own appends
+		// into one batch (rollout's small appends) has a window of its own.
+		if !idle && lastOps > 1 && queue[0].kind == opAppend && w.opts.GroupWindow > 0 {
+			if wait := w.opts.GroupWindow - time.Since(lastEntry); wait > 0 {
+				time.Sleep(wait)
+			}
+		}
+		// Take everything already waiting: this is the group commit.
+	drain:
+		for {
+			select {
+			case o := <-w.ops:
+				queue = append(queue, o)
+			default:
+				break drain
+			}
+		}
+		// Consecutive appends of one column set form one entry, up to
+		// MaxEntryBytes.
+		n, size := 0, int64(0)
+		for n < len(queue) && queue[n].kind == opAppend && queue[n].format == queue[0].format {
+			for _, r := range queue[n].recs {
+				size += recordBytes(r)
+			}
+			n++
+			if size >= w.opts.MaxEntryBytes {
+				break
+			}
+		}
+		if n > 0 {
+			lastEntry, lastOps = time.Now(), n
+			w.appendGroup(ctx, queue[:n])
+			queue = queue[n:]
+			continue
+		}
+		o := queue[0]
+		queue = queue[1:]
+		if w.err != nil {
+			o.done <- w.err
+			if o.kind == opClose {
+				w.failQueued(queue, ErrClosed)
+				return
+			}
+			continue
+		}
+		switch o.kind {
+		case opSeal:
+			// Answered once every row acknowledged so far is in a
+			// committed generation.
+			switch {
+			case w.mem.rows > 0 && w.sealing != nil:
+				// Sealed right after the one in flight, without holding
+				// up appends until then (finishSeal starts it).
+				w.sealNext = append(w.sealNext, o.done)
+			case w.mem.rows > 0:
+				w.startSeal(ctx, SealFlush, o.done)
+			case w.sealing != nil:
+				w.sealing.waiters = append(w.sealing.waiters, o.done)
+			default:
+				o.done <- nil
+			}
+		case opDrop:
+			o.done <- w.drop(ctx, o.upTo)
+		case opClose:
+			_, err := w.seal(ctx, SealClose)
+			if err == nil {
+				err = ErrClosed
+			}
+			w.err = ErrClosed
+			o.done <- err
+			w.failQueued(queue, ErrClosed)
+			w.failAll(ErrClosed)
+			return
+		}
+	}
+}
+
+func (o *op) release() {
+	for _, r := range o.recs {
+		r.Release()
+	}
+}
+
+func (w *Writer) failQueued(queue []*op, err error) {
+	for _, o := range queue {
+		o.release()
+		o.done <- err
+	}
+}
+
+// failAll answers every operation still in the channel.
+func (w *Writer) failAll(err error) {
+	for {
+		select {
+		case o := <-w.ops:
+			w.failQueued([]*op{o}, err)
+		default:
+			return
+		}
+	}
+}
+
+func (w *Writer) appendGroup(ctx context.Context, group []*op) {
+	var recs []arrow.RecordBatch
+	var msgs [][]byte
+	for _, o := range group {
+		recs = append(recs, o.recs...)
+		msgs = append(msgs, o.msgs...)
+	}
+	err := w.writeEntry(ctx, group[0].format, recs, msgs)
+	for _, o := range group {
+		o.release()
+		o.done <- err
+	}
+	w.stats.LastGroupLen.Store(int64(len(group)))
+	if err == nil && w.mem.full(&w.opts) {
+		w.startSeal(ctx, SealFull)
+	}
+}
