@@ -88,8 +88,6 @@ export interface RecordPage {
   limit: number;
   offset: number;
   source: Source | string;
-  /** When the server gives one: the page after this one, stable under merges and compactions. */
-  next_cursor?: string;
 }
 
 export type TaskKind = 'merge' | 'compact';
@@ -320,16 +318,14 @@ export function compareTurns(a: RolloutRecord, b: RolloutRecord): number {
 async function readRollout(name: string, rolloutId: string, signal?: AbortSignal): Promise<Rollout> {
   const out: RolloutRecord[] = [];
   let offset = 0;
-  let cursor: string | undefined;
   let more = true;
   while (more && out.length < MAX_ROLLOUT_RECORDS) {
-    // Follow next_cursor when the server gives one (every row exactly once even if a merge runs
-    // between pages); otherwise page by offset.
-    const base = recordsQueryString({ source: 'all', limit: MAX_RECORD_LIMIT, offset: cursor ? 0 : offset, filters: { rollout_id: rolloutId } });
-    const page: RecordPage = await request(`${experimentPath(name)}/records${base}${cursor ? `&cursor=${enc(cursor)}` : ''}`, { signal });
+    const page: RecordPage = await request(
+      `${experimentPath(name)}/records${recordsQueryString({ source: 'all', limit: MAX_RECORD_LIMIT, offset, filters: { rollout_id: rolloutId } })}`,
+      { signal },
+    );
     out.push(...page.records);
     offset += page.records.length;
-    cursor = page.next_cursor || undefined;
     more = page.has_more && page.records.length > 0;
   }
   return { records: out.sort(compareTurns), truncated: more };

@@ -109,26 +109,6 @@ describe('conversation view', () => {
     expect(summary).toContain('Output tokens750');
   });
 
-  it('follows next_cursor when the server gives one', async () => {
-    const rows = Array.from({ length: 230 }, (_, i) => turn(i));
-    const f = stubFetch({
-      [`GET ${RECORDS}`]: (c: Call) => {
-        const q = c.url.searchParams;
-        const from = q.get('cursor') ? Number(q.get('cursor')!.slice(1)) : 0;
-        const page = rows.slice(from, from + 100);
-        const more = from + 100 < rows.length;
-        return { records: page, has_more: more, limit: 100, offset: Number(q.get('offset')), source: 'all', next_cursor: more ? `c${from + 100}` : '' };
-      },
-    });
-    renderAt('/experiments/demo/rollouts/r1');
-    const turns = await within(await screen.findByTestId('conversation')).findAllByTestId('turn');
-    expect(turns).toHaveLength(230);
-    const calls = f.to(RECORDS);
-    expect(calls.map((c) => c.url.searchParams.get('cursor'))).toEqual([null, 'c100', 'c200']);
-    expect(calls.map((c) => c.url.searchParams.get('offset'))).toEqual(['0', '0', '0']);
-    expect(calls.every((c) => c.url.searchParams.get('rollout_id') === 'r1' && c.url.searchParams.get('source') === 'all')).toBe(true);
-  });
-
   it('previews an image payload and a text payload through the blob route', async () => {
     const rows = [
       turn(0, { id: 'img', payload_size: 4, content: 'look at this' }),
