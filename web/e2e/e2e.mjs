@@ -268,6 +268,8 @@ async function chartsSettled(page) {
   await page.locator('[data-testid="charts"][data-loading="false"]').waitFor();
   const err = page.getByTestId('charts').getByRole('alert');
   if (await err.count()) return (await err.first().textContent()) ?? 'error';
+  // The drawing code is a chunk of its own: wait until it has drawn (the backlog card is always there).
+  await page.getByTestId('chart-pending').waitFor();
   return '';
 }
 

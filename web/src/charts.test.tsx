@@ -4,7 +4,7 @@ import { App } from './App';
 import type { Charts, Experiment } from './api';
 import { extent, timeTickFormat, toMillis } from './charts';
 import { jsonResponse, stubFetch } from './test/fetchStub';
-import { ChartGrid, fillRateGaps, fmtSeconds } from './views/Charts';
+import { ChartGrid, fillRateGaps, fmtSeconds } from './views/ChartGrid';
 
 const EMPTY: Charts = {
   reward_by_policy_version: [],
@@ -205,7 +205,8 @@ describe('overview charts', () => {
     render(<App live={false} />);
     await waitFor(() => expect(screen.getByTestId('charts').getAttribute('data-loading')).toBe('false'));
     expect(f.last('/api/v1/experiments/demo/charts')!.url.searchParams.get('source')).toBe('all');
-    expect(screen.getByTestId('chart-reward-version').querySelector('svg')).not.toBeNull();
+    // The drawing is loaded on demand: it shows up once its chunk is in.
+    expect((await screen.findByTestId('chart-reward-version')).querySelector('svg')).not.toBeNull();
   });
 
   it('asks for the statistics and the charts at once, and refreshes the charts less often', async () => {

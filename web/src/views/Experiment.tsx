@@ -1,18 +1,17 @@
-import { lazy, Suspense, useEffect, useState, type ReactNode } from 'react';
+import { useEffect, useState, type ReactNode } from 'react';
 import { api, ApiError, type Experiment, type Task } from '../api';
 import { Badge, ErrorBanner, RelTime, StateBadge, Updated } from '../components';
 import { fmtInt } from '../format';
 import { usePoll } from '../live';
 import { Link } from '../router';
 import { experimentHref } from './Experiments';
+import { OverviewCharts } from './Charts';
 import { pendingRows, PENDING_WARN } from './pending';
 import { RecordsView } from './Records';
 import { SqlView } from './Sql';
 
 export { PENDING_WARN };
 
-// The charts and their chart library load with the first overview, not with the app.
-const OverviewCharts = lazy(() => import('./Charts').then((m) => ({ default: m.OverviewCharts })));
 
 export type ExperimentTab = 'overview' | 'records' | 'sql';
 
@@ -165,9 +164,7 @@ function Overview({ name }: { name: string }) {
       </div>
       <ErrorBanner error={actionError} />
       {/* Not gated on the statistics: both requests go out at once. */}
-      <Suspense fallback={<p className="muted">Loading charts…</p>}>
-        <OverviewCharts name={name} />
-      </Suspense>
+      <OverviewCharts name={name} />
     </div>
   );
 }
