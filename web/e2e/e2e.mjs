@@ -117,6 +117,17 @@ async function uiCount(page, source) {
   return last;
 }
 
+/** Record ids of the first page of a source: as the table shows them, and as the API lists them. */
+async function sameOrder(page, source, label) {
+  const ui = await page
+    .locator(`[data-testid="records-table"][data-source="${source}"] [data-testid="record-row"]`)
+    .evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-record-id')));
+  const r = await api('GET', `/api/v1/experiments/${encodeURIComponent(STORE)}/records?source=${source}&limit=${PAGE_SIZE}`);
+  if (r.status !== 200) throw new SetupError(`list ${source}: HTTP ${r.status}: ${apiMessage(r)}`);
+  const want = r.json.records.map((x) => x.id);
+  check(`${label}: ${source} rows in the API's order`, JSON.stringify(ui) === JSON.stringify(want), { ui, api: want });
+}
+
 async function pendingGenerations() {
   const r = await api('GET', `/api/v1/experiments/${encodeURIComponent(STORE)}?fresh=true`);
   if (r.status !== 200) throw new SetupError(`experiment stats: HTTP ${r.status}: ${apiMessage(r)}`);
@@ -243,6 +254,12 @@ async function checkConversation(page, browser) {
   await textPreview.waitFor();
   check('conversation: text payload previewed', ((await textPreview.textContent()) ?? '').includes('the text payload of e2e-p2'));
   await shot(page, 'conversation-payload');
+
+  // All with both tiers (the new rows are still in the WAL, the first three merged): the page shows
+  // the rows in the order the API lists them.
+  await page.goto(`${BASE_URL}${storeHref(STORE)}/records?source=all`, { waitUntil: 'domcontentloaded' });
+  await page.locator('[data-testid="records-table"][data-source="all"][data-loading="false"]').waitFor();
+  await sameOrder(page, 'all', 'WAL and base');
 }
 
 const CHART_CARDS = ['chart-reward-version', 'chart-reward-time', 'chart-length-hist', 'chart-length-time', 'chart-ingest'];
@@ -251,6 +268,8 @@ async function chartsSettled(page) {
   await page.locator('[data-testid="charts"][data-loading="false"]').waitFor();
   const err = page.getByTestId('charts').getByRole('alert');
   if (await err.count()) return (await err.first().textContent()) ?? 'error';
+  // The drawing code is a chunk of its own: wait until it has drawn (the backlog card is always there).
+  await page.getByTestId('chart-pending').waitFor();
   return '';
 }
 
@@ -427,6 +446,7 @@ async function run() {
       // Before the merge.
       for (const s of ['fragments', 'wal', 'all']) {
         expectEq(`before merge: ${s} rows`, await uiCount(page, s), expectBefore[s]);
+        if (s === 'all') await sameOrder(page, s, 'before merge');
       }
 
       // 3. Merge, wait until the WAL tail is folded in.
@@ -454,6 +474,7 @@ async function run() {
       await page.getByTestId('records-table').waitFor();
       for (const s of ['fragments', 'wal', 'all']) {
         expectEq(`after merge: ${s} rows`, await uiCount(page, s), expectAfter[s]);
+        if (s === 'all') await sameOrder(page, s, 'after merge');
       }
 
       // 4. Expand a record.

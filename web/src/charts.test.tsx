@@ -4,7 +4,7 @@ import { App } from './App';
 import type { Charts, Experiment } from './api';
 import { extent, timeTickFormat, toMillis } from './charts';
 import { jsonResponse, stubFetch } from './test/fetchStub';
-import { ChartGrid, fillRateGaps, fmtSeconds } from './views/Charts';
+import { ChartGrid, fillRateGaps, fmtSeconds } from './views/ChartGrid';
 
 const EMPTY: Charts = {
   reward_by_policy_version: [],
@@ -205,20 +205,28 @@ describe('overview charts', () => {
     render(<App live={false} />);
     await waitFor(() => expect(screen.getByTestId('charts').getAttribute('data-loading')).toBe('false'));
     expect(f.last('/api/v1/experiments/demo/charts')!.url.searchParams.get('source')).toBe('all');
-    expect(screen.getByTestId('chart-reward-version').querySelector('svg')).not.toBeNull();
+    // The drawing is loaded on demand: it shows up once its chunk is in.
+    expect((await screen.findByTestId('chart-reward-version')).querySelector('svg')).not.toBeNull();
   });
 
   it('asks for the statistics and the charts at once, and refreshes the charts less often', async () => {
+    let release: () => void = () => {};
+    const statsHeld = new Promise<void>((r) => (release = r));
     const f = stubFetch({
-      'GET /api/v1/experiments/demo': () => new Promise((r) => setTimeout(() => r(EXP), 100)),
+      'GET /api/v1/experiments/demo': async () => {
+        await statsHeld; // the statistics stay unanswered until released
+        return EXP;
+      },
       'GET /api/v1/experiments/demo/charts': () => MANY,
     });
     window.history.replaceState(null, '', '/experiments/demo');
     render(<App live intervalMs={40} />);
-    // The charts request does not wait for the statistics.
+    // The charts request does not wait for the statistics' answer.
     await waitFor(() => expect(f.to('/api/v1/experiments/demo/charts')).toHaveLength(1));
     expect(f.to('/api/v1/experiments/demo')).toHaveLength(1);
-    await waitFor(() => expect(f.to('/api/v1/experiments/demo').length).toBeGreaterThanOrEqual(3), { timeout: 3000 });
+    release();
+    // The statistics refresh every 40 ms; the charts keep their own, longer period.
+    await waitFor(() => expect(f.to('/api/v1/experiments/demo').length).toBeGreaterThanOrEqual(3), { timeout: 5000 });
     expect(f.to('/api/v1/experiments/demo/charts')).toHaveLength(1);
   });
 

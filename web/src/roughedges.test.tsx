@@ -49,7 +49,7 @@ describe('empty Fragments tab', () => {
 });
 
 describe('All source', () => {
-  it('keeps the order the API documents (WAL rows first, then base rows) and says so', async () => {
+  it('keeps the order the API lists the rows in, never re-sorting them, and says so', async () => {
     const order = ['w-9', 'w-1', 'b-0', 'b-5', 'a-2'];
     stubFetch({
       [`GET ${RECORDS}`]: () => ({ records: order.map((id) => ({ id, rollout_id: 'r' })), has_more: false, limit: 25, offset: 0, source: 'all' }),
@@ -58,7 +58,7 @@ describe('All source', () => {
     const table = await screen.findByTestId('records-table');
     await waitFor(() => expect(table.getAttribute('data-source')).toBe('all'));
     expect(within(table).getAllByTestId('record-row').map((r) => r.getAttribute('data-record-id'))).toEqual(order);
-    expect(screen.getByText(/WAL tail first .* then the base table rows/)).toBeTruthy();
+    expect(screen.getByText(/newest write winning; shown in the order the API lists them/)).toBeTruthy();
   });
 });
 

@@ -12,6 +12,7 @@ import { SqlView } from './Sql';
 
 export { PENDING_WARN };
 
+
 export type ExperimentTab = 'overview' | 'records' | 'sql';
 
 export function ExperimentView({ name, tab }: { name: string; tab: ExperimentTab }) {

@@ -24,7 +24,7 @@ const SOURCE_LABEL: Record<Source, string> = { fragments: 'Fragments', wal: 'WAL
 const SOURCE_HELP: Record<Source, string> = {
   fragments: 'Merged base table only (fast; may lag the most recent un-merged writes)',
   wal: 'Only the un-merged tail: sealed WAL generations not yet folded into the base table',
-  all: 'WAL tail first (by shard, generation, row), then the base table rows whose id has no pending write: one row per id, the newest write winning',
+  all: 'Base table and WAL tail together: one row per id, the newest write winning; shown in the order the API lists them (by id)',
 };
 
 const FILTER_LABEL: Record<RecordFilterKey, string> = {

@@ -61,8 +61,7 @@ export function SignIn() {
 
 /** "Sign out" in the header while a token is kept. */
 export function SignOutButton() {
-  const snap = useSyncExternalStore(subscribeAuth, authSnapshot, authSnapshot);
-  void snap; // re-render when the token changes
+  useSyncExternalStore(subscribeAuth, authSnapshot, authSnapshot); // re-render on sign-in and sign-out
   if (!getToken()) return null;
   return (
     <button type="button" className="link-button" onClick={() => signOut()} data-testid="signout" title="Forget the API token kept for this tab">
