@@ -18,6 +18,8 @@ cleanup() {
 	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
 	LC_HARNESS_DIR="$work/harness" test/harness/native-down.sh >/dev/null 2>&1 || true
 	scripts/versitygw.sh stop "$work/s3" >/dev/null 2>&1 || true
+	scripts/fakegcs.sh stop "$work/gcs" >/dev/null 2>&1 || true
+	scripts/azurite.sh stop "$work/azure" >/dev/null 2>&1 || true
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -29,12 +31,13 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 chromium --version
 
-step "tool binaries from tools/go.mod (versitygw, etcd)"
+step "tool binaries from tools/ (versitygw, etcd, fake-gcs-server)"
 scripts/tools.sh
 
 step "Node packages from the committed locks (npm ci)"
 (cd test/interop && npm ci --no-audit --no-fund --loglevel=error)
 (cd web && npm ci --no-audit --no-fund --loglevel=error)
+(cd tools/azurite && npm ci --no-audit --no-fund --loglevel=error)
 
 step "gofmt and go vet"
 unformatted="$(gofmt -l $(git ls-files '*.go'))"
@@ -48,6 +51,12 @@ step "start versitygw (S3-compatible server)"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 LC_S3_PORT="$(free_port)" scripts/versitygw.sh start "$work/s3"
 eval "$(scripts/versitygw.sh env "$work/s3")"
+step "start fake-gcs-server (GCS emulator) and Azurite (Azure Blob emulator)"
+LC_GCS_PORT="$(free_port)" scripts/fakegcs.sh start "$work/gcs"
+eval "$(scripts/fakegcs.sh env "$work/gcs")"
+LC_AZURE_PORT="$(free_port)" scripts/azurite.sh start "$work/azure"
+eval "$(scripts/azurite.sh env "$work/azure")"
+export LC_REQUIRE_GCS=1 LC_REQUIRE_AZURE=1
 export LC_REQUIRE_INTEROP=1 LANCE_FILE_LANCEDB=1 LC_REQUIRE_S3=1 LC_TEST_ETCD_BIN="$root/bin/etcd"
 
 if [ -z "${LC_TEST_QUICK:-}" ]; then
