@@ -81,8 +81,8 @@ func (s *Store) Index(ctx context.Context) (*IndexResult, error) {
 }
 
 // index updates every indexed column; delta adds a segment over the new
-// fragments instead of rewriting the index (cost O(new rows)), unless the
-// column already has IndexMaxSegments segments.
+// fragments instead of rewriting the index (cost O(new rows)); at
+// IndexMaxSegments segments it folds all but the largest into the new one.
 func (s *Store) index(ctx context.Context, delta bool) (*IndexResult, error) {
 	start := time.Now()
 	res := &IndexResult{}
@@ -97,15 +97,7 @@ func (s *Store) index(ctx context.Context, delta bool) (*IndexResult, error) {
 		if ds.Schema().Field(col) == nil {
 			continue // a store created before the column existed
 		}
-		d := delta
-		if d {
-			idxs, err := index.BTreeIndexes(ds, col)
-			if err != nil {
-				return res, err
-			}
-			d = len(idxs) > 0 && len(idxs) < s.opts.IndexMaxSegments
-		}
-		r, err := index.Update(ctx, s.root, col, index.BuildOptions{Delta: d, TempDir: s.opts.IndexTempDir})
+		r, err := index.Update(ctx, s.root, col, index.BuildOptions{Delta: delta, MaxSegments: s.opts.IndexMaxSegments, TempDir: s.opts.IndexTempDir})
 		if err != nil {
 			return res, fmt.Errorf("rollout: index %s: %w", col, err)
 		}

@@ -48,12 +48,13 @@ type BuildOptions struct {
 	// Fragments to read values from; nil means every fragment of the
 	// version.
 	Fragments *roaring.Bitmap
-	// Base, when set, is an existing BTree index on the same column whose
-	// entries are carried over (for the fragments of its bitmap that are
+	// Bases are existing BTree index segments on the same column whose
+	// entries are carried over (for the fragments of their bitmaps that are
 	// still in the version; deleted rows are dropped), merged with the
 	// values read from Fragments. This is how an index is brought up to
-	// date with new fragments without re-reading the old ones.
-	Base *pb.IndexMetadata
+	// date with new fragments, and segments are consolidated, without
+	// re-reading the table.
+	Bases []*pb.IndexMetadata
 	// RunBytes bounds memory (DefaultRunBytes when 0); TempDir holds the
 	// spilled runs (os.TempDir() when empty).
 	RunBytes int64
@@ -61,8 +62,12 @@ type BuildOptions struct {
 	// BatchSize is the rows per page (DefaultBatchSize when 0).
 	BatchSize int
 	// Delta makes Update add a segment over the uncovered fragments beside
-	// the existing segments instead of replacing them.
-	Delta bool
+	// the existing segments instead of replacing them; once a column has
+	// MaxSegments segments (default 16), it merges every segment but the
+	// largest with the new fragments instead, so its cost stays O(recent
+	// rows), not O(table).
+	Delta       bool
+	MaxSegments int
 }
 
 // entry is one indexed value and the address of its row.
@@ -130,15 +135,17 @@ func Build(ctx context.Context, ds *table.Dataset, column string, opts BuildOpti
 			s.close()
 		}
 	}()
-	if opts.Base != nil {
-		bm, err := table.FragmentBitmap(opts.Base)
+	for _, base := range opts.Bases {
+		bm, err := table.FragmentBitmap(base)
 		if err != nil {
 			return nil, err
 		}
 		bm.And(live)
-		bm.AndNot(scan) // fragments scanned afresh are not carried over
+		// Fragments scanned afresh, or taken from an earlier segment (two
+		// segments may overlap), are not carried over twice.
+		bm.AndNot(covered)
 		if !bm.IsEmpty() {
-			bt, err := OpenBTree(ctx, ds.Store(), uuidString(opts.Base), nil)
+			bt, err := OpenBTree(ctx, ds.Store(), uuidString(base), nil)
 			if err != nil {
 				return nil, err
 			}

@@ -218,30 +218,44 @@ func Update(ctx context.Context, store objstore.Store, column string, opts Build
 			stale = true
 		}
 	}
-	if len(idxs) > 0 && missing.IsEmpty() && !stale && len(idxs) == 1 {
-		res.Index = uuidString(idxs[0])
-		return res, nil
+	if opts.MaxSegments <= 0 {
+		opts.MaxSegments = 16
 	}
-	if opts.Delta && len(idxs) > 0 && !stale {
+	if len(idxs) > 0 && opts.Name == "" {
+		opts.Name = idxs[0].GetName()
+	}
+	opts.Fragments = missing
+	switch {
+	case len(idxs) == 0:
+		opts.Bases, opts.Fragments = nil, nil // a first build over everything
+	case opts.Delta && missing.IsEmpty(), !opts.Delta && missing.IsEmpty() && !stale && len(idxs) == 1:
+		res.Index = uuidString(idxs[len(idxs)-1])
+		return res, nil
+	case opts.Delta && len(idxs) < opts.MaxSegments:
 		// A new segment over the uncovered fragments only, beside the
-		// existing ones (what Lance's optimize does with
-		// num_indices_to_merge = 0): cost O(new rows).
-		opts.Base, opts.Fragments = nil, missing
-		if opts.Name == "" {
-			opts.Name = idxs[0].GetName()
+		// existing ones: cost O(new rows).
+		opts.Bases, idxs = nil, nil
+	case opts.Delta:
+		// Merge every segment but the largest into the new one.
+		largest, most := 0, int64(-1)
+		for i, m := range idxs {
+			bm, _ := table.FragmentBitmap(m)
+			var rows int64
+			for _, fr := range ds.Fragments() {
+				if bm.Contains(uint32(fr.GetId())) {
+					rows += int64(fr.GetPhysicalRows())
+				}
+			}
+			if rows > most {
+				largest, most = i, rows
+			}
 		}
-		idxs = nil
-	} else if len(idxs) == 1 {
-		opts.Base = idxs[0]
-		opts.Fragments = missing
-		if opts.Name == "" {
-			opts.Name = idxs[0].GetName()
-		}
-	} else {
-		opts.Base, opts.Fragments = nil, nil
-		if len(idxs) > 0 && opts.Name == "" {
-			opts.Name = idxs[0].GetName()
-		}
+		idxs = append(slices.Clone(idxs[:largest]), idxs[largest+1:]...)
+		opts.Bases = idxs
+	default:
+		// One segment covering every fragment: the existing segments'
+		// entries merged with the uncovered fragments' values.
+		opts.Bases = idxs
 	}
 	for _, fr := range ds.Fragments() {
 		if opts.Fragments == nil || opts.Fragments.Contains(uint32(fr.GetId())) {
