@@ -346,7 +346,7 @@ func run(ctx context.Context, c config) error {
 				n := 1<<40 + extra
 				extra++
 				content := text[:c.recordBytes]
-				recs[i] = rollout.Record{ID: fmt.Sprintf("new-%012d", n), RolloutID: fmt.Sprintf("ro-new-%09d", n/8), ProblemID: problemID(n), Content: &content}
+				recs[i] = rollout.Record{ID: rowID(n), RolloutID: fmt.Sprintf("ro-new-%09d", n/8), ProblemID: problemID(n), Content: &content}
 			}
 			if _, err := s.Append(ctx, recs); err != nil {
 				return err
