@@ -22,9 +22,14 @@ const (
 	valuesCol   = "values"
 	idsCol      = "ids"
 	batchSizeMD = "batch_size"
-	// DefaultBatchSize is the rows per page of page_data.lance (Lance's
-	// DEFAULT_BTREE_BATCH_SIZE).
-	DefaultBatchSize = 4096
+	// LanceBatchSize is Lance's DEFAULT_BTREE_BATCH_SIZE: the rows per
+	// page of page_data.lance when page_lookup.lance carries no batch_size.
+	LanceBatchSize = 4096
+	// DefaultBatchSize is the rows per page of the indexes we build. Lance
+	// reads batch_size from page_lookup.lance, so any size works for
+	// LanceDB; a smaller page than Lance's makes a cold key lookup read a
+	// quarter of the bytes (a merge probes up to one page per merged row).
+	DefaultBatchSize = 1024
 	// BTreeDetailsURL is the type URL of IndexMetadata.index_details for a
 	// BTree index (an empty lance.table.BTreeIndexDetails message).
 	BTreeDetailsURL = "/lance.table.BTreeIndexDetails"
@@ -91,7 +96,7 @@ func OpenBTree(ctx context.Context, store objstore.Store, uuid string, cache *pa
 	if err != nil {
 		return nil, err
 	}
-	t := &BTree{uuid: uuid, pages: pages, batchSize: DefaultBatchSize, rows: pages.NumRows(), cache: cache}
+	t := &BTree{uuid: uuid, pages: pages, batchSize: LanceBatchSize, rows: pages.NumRows(), cache: cache}
 	if bs, ok := lookup.Schema().Metadata[batchSizeMD]; ok {
 		n, err := strconv.ParseInt(string(bs), 10, 64)
 		if err != nil || n <= 0 {

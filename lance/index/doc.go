@@ -49,8 +49,9 @@
 //	page_lookup.lance  one row per page: min (first value of the page, null
 //	                   if that is null), max (last value), null_count
 //	                   (uint32), page_idx (uint32, 0, 1, ...). Schema
-//	                   metadata batch_size = "4096" (the default; a reader
-//	                   takes 4096 when absent).
+//	                   metadata batch_size: the rows per page, "4096" from
+//	                   LanceDB (a reader takes 4096 when absent); ours write
+//	                   1024, which LanceDB honours (checked in test/interop).
 //
 // Equality (and IN) searches find the pages whose [min, max] holds the value
 // by binary search over the lookup, read those pages and binary-search
