@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,6 +44,7 @@ type config struct {
 	interop     string
 	callsNo     int
 	merges      int
+	profile     string
 }
 
 func main() {
@@ -57,6 +59,7 @@ func main() {
 	flag.StringVar(&c.interop, "interop", "test/interop", "directory of bench_index.mjs (with node_modules)")
 	flag.IntVar(&c.callsNo, "lancedb-calls-noindex", 5, "timed LanceDB calls per measurement without an index")
 	flag.IntVar(&c.merges, "merges", 5, "merges of 1,000 new rows timed at each size")
+	flag.StringVar(&c.profile, "merge-cpuprofile", "", "write a CPU profile of the timed merges (all sizes) to this file")
 	flag.Parse()
 	if c.dir == "" {
 		fmt.Fprintln(os.Stderr, "--dir is required")
@@ -340,6 +343,15 @@ func run(ctx context.Context, c config) error {
 		// Merges of 1,000 new rows (appended and sealed untimed).
 		var merges []time.Duration
 		pk.reset()
+		if c.profile != "" {
+			pf, err := os.Create(c.profile)
+			if err != nil {
+				return err
+			}
+			if err := pprof.StartCPUProfile(pf); err != nil {
+				return err
+			}
+		}
 		for m := 0; m < c.merges; m++ {
 			recs := make([]rollout.Record, 1000)
 			for i := range recs {
@@ -365,6 +377,9 @@ func run(ctx context.Context, c config) error {
 				}
 			}
 			merges = append(merges, time.Since(t))
+		}
+		if c.profile != "" {
+			pprof.StopCPUProfile()
 		}
 		out["merge_1000"] = map[string]any{"p50_ms": pct(merges, 50), "max_ms": pct(merges, 100), "merges": len(merges), "peak_heap_mib": pk.mib()}
 		out["process_peak_rss_mib"] = rssPeakMiB()
