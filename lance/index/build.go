@@ -2,6 +2,7 @@ package index
 
 import (
 	"bufio"
+	"cmp"
 	"container/heap"
 	"context"
 	"encoding/binary"
@@ -90,13 +91,16 @@ func less(a, b entry) bool {
 }
 
 func cmpEntry(a, b entry) int {
-	if less(a, b) {
-		return -1
-	}
-	if less(b, a) {
+	if a.null != b.null {
+		if a.null {
+			return -1
+		}
 		return 1
 	}
-	return 0
+	if c := strings.Compare(a.v, b.v); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.addr, b.addr)
 }
 
 // Build writes a BTree index over column of ds under _indices/{uuid}/ and
