@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -217,6 +218,69 @@ func (p *page) entry(j int) entry {
 		return entry{null: true, addr: p.ids.Value(j)}
 	}
 	return entry{v: p.values.value(j), addr: p.ids.Value(j)}
+}
+
+// pagesOf returns the pages that may hold v: [lo, hi).
+func (t *BTree) pagesOf(v string) (lo, hi int) {
+	np := len(t.maxs)
+	// First page whose max >= v (null maxes come first and are below v).
+	lo = sort.Search(np, func(i int) bool { return !t.maxNull[i] && t.maxs[i] >= v })
+	hi = lo
+	for hi < np && (t.minNull[hi] || t.mins[hi] <= v) {
+		hi++
+	}
+	return lo, hi
+}
+
+// prefetchParallelism bounds the concurrent page reads of one lookup.
+const prefetchParallelism = 16
+
+// prefetch reads the pages that may hold any of values into the cache,
+// concurrently: a lookup of many keys (a merge's superseded-row check)
+// then waits for about one page read, not one per key.
+func (t *BTree) prefetch(ctx context.Context, values []string) error {
+	if t.cache == nil || len(values) < 2 {
+		return nil
+	}
+	seen := map[int]bool{}
+	var want []int
+	for _, v := range values {
+		lo, hi := t.pagesOf(v)
+		for p := lo; p < hi; p++ {
+			if !seen[p] {
+				seen[p] = true
+				if _, ok := t.cache.get(pageKey{t.uuid, p}); !ok {
+					want = append(want, p)
+				}
+			}
+		}
+	}
+	if len(want) < 2 {
+		return nil
+	}
+	sem := make(chan struct{}, prefetchParallelism)
+	errs := make(chan error, 1)
+	var wg sync.WaitGroup
+	for _, p := range want {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if _, err := t.readPage(ctx, p); err != nil {
+				select {
+				case errs <- err:
+				default:
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
 }
 
 // Equal appends to out the row addresses (fragment id << 32 | offset) of

@@ -149,6 +149,9 @@ func (f *Finder) Find(ctx context.Context, d *table.Dataset, column string, valu
 			return nil, nil, fmt.Errorf("lance/index: index %s on %s: %w", m.GetName(), column, err)
 		}
 		addrs = addrs[:0]
+		if err := t.prefetch(ctx, values); err != nil {
+			return nil, nil, err
+		}
 		for _, v := range values {
 			if addrs, err = t.Equal(ctx, v, addrs); err != nil {
 				return nil, nil, err
