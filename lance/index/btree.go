@@ -162,16 +162,21 @@ func strs(a arrow.Array) strArr {
 }
 
 // page is one decoded page of page_data, kept as Arrow arrays (values are
-// compared in place, without a Go string per value).
+// compared in place, without a Go string per value). Row ids are read only
+// when a search matches in the page: most probes of a merge's check find
+// nothing, and skip that read.
 type page struct {
+	start  int64 // row of page_data where the page starts
 	values strArr
-	ids    *array.Uint64
 	bytes  int64
+
+	mu  sync.Mutex
+	ids *array.Uint64 // nil until first needed
 }
 
 func (p *page) size() int64 { return p.bytes }
 
-func (p *page) len() int { return p.ids.Len() }
+func (p *page) len() int { return p.values.Len() }
 
 func (t *BTree) readPage(ctx context.Context, i int) (*page, error) {
 	key := pageKey{t.uuid, i}
@@ -180,30 +185,48 @@ func (t *BTree) readPage(ctx context.Context, i int) (*page, error) {
 	}
 	s := int64(i) * t.batchSize
 	e := min(s+t.batchSize, t.rows)
-	rec, err := t.pages.Read(ctx, []int32{t.valuesID, t.idsID}, s, e)
+	rec, err := t.pages.Read(ctx, []int32{t.valuesID}, s, e)
 	if err != nil {
 		return nil, fmt.Errorf("lance/index: read %s page %d: %w", t.uuid, i, err)
 	}
+	if !isString(rec.Column(0).DataType()) {
+		return nil, fmt.Errorf("%w: %s page %d: values are %s", ErrCorrupt, t.uuid, i, rec.Column(0).DataType())
+	}
 	// The arrays outlive the record (they are retained by the page); memory
 	// comes from the Go allocator and is reclaimed by the GC.
-	ids, ok := rec.Column(1).(*array.Uint64)
-	if !ok || ids.NullN() > 0 || !isString(rec.Column(0).DataType()) {
-		return nil, fmt.Errorf("%w: %s page %d: bad values or row ids", ErrCorrupt, t.uuid, i)
-	}
 	vals := strs(rec.Column(0))
 	vals.Retain()
-	ids.Retain()
-	p := &page{values: vals, ids: ids}
-	for _, a := range []arrow.Array{vals, ids} {
-		for _, b := range a.Data().Buffers() {
-			if b != nil {
-				p.bytes += int64(b.Len())
-			}
+	p := &page{start: s, values: vals, bytes: (e - s) * 8} // ids, once read
+	for _, b := range vals.Data().Buffers() {
+		if b != nil {
+			p.bytes += int64(b.Len())
 		}
 	}
 	rec.Release()
 	t.cache.put(key, p)
 	return p, nil
+}
+
+// rowIDs returns the page's row ids, reading them on first use.
+func (t *BTree) rowIDs(ctx context.Context, p *page) (*array.Uint64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ids != nil {
+		return p.ids, nil
+	}
+	n := int64(p.len())
+	rec, err := t.pages.Read(ctx, []int32{t.idsID}, p.start, p.start+n)
+	if err != nil {
+		return nil, fmt.Errorf("lance/index: read %s row ids at %d: %w", t.uuid, p.start, err)
+	}
+	defer rec.Release()
+	ids, ok := rec.Column(0).(*array.Uint64)
+	if !ok || ids.NullN() > 0 || int64(ids.Len()) != n {
+		return nil, fmt.Errorf("%w: %s page at row %d: bad row ids", ErrCorrupt, t.uuid, p.start)
+	}
+	ids.Retain()
+	p.ids = ids
+	return ids, nil
 }
 
 // search returns the first row of the page whose value is >= v (nulls
@@ -212,12 +235,12 @@ func (p *page) search(v string) int {
 	return sort.Search(p.len(), func(j int) bool { return !p.values.IsNull(j) && p.values.value(j) >= v })
 }
 
-// entry returns row j of the page.
-func (p *page) entry(j int) entry {
+// entry returns row j of the page, given its row ids.
+func (p *page) entry(j int, ids *array.Uint64) entry {
 	if p.values.IsNull(j) {
-		return entry{null: true, addr: p.ids.Value(j)}
+		return entry{null: true, addr: ids.Value(j)}
 	}
-	return entry{v: p.values.value(j), addr: p.ids.Value(j)}
+	return entry{v: p.values.value(j), addr: ids.Value(j)}
 }
 
 // pagesOf returns the pages that may hold v: [lo, hi).
@@ -297,8 +320,16 @@ func (t *BTree) Equal(ctx context.Context, v string, out []uint64) ([]uint64, er
 		if err != nil {
 			return out, err
 		}
-		for j := pg.search(v); j < pg.len() && !pg.values.IsNull(j) && pg.values.value(j) == v; j++ {
-			out = append(out, pg.ids.Value(j))
+		j := pg.search(v)
+		if j >= pg.len() || pg.values.IsNull(j) || pg.values.value(j) != v {
+			continue
+		}
+		ids, err := t.rowIDs(ctx, pg)
+		if err != nil {
+			return out, err
+		}
+		for ; j < pg.len() && !pg.values.IsNull(j) && pg.values.value(j) == v; j++ {
+			out = append(out, ids.Value(j))
 		}
 	}
 	return out, nil

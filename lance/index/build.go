@@ -507,6 +507,7 @@ type baseSource struct {
 	keep *roaring.Bitmap
 	dels map[uint64]*roaring.Bitmap
 	pg   *page
+	ids  *array.Uint64
 	p, i int
 }
 
@@ -523,11 +524,15 @@ func (s *baseSource) next() (entry, bool, error) {
 			if err != nil {
 				return entry{}, false, err
 			}
-			s.pg, s.i = pg, 0
+			ids, err := s.t.rowIDs(s.ctx, pg)
+			if err != nil {
+				return entry{}, false, err
+			}
+			s.pg, s.ids, s.i = pg, ids, 0
 		}
 		i := s.i
 		s.i++
-		e := s.pg.entry(i)
+		e := s.pg.entry(i, s.ids)
 		addr := e.addr
 		frag := addr >> 32
 		if !s.keep.Contains(uint32(frag)) {
