@@ -178,3 +178,22 @@ func TestIndexesAgreeWithScansThroughMergesAndCompaction(t *testing.T) {
 		t.Fatalf("index task on an up-to-date store: %+v %v", res, err)
 	}
 }
+
+func TestParseIndexColumns(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []string
+		bad  bool
+	}{
+		{"", DefaultIndexColumns, false},
+		{"none", []string{}, false},
+		{"id, rollout_id", []string{"id", "rollout_id"}, false},
+		{"id,nope", nil, true},
+		{"reward", nil, true}, // not a string column
+	} {
+		got, err := ParseIndexColumns(c.in)
+		if (err != nil) != c.bad || (!c.bad && !slices.Equal(got, c.want)) {
+			t.Errorf("ParseIndexColumns(%q) = %v, %v; want %v (error %v)", c.in, got, err, c.want, c.bad)
+		}
+	}
+}

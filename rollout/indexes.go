@@ -81,41 +81,26 @@ func (s *Store) Index(ctx context.Context) (*IndexResult, error) {
 }
 
 // index updates every indexed column; delta adds a segment over the new
-// fragments instead of rewriting the index (cost O(new rows)), unless the
-// column already has IndexMaxSegments segments.
+// fragments instead of rewriting the index (cost O(new rows)); at
+// IndexMaxSegments segments it folds all but the largest into the new one.
 func (s *Store) index(ctx context.Context, delta bool) (*IndexResult, error) {
 	start := time.Now()
-	res := &IndexResult{}
-	var ds *table.Dataset
-	for _, col := range s.indexColumns() {
-		if ds == nil {
-			var err error
-			if ds, err = table.Open(ctx, s.root); err != nil {
-				return res, err
-			}
-		}
-		if ds.Schema().Field(col) == nil {
-			continue // a store created before the column existed
-		}
-		d := delta
-		if d {
-			idxs, err := index.BTreeIndexes(ds, col)
-			if err != nil {
-				return res, err
-			}
-			d = len(idxs) > 0 && len(idxs) < s.opts.IndexMaxSegments
-		}
-		r, err := index.Update(ctx, s.root, col, index.BuildOptions{Delta: d, TempDir: s.opts.IndexTempDir})
-		if err != nil {
-			return res, fmt.Errorf("rollout: index %s: %w", col, err)
-		}
-		if r.Built {
-			ds = nil // re-open: the index section changed
-		}
-		res.Columns = append(res.Columns, r)
+	ds, err := table.Open(ctx, s.root)
+	if err != nil {
+		return nil, err
 	}
-	res.Duration = time.Since(start)
-	return res, nil
+	var cols []string
+	for _, col := range s.indexColumns() {
+		if ds.Schema().Field(col) != nil { // a store created before the column existed has none
+			cols = append(cols, col)
+		}
+	}
+	// One commit for every column's new index.
+	rs, err := index.UpdateColumns(ctx, s.root, cols, index.BuildOptions{Delta: delta, MaxSegments: s.opts.IndexMaxSegments, TempDir: s.opts.IndexTempDir})
+	if err != nil {
+		return nil, fmt.Errorf("rollout: index %v: %w", cols, err)
+	}
+	return &IndexResult{Columns: rs, Duration: time.Since(start)}, nil
 }
 
 // indexAfter keeps the indexes up with a merge or a compaction. The data

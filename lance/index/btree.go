@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -22,9 +23,14 @@ const (
 	valuesCol   = "values"
 	idsCol      = "ids"
 	batchSizeMD = "batch_size"
-	// DefaultBatchSize is the rows per page of page_data.lance (Lance's
-	// DEFAULT_BTREE_BATCH_SIZE).
-	DefaultBatchSize = 4096
+	// LanceBatchSize is Lance's DEFAULT_BTREE_BATCH_SIZE: the rows per
+	// page of page_data.lance when page_lookup.lance carries no batch_size.
+	LanceBatchSize = 4096
+	// DefaultBatchSize is the rows per page of the indexes we build. Lance
+	// reads batch_size from page_lookup.lance, so any size works for
+	// LanceDB; a smaller page than Lance's makes a cold key lookup read a
+	// quarter of the bytes (a merge probes up to one page per merged row).
+	DefaultBatchSize = 1024
 	// BTreeDetailsURL is the type URL of IndexMetadata.index_details for a
 	// BTree index (an empty lance.table.BTreeIndexDetails message).
 	BTreeDetailsURL = "/lance.table.BTreeIndexDetails"
@@ -91,7 +97,7 @@ func OpenBTree(ctx context.Context, store objstore.Store, uuid string, cache *pa
 	if err != nil {
 		return nil, err
 	}
-	t := &BTree{uuid: uuid, pages: pages, batchSize: DefaultBatchSize, rows: pages.NumRows(), cache: cache}
+	t := &BTree{uuid: uuid, pages: pages, batchSize: LanceBatchSize, rows: pages.NumRows(), cache: cache}
 	if bs, ok := lookup.Schema().Metadata[batchSizeMD]; ok {
 		n, err := strconv.ParseInt(string(bs), 10, 64)
 		if err != nil || n <= 0 {
@@ -156,16 +162,21 @@ func strs(a arrow.Array) strArr {
 }
 
 // page is one decoded page of page_data, kept as Arrow arrays (values are
-// compared in place, without a Go string per value).
+// compared in place, without a Go string per value). Row ids are read only
+// when a search matches in the page: most probes of a merge's check find
+// nothing, and skip that read.
 type page struct {
+	start  int64 // row of page_data where the page starts
 	values strArr
-	ids    *array.Uint64
 	bytes  int64
+
+	mu  sync.Mutex
+	ids *array.Uint64 // nil until first needed
 }
 
 func (p *page) size() int64 { return p.bytes }
 
-func (p *page) len() int { return p.ids.Len() }
+func (p *page) len() int { return p.values.Len() }
 
 func (t *BTree) readPage(ctx context.Context, i int) (*page, error) {
 	key := pageKey{t.uuid, i}
@@ -174,30 +185,48 @@ func (t *BTree) readPage(ctx context.Context, i int) (*page, error) {
 	}
 	s := int64(i) * t.batchSize
 	e := min(s+t.batchSize, t.rows)
-	rec, err := t.pages.Read(ctx, []int32{t.valuesID, t.idsID}, s, e)
+	rec, err := t.pages.Read(ctx, []int32{t.valuesID}, s, e)
 	if err != nil {
 		return nil, fmt.Errorf("lance/index: read %s page %d: %w", t.uuid, i, err)
 	}
+	if !isString(rec.Column(0).DataType()) {
+		return nil, fmt.Errorf("%w: %s page %d: values are %s", ErrCorrupt, t.uuid, i, rec.Column(0).DataType())
+	}
 	// The arrays outlive the record (they are retained by the page); memory
 	// comes from the Go allocator and is reclaimed by the GC.
-	ids, ok := rec.Column(1).(*array.Uint64)
-	if !ok || ids.NullN() > 0 || !isString(rec.Column(0).DataType()) {
-		return nil, fmt.Errorf("%w: %s page %d: bad values or row ids", ErrCorrupt, t.uuid, i)
-	}
 	vals := strs(rec.Column(0))
 	vals.Retain()
-	ids.Retain()
-	p := &page{values: vals, ids: ids}
-	for _, a := range []arrow.Array{vals, ids} {
-		for _, b := range a.Data().Buffers() {
-			if b != nil {
-				p.bytes += int64(b.Len())
-			}
+	p := &page{start: s, values: vals, bytes: (e - s) * 8} // ids, once read
+	for _, b := range vals.Data().Buffers() {
+		if b != nil {
+			p.bytes += int64(b.Len())
 		}
 	}
 	rec.Release()
 	t.cache.put(key, p)
 	return p, nil
+}
+
+// rowIDs returns the page's row ids, reading them on first use.
+func (t *BTree) rowIDs(ctx context.Context, p *page) (*array.Uint64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ids != nil {
+		return p.ids, nil
+	}
+	n := int64(p.len())
+	rec, err := t.pages.Read(ctx, []int32{t.idsID}, p.start, p.start+n)
+	if err != nil {
+		return nil, fmt.Errorf("lance/index: read %s row ids at %d: %w", t.uuid, p.start, err)
+	}
+	defer rec.Release()
+	ids, ok := rec.Column(0).(*array.Uint64)
+	if !ok || ids.NullN() > 0 || int64(ids.Len()) != n {
+		return nil, fmt.Errorf("%w: %s page at row %d: bad row ids", ErrCorrupt, t.uuid, p.start)
+	}
+	ids.Retain()
+	p.ids = ids
+	return ids, nil
 }
 
 // search returns the first row of the page whose value is >= v (nulls
@@ -206,12 +235,75 @@ func (p *page) search(v string) int {
 	return sort.Search(p.len(), func(j int) bool { return !p.values.IsNull(j) && p.values.value(j) >= v })
 }
 
-// entry returns row j of the page.
-func (p *page) entry(j int) entry {
+// entry returns row j of the page, given its row ids.
+func (p *page) entry(j int, ids *array.Uint64) entry {
 	if p.values.IsNull(j) {
-		return entry{null: true, addr: p.ids.Value(j)}
+		return entry{null: true, addr: ids.Value(j)}
 	}
-	return entry{v: p.values.value(j), addr: p.ids.Value(j)}
+	return entry{v: p.values.value(j), addr: ids.Value(j)}
+}
+
+// pagesOf returns the pages that may hold v: [lo, hi).
+func (t *BTree) pagesOf(v string) (lo, hi int) {
+	np := len(t.maxs)
+	// First page whose max >= v (null maxes come first and are below v).
+	lo = sort.Search(np, func(i int) bool { return !t.maxNull[i] && t.maxs[i] >= v })
+	hi = lo
+	for hi < np && (t.minNull[hi] || t.mins[hi] <= v) {
+		hi++
+	}
+	return lo, hi
+}
+
+// prefetchParallelism bounds the concurrent page reads of one lookup.
+const prefetchParallelism = 16
+
+// prefetch reads the pages that may hold any of values into the cache,
+// concurrently: a lookup of many keys (a merge's superseded-row check)
+// then waits for about one page read, not one per key.
+func (t *BTree) prefetch(ctx context.Context, values []string) error {
+	if t.cache == nil || len(values) < 2 {
+		return nil
+	}
+	seen := map[int]bool{}
+	var want []int
+	for _, v := range values {
+		lo, hi := t.pagesOf(v)
+		for p := lo; p < hi; p++ {
+			if !seen[p] {
+				seen[p] = true
+				if _, ok := t.cache.get(pageKey{t.uuid, p}); !ok {
+					want = append(want, p)
+				}
+			}
+		}
+	}
+	if len(want) < 2 {
+		return nil
+	}
+	sem := make(chan struct{}, prefetchParallelism)
+	errs := make(chan error, 1)
+	var wg sync.WaitGroup
+	for _, p := range want {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if _, err := t.readPage(ctx, p); err != nil {
+				select {
+				case errs <- err:
+				default:
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
 }
 
 // Equal appends to out the row addresses (fragment id << 32 | offset) of
@@ -228,8 +320,16 @@ func (t *BTree) Equal(ctx context.Context, v string, out []uint64) ([]uint64, er
 		if err != nil {
 			return out, err
 		}
-		for j := pg.search(v); j < pg.len() && !pg.values.IsNull(j) && pg.values.value(j) == v; j++ {
-			out = append(out, pg.ids.Value(j))
+		j := pg.search(v)
+		if j >= pg.len() || pg.values.IsNull(j) || pg.values.value(j) != v {
+			continue
+		}
+		ids, err := t.rowIDs(ctx, pg)
+		if err != nil {
+			return out, err
+		}
+		for ; j < pg.len() && !pg.values.IsNull(j) && pg.values.value(j) == v; j++ {
+			out = append(out, ids.Value(j))
 		}
 	}
 	return out, nil

@@ -2,6 +2,7 @@ package index
 
 import (
 	"bufio"
+	"cmp"
 	"container/heap"
 	"context"
 	"encoding/binary"
@@ -48,12 +49,13 @@ type BuildOptions struct {
 	// Fragments to read values from; nil means every fragment of the
 	// version.
 	Fragments *roaring.Bitmap
-	// Base, when set, is an existing BTree index on the same column whose
-	// entries are carried over (for the fragments of its bitmap that are
+	// Bases are existing BTree index segments on the same column whose
+	// entries are carried over (for the fragments of their bitmaps that are
 	// still in the version; deleted rows are dropped), merged with the
 	// values read from Fragments. This is how an index is brought up to
-	// date with new fragments without re-reading the old ones.
-	Base *pb.IndexMetadata
+	// date with new fragments, and segments are consolidated, without
+	// re-reading the table.
+	Bases []*pb.IndexMetadata
 	// RunBytes bounds memory (DefaultRunBytes when 0); TempDir holds the
 	// spilled runs (os.TempDir() when empty).
 	RunBytes int64
@@ -61,8 +63,12 @@ type BuildOptions struct {
 	// BatchSize is the rows per page (DefaultBatchSize when 0).
 	BatchSize int
 	// Delta makes Update add a segment over the uncovered fragments beside
-	// the existing segments instead of replacing them.
-	Delta bool
+	// the existing segments instead of replacing them; once a column has
+	// MaxSegments segments (default 16), it merges every segment but the
+	// largest with the new fragments instead, so its cost stays O(recent
+	// rows), not O(table).
+	Delta       bool
+	MaxSegments int
 }
 
 // entry is one indexed value and the address of its row.
@@ -85,13 +91,16 @@ func less(a, b entry) bool {
 }
 
 func cmpEntry(a, b entry) int {
-	if less(a, b) {
-		return -1
-	}
-	if less(b, a) {
+	if a.null != b.null {
+		if a.null {
+			return -1
+		}
 		return 1
 	}
-	return 0
+	if c := strings.Compare(a.v, b.v); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.addr, b.addr)
 }
 
 // Build writes a BTree index over column of ds under _indices/{uuid}/ and
@@ -130,15 +139,17 @@ func Build(ctx context.Context, ds *table.Dataset, column string, opts BuildOpti
 			s.close()
 		}
 	}()
-	if opts.Base != nil {
-		bm, err := table.FragmentBitmap(opts.Base)
+	for _, base := range opts.Bases {
+		bm, err := table.FragmentBitmap(base)
 		if err != nil {
 			return nil, err
 		}
 		bm.And(live)
-		bm.AndNot(scan) // fragments scanned afresh are not carried over
+		// Fragments scanned afresh, or taken from an earlier segment (two
+		// segments may overlap), are not carried over twice.
+		bm.AndNot(covered)
 		if !bm.IsEmpty() {
-			bt, err := OpenBTree(ctx, ds.Store(), uuidString(opts.Base), nil)
+			bt, err := OpenBTree(ctx, ds.Store(), uuidString(base), nil)
 			if err != nil {
 				return nil, err
 			}
@@ -496,6 +507,7 @@ type baseSource struct {
 	keep *roaring.Bitmap
 	dels map[uint64]*roaring.Bitmap
 	pg   *page
+	ids  *array.Uint64
 	p, i int
 }
 
@@ -512,11 +524,15 @@ func (s *baseSource) next() (entry, bool, error) {
 			if err != nil {
 				return entry{}, false, err
 			}
-			s.pg, s.i = pg, 0
+			ids, err := s.t.rowIDs(s.ctx, pg)
+			if err != nil {
+				return entry{}, false, err
+			}
+			s.pg, s.ids, s.i = pg, ids, 0
 		}
 		i := s.i
 		s.i++
-		e := s.pg.entry(i)
+		e := s.pg.entry(i, s.ids)
 		addr := e.addr
 		frag := addr >> 32
 		if !s.keep.Contains(uint32(frag)) {

@@ -3,8 +3,11 @@
 // theirs. The facts below come from the Lance repository (protos/table.proto,
 // protos/index_old.proto, protos/transaction.proto,
 // rust/lance-index/src/scalar/btree.rs, flat.rs, lance_format.rs,
-// rust/lance/src/index.rs) and were checked against LanceDB 0.31.0 in
-// test/interop.
+// rust/lance/src/index.rs, rust/lance/src/index/prefilter.rs, read at the
+// lancedb/lance tag v1.0.0-beta.1) and were checked against LanceDB 0.31.0
+// in test/interop: LanceDB plans id = '…' and rollout_id = '…' on indexes
+// we build, we read the indexes it builds, and both read each other's
+// after appends, deletions, merges and compactions.
 //
 // # Manifest: the index section
 //
@@ -25,9 +28,11 @@
 //	created_at=8       ms since the epoch
 //	base_id=9          base path id (unused here)
 //
-// Several IndexMetadata may share a name (delta segments). A query uses an
-// index only for the fragments in its bitmap that are still in the version;
-// every other fragment is scanned. Deleted rows stay in the index and are
+// Several IndexMetadata may share a name (delta segments; LanceDB 0.31
+// lists them as one index and reports numIndices). A query uses an index
+// only for the fragments in its bitmap that are still in the version;
+// every other fragment is scanned. LanceDB's listIndices names the type
+// "BTree", indexStats "BTREE". Deleted rows stay in the index and are
 // dropped at read time through the fragments' deletion files. An index is
 // committed with a CreateIndex transaction (operation 103:
 // new_indices=1, removed_indices=2); replacing an index removes the old
@@ -49,8 +54,9 @@
 //	page_lookup.lance  one row per page: min (first value of the page, null
 //	                   if that is null), max (last value), null_count
 //	                   (uint32), page_idx (uint32, 0, 1, ...). Schema
-//	                   metadata batch_size = "4096" (the default; a reader
-//	                   takes 4096 when absent).
+//	                   metadata batch_size: the rows per page, "4096" from
+//	                   LanceDB (a reader takes 4096 when absent); ours write
+//	                   1024, which LanceDB honours (checked in test/interop).
 //
 // Equality (and IN) searches find the pages whose [min, max] holds the value
 // by binary search over the lookup, read those pages and binary-search

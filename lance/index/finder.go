@@ -31,10 +31,10 @@ type Finder struct {
 	trees map[treeKey]*BTree
 }
 
-type treeKey struct {
-	store objstore.Store
-	uuid  string
-}
+// treeKey names an opened index. A uuid is unique across tables and an
+// index's files never change, so the uuid alone is the key (store values
+// need not be comparable).
+type treeKey = string
 
 // NewFinder returns a Finder whose page cache holds up to cacheBytes
 // (DefaultCacheBytes when <= 0).
@@ -99,7 +99,7 @@ func Covered(d *table.Dataset, column string) (*roaring.Bitmap, error) {
 }
 
 func (f *Finder) tree(ctx context.Context, store objstore.Store, uuid string) (*BTree, error) {
-	k := treeKey{store, uuid}
+	k := uuid
 	f.mu.Lock()
 	t, ok := f.trees[k]
 	f.mu.Unlock()
@@ -149,6 +149,9 @@ func (f *Finder) Find(ctx context.Context, d *table.Dataset, column string, valu
 			return nil, nil, fmt.Errorf("lance/index: index %s on %s: %w", m.GetName(), column, err)
 		}
 		addrs = addrs[:0]
+		if err := t.prefetch(ctx, values); err != nil {
+			return nil, nil, err
+		}
 		for _, v := range values {
 			if addrs, err = t.Equal(ctx, v, addrs); err != nil {
 				return nil, nil, err
@@ -191,21 +194,93 @@ type Result struct {
 // Built=false. A concurrent commit that replaced the index first makes it
 // fail with table.ErrConflict; the files it wrote are then removed.
 func Update(ctx context.Context, store objstore.Store, column string, opts BuildOptions) (*Result, error) {
+	res, err := UpdateColumns(ctx, store, []string{column}, opts)
+	if err != nil {
+		return nil, err
+	}
+	return res[0], nil
+}
+
+// UpdateColumns is Update for several columns at once: it builds each
+// column's new index files, then commits them all in one CreateIndex
+// commit (one manifest write instead of one per column).
+func UpdateColumns(ctx context.Context, store objstore.Store, columns []string, opts BuildOptions) ([]*Result, error) {
 	ds, err := table.Open(ctx, store)
 	if err != nil {
 		return nil, err
 	}
+	var results []*Result
+	var pend []*pending
+	// Files of indexes that are certainly not committed (a build failed, or
+	// the commit lost to a conflicting one) are removed. After any other
+	// commit error the manifest may have been written: the files stay.
+	maybeCommitted := false
+	defer func() {
+		if maybeCommitted {
+			return
+		}
+		for _, p := range pend {
+			if !p.committed {
+				Remove(context.WithoutCancel(ctx), store, uuidString(p.add))
+			}
+		}
+	}()
+	for _, col := range columns {
+		res, p, err := prepare(ctx, ds, col, opts)
+		if err != nil {
+			return nil, err
+		}
+		results = append(results, res)
+		if p != nil {
+			pend = append(pend, p)
+		}
+	}
+	if len(pend) == 0 {
+		return results, nil
+	}
+	ch := &table.Change{Kind: table.KindCreateIndex}
+	for _, p := range pend {
+		ch.IndexAdd = append(ch.IndexAdd, p.add)
+		ch.IndexRemove = append(ch.IndexRemove, p.remove...)
+	}
+	nd, err := table.Commit(ctx, store, func(ctx context.Context, latest *table.Dataset) (*table.Change, error) {
+		return ch, nil
+	})
+	if err != nil {
+		maybeCommitted = !errors.Is(err, table.ErrConflict)
+		return nil, fmt.Errorf("lance/index: commit indexes on %v: %w", columns, err)
+	}
+	for _, p := range pend {
+		p.committed = true
+		p.res.Built, p.res.Version = true, nd.Version()
+	}
+	failpoint("committed")
+	return results, nil
+}
+
+// pending is an index built but not yet committed.
+type pending struct {
+	res       *Result
+	add       *pb.IndexMetadata
+	remove    [][]byte
+	committed bool
+}
+
+// prepare plans and builds one column's index update against ds; p is nil
+// when there is nothing to do.
+func prepare(ctx context.Context, ds *table.Dataset, column string, opts BuildOptions) (*Result, *pending, error) {
+	var err error
 	res := &Result{Column: column}
 	idxs, err := BTreeIndexes(ds, column)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	live := liveFragments(ds)
 	covered := roaring.New()
 	for _, m := range idxs {
 		bm, err := table.FragmentBitmap(m)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		covered.Or(bm)
 	}
@@ -218,30 +293,44 @@ func Update(ctx context.Context, store objstore.Store, column string, opts Build
 			stale = true
 		}
 	}
-	if len(idxs) > 0 && missing.IsEmpty() && !stale && len(idxs) == 1 {
-		res.Index = uuidString(idxs[0])
-		return res, nil
+	if opts.MaxSegments <= 0 {
+		opts.MaxSegments = 16
 	}
-	if opts.Delta && len(idxs) > 0 && !stale {
+	if len(idxs) > 0 && opts.Name == "" {
+		opts.Name = idxs[0].GetName()
+	}
+	opts.Fragments = missing
+	switch {
+	case len(idxs) == 0:
+		opts.Bases, opts.Fragments = nil, nil // a first build over everything
+	case opts.Delta && missing.IsEmpty(), !opts.Delta && missing.IsEmpty() && !stale && len(idxs) == 1:
+		res.Index = uuidString(idxs[len(idxs)-1])
+		return res, nil, nil
+	case opts.Delta && len(idxs) < opts.MaxSegments:
 		// A new segment over the uncovered fragments only, beside the
-		// existing ones (what Lance's optimize does with
-		// num_indices_to_merge = 0): cost O(new rows).
-		opts.Base, opts.Fragments = nil, missing
-		if opts.Name == "" {
-			opts.Name = idxs[0].GetName()
+		// existing ones: cost O(new rows).
+		opts.Bases, idxs = nil, nil
+	case opts.Delta:
+		// Merge every segment but the largest into the new one.
+		largest, most := 0, int64(-1)
+		for i, m := range idxs {
+			bm, _ := table.FragmentBitmap(m)
+			var rows int64
+			for _, fr := range ds.Fragments() {
+				if bm.Contains(uint32(fr.GetId())) {
+					rows += int64(fr.GetPhysicalRows())
+				}
+			}
+			if rows > most {
+				largest, most = i, rows
+			}
 		}
-		idxs = nil
-	} else if len(idxs) == 1 {
-		opts.Base = idxs[0]
-		opts.Fragments = missing
-		if opts.Name == "" {
-			opts.Name = idxs[0].GetName()
-		}
-	} else {
-		opts.Base, opts.Fragments = nil, nil
-		if len(idxs) > 0 && opts.Name == "" {
-			opts.Name = idxs[0].GetName()
-		}
+		idxs = append(slices.Clone(idxs[:largest]), idxs[largest+1:]...)
+		opts.Bases = idxs
+	default:
+		// One segment covering every fragment: the existing segments'
+		// entries merged with the uncovered fragments' values.
+		opts.Bases = idxs
 	}
 	for _, fr := range ds.Fragments() {
 		if opts.Fragments == nil || opts.Fragments.Contains(uint32(fr.GetId())) {
@@ -250,24 +339,14 @@ func Update(ctx context.Context, store objstore.Store, column string, opts Build
 	}
 	m, err := Build(ctx, ds, column, opts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	remove := make([][]byte, len(idxs))
 	for i, x := range idxs {
 		remove[i] = x.GetUuid().GetUuid()
 	}
-	nd, err := table.Commit(ctx, store, func(ctx context.Context, latest *table.Dataset) (*table.Change, error) {
-		return &table.Change{Kind: table.KindCreateIndex, IndexAdd: []*pb.IndexMetadata{m}, IndexRemove: remove}, nil
-	})
-	if err != nil {
-		if errors.Is(err, table.ErrConflict) {
-			Remove(ctx, store, uuidString(m))
-		}
-		return nil, fmt.Errorf("lance/index: commit index on %s: %w", column, err)
-	}
-	failpoint("committed")
-	res.Built, res.Index, res.Version, res.Replaced = true, uuidString(m), nd.Version(), len(idxs)
-	return res, nil
+	res.Index, res.Replaced = uuidString(m), len(idxs)
+	return res, &pending{res: res, add: m, remove: remove}, nil
 }
 
 // Remove deletes the files of an index that no manifest names (best

@@ -191,3 +191,47 @@ func TestBuildFindAgreesWithScan(t *testing.T) {
 		t.Fatal("the index was not used after compaction")
 	}
 }
+
+// TestDeltaSegmentsFoldIntoOne: delta updates add segments up to
+// MaxSegments; then the small ones are folded into the new segment while
+// the largest stays untouched; a full update consolidates into one.
+func TestDeltaSegmentsFoldIntoOne(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	appendRows(t, st, 0, 8000)
+	first, err := Update(ctx, st, "id", BuildOptions{Delta: true, BatchSize: 256})
+	if err != nil || !first.Built || first.NewRows != 8000 {
+		t.Fatalf("first build: %+v %v", first, err)
+	}
+	for k := 0; k < 6; k++ {
+		appendRows(t, st, 8000+k*100, 8100+k*100)
+		res, err := Update(ctx, st, "id", BuildOptions{Delta: true, MaxSegments: 3, BatchSize: 256})
+		if err != nil || !res.Built {
+			t.Fatalf("delta %d: %+v %v", k, res, err)
+		}
+		d, _ := table.Open(ctx, st)
+		segs, _ := BTreeIndexes(d, "id")
+		if len(segs) > 3 {
+			t.Fatalf("delta %d: %d segments, cap 3", k, len(segs))
+		}
+		found := false
+		for _, m := range segs {
+			found = found || UUID(m) == first.Index
+		}
+		if !found {
+			t.Fatalf("delta %d rewrote the largest segment", k)
+		}
+		if res.NewRows != 100 {
+			t.Fatalf("delta %d read %d rows of the table, want only the 100 new ones", k, res.NewRows)
+		}
+		checkAgree(t, st, fmt.Sprintf("delta %d", k), probes(0, 7999, 8000+k*100, 8099+k*100), "id")
+	}
+	res, err := Update(ctx, st, "id", BuildOptions{})
+	if err != nil || !res.Built || res.NewRows != 0 || res.Replaced != 3 {
+		t.Fatalf("consolidation: %+v %v", res, err)
+	}
+	f := checkAgree(t, st, "consolidated", probes(0, 7999, 8000, 8599), "id")
+	if f.covered == 0 {
+		t.Fatal("the consolidated index was not used")
+	}
+}

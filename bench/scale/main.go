@@ -1,0 +1,454 @@
+// Command scale measures how key reads, lists, merges and index builds of
+// one rollout store scale with its size (100k, 1M, 10M rows by default),
+// and runs LanceDB 0.31 on the same table, without and with its own BTree
+// indexes, for comparison. See bench/README.md.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lance-context/lance-context/lance/file"
+	"github.com/lance-context/lance-context/lance/pb"
+	"github.com/lance-context/lance-context/lance/table"
+	"github.com/lance-context/lance-context/objstore"
+	"github.com/lance-context/lance-context/rollout"
+)
+
+type config struct {
+	dir         string
+	sizes       []int
+	recordBytes int
+	calls       int
+	fragRows    int
+	lancedb     bool
+	interop     string
+	callsNo     int
+	merges      int
+	profile     string
+}
+
+func main() {
+	var c config
+	var sizes string
+	flag.StringVar(&c.dir, "dir", "", "a new local directory for the store (required)")
+	flag.StringVar(&sizes, "sizes", "100000,1000000,10000000", "base sizes to measure at, ascending")
+	flag.IntVar(&c.recordBytes, "record-bytes", 1024, "approximate content bytes per record")
+	flag.IntVar(&c.calls, "calls", 200, "timed calls per read measurement")
+	flag.IntVar(&c.fragRows, "fragment-rows", 1<<20, "rows per loaded fragment")
+	flag.BoolVar(&c.lancedb, "lancedb", true, "also run LanceDB 0.31 (node test/interop/bench_index.mjs)")
+	flag.StringVar(&c.interop, "interop", "test/interop", "directory of bench_index.mjs (with node_modules)")
+	flag.IntVar(&c.callsNo, "lancedb-calls-noindex", 5, "timed LanceDB calls per measurement without an index")
+	flag.IntVar(&c.merges, "merges", 5, "merges of 1,000 new rows timed at each size")
+	flag.StringVar(&c.profile, "merge-cpuprofile", "", "write a CPU profile of the timed merges (all sizes) to this file")
+	flag.Parse()
+	if c.dir == "" {
+		fmt.Fprintln(os.Stderr, "--dir is required")
+		os.Exit(2)
+	}
+	for _, s := range strings.Split(sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 || (len(c.sizes) > 0 && n <= c.sizes[len(c.sizes)-1]) {
+			fmt.Fprintf(os.Stderr, "--sizes: %q must be ascending counts\n", sizes)
+			os.Exit(2)
+		}
+		c.sizes = append(c.sizes, n)
+	}
+	if err := run(context.Background(), c); err != nil {
+		fmt.Fprintln(os.Stderr, "scale:", err)
+		os.Exit(1)
+	}
+}
+
+// peak samples the Go heap in use every 20 ms.
+type peak struct{ max atomic.Uint64 }
+
+func (p *peak) run(ctx context.Context) {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	var ms runtime.MemStats
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			runtime.ReadMemStats(&ms)
+			if ms.HeapInuse > p.max.Load() {
+				p.max.Store(ms.HeapInuse)
+			}
+		}
+	}
+}
+
+func (p *peak) reset()       { runtime.GC(); p.max.Store(0) }
+func (p *peak) mib() float64 { return float64(p.max.Load()) / (1 << 20) }
+
+// rssPeakMiB is the process's peak resident set (VmHWM).
+func rssPeakMiB() float64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+// Row i of the loaded table.
+func rowID(i int) string     { return fmt.Sprintf("%016x", mix(uint64(i))) }
+func rolloutID(i int) string { return fmt.Sprintf("ro-%09d", i/8) }
+func problemID(i int) string { return fmt.Sprintf("p-%06d", (i/8)%2000) }
+func mix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// batch builds rows [from, to) in the rollout schema.
+func batch(from, to int, text string) (arrow.RecordBatch, error) {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, rollout.Schema)
+	defer b.Release()
+	created := arrow.Timestamp(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro())
+	for fi, f := range rollout.Schema.Fields() {
+		fb := b.Field(fi)
+		for i := from; i < to; i++ {
+			switch f.Name {
+			case rollout.ColID:
+				fb.(*array.StringBuilder).Append(rowID(i))
+			case rollout.ColRolloutID:
+				fb.(*array.StringBuilder).Append(rolloutID(i))
+			case rollout.ColProblemID:
+				fb.(*array.StringBuilder).Append(problemID(i))
+			case rollout.ColSequenceOrder:
+				fb.(*array.Int32Builder).Append(int32(i % 8))
+			case rollout.ColRole:
+				fb.(*array.StringBuilder).Append("assistant")
+			case rollout.ColContentType:
+				fb.(*array.StringBuilder).Append("text")
+			case rollout.ColCreatedAt:
+				fb.(*array.TimestampBuilder).Append(created + arrow.Timestamp(i))
+			case "content":
+				off := i % (len(text) / 2)
+				fb.(*array.LargeStringBuilder).Append(text[off : off+len(text)/2])
+			default:
+				if !f.Nullable {
+					return nil, fmt.Errorf("no generator for required column %q", f.Name)
+				}
+				fb.AppendNull()
+			}
+		}
+	}
+	return b.NewRecordBatch(), nil
+}
+
+// load appends rows [from, to) as fragments of c.fragRows.
+func load(ctx context.Context, st objstore.Store, c config, from, to int, text string) error {
+	ds, err := table.Open(ctx, st)
+	if err != nil {
+		return err
+	}
+	var frags []*pb.DataFragment
+	for s := from; s < to; s += c.fragRows {
+		e := min(s+c.fragRows, to)
+		fw, err := table.NewFragmentWriter(ctx, st, ds.Schema(), rollout.Schema, file.WriterOptions{})
+		if err != nil {
+			return err
+		}
+		for b := s; b < e; b += 8192 {
+			rec, err := batch(b, min(b+8192, e), text)
+			if err != nil {
+				return err
+			}
+			err = fw.Write(rec)
+			rec.Release()
+			if err != nil {
+				return err
+			}
+		}
+		f, err := fw.Finish()
+		if err != nil {
+			return err
+		}
+		frags = append(frags, f)
+		slog.Info("loaded", "rows", e)
+	}
+	_, err = table.Append(ctx, st, frags, nil)
+	return err
+}
+
+func pct(xs []time.Duration, p float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return float64(s[min(len(s)-1, int(p/100*float64(len(s))))].Microseconds()) / 1000
+}
+
+func timeCalls(n int, fn func(i int) error) ([]time.Duration, error) {
+	out := make([]time.Duration, 0, n)
+	for i := 0; i < n; i++ {
+		t := time.Now()
+		if err := fn(i); err != nil {
+			return nil, err
+		}
+		out = append(out, time.Since(t))
+	}
+	return out, nil
+}
+
+func run(ctx context.Context, c config) error {
+	if err := os.MkdirAll(c.dir, 0o755); err != nil {
+		return err
+	}
+	root, err := objstore.NewLocal(c.dir)
+	if err != nil {
+		return err
+	}
+	var pk peak
+	pctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go pk.run(pctx)
+	opts := rollout.Options{Logger: slog.New(slog.DiscardHandler)}
+	cat := rollout.NewCatalog(root, rollout.ShardID("bench-scale"), opts)
+	defer cat.Close(ctx)
+	const name = "scale"
+	s, err := cat.Create(ctx, name)
+	if err != nil {
+		return fmt.Errorf("create store %q in %s (use a new --dir): %w", name, c.dir, err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	tb := make([]byte, 2*c.recordBytes)
+	for i := range tb {
+		tb[i] = "abcdefghijklmnopqrstuvwxyz      "[rng.IntN(32)]
+	}
+	text := string(tb)
+	enc := json.NewEncoder(os.Stdout)
+	loaded, extra := 0, 0 // loaded rows, rows added by timed merges
+	for _, size := range c.sizes {
+		out := map[string]any{"rows": size, "record_bytes": c.recordBytes, "go_version": runtime.Version(), "cpus": runtime.NumCPU()}
+		t0 := time.Now()
+		if err := load(ctx, s.Root(), c, loaded, size, text); err != nil {
+			return fmt.Errorf("load: %w", err)
+		}
+		out["load_secs"] = time.Since(t0).Seconds()
+		loaded = size
+
+		pk.reset()
+		t0 = time.Now()
+		ir, err := s.Index(ctx)
+		if err != nil {
+			return fmt.Errorf("index: %w", err)
+		}
+		out["index_build_secs"] = time.Since(t0).Seconds()
+		out["index_build_peak_heap_mib"] = pk.mib()
+		newRows := int64(0)
+		for _, r := range ir.Columns {
+			newRows += r.NewRows
+		}
+		out["index_build_rows_read"] = newRows
+
+		pk.reset()
+		probe := func() int { return rng.IntN(size) }
+		ids := make([]string, c.calls)
+		for i := range ids {
+			ids[i] = rowID(probe())
+		}
+		s.Get(ctx, ids[0]) // open footers and lookups once
+		gets, err := timeCalls(c.calls, func(i int) error {
+			r, err := s.Get(ctx, ids[i])
+			if err == nil && r.ID != ids[i] {
+				err = fmt.Errorf("get %s returned %s", ids[i], r.ID)
+			}
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("get: %w", err)
+		}
+		rollouts := make([]string, c.calls)
+		for i := range rollouts {
+			rollouts[i] = rolloutID(probe())
+		}
+		trajs, err := timeCalls(c.calls, func(i int) error {
+			rs, err := s.Trajectory(ctx, rollouts[i])
+			if err == nil && len(rs) != 8 {
+				err = fmt.Errorf("trajectory %s: %d records, want 8", rollouts[i], len(rs))
+			}
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("trajectory: %w", err)
+		}
+		problems := make([]string, c.calls)
+		for i := range problems {
+			problems[i] = problemID(probe())
+		}
+		filt, err := timeCalls(c.calls, func(i int) error {
+			res, err := s.List(ctx, rollout.ListOptions{Source: rollout.SourceAll, Filters: []rollout.Filter{{Column: rollout.ColProblemID, Value: problems[i]}}, Limit: 25})
+			if err == nil && len(res.Records) == 0 {
+				err = fmt.Errorf("problem %s: no records", problems[i])
+			}
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("filtered page: %w", err)
+		}
+		pages := map[string]any{}
+		for _, src := range []rollout.Source{rollout.SourceFragments, rollout.SourceAll} {
+			ds, err := timeCalls(c.calls, func(i int) error {
+				res, err := s.List(ctx, rollout.ListOptions{Source: src, Limit: 25, Offset: rng.IntN(size - 25)})
+				if err == nil && len(res.Records) != 25 {
+					err = fmt.Errorf("page: %d records", len(res.Records))
+				}
+				return err
+			})
+			if err != nil {
+				return fmt.Errorf("%s page: %w", src, err)
+			}
+			pages[string(src)+"_page_p50_ms"] = pct(ds, 50)
+		}
+		out["lance_context"] = map[string]any{
+			"get_p50_ms": pct(gets, 50), "get_p99_ms": pct(gets, 99),
+			"trajectory_p50_ms": pct(trajs, 50), "filtered_page_p50_ms": pct(filt, 50),
+			"fragments_page_p50_ms": pages["fragments_page_p50_ms"], "all_page_p50_ms": pages["all_page_p50_ms"],
+			"reads_peak_heap_mib": pk.mib(),
+		}
+
+		// Merges of 1,000 new rows (appended and sealed untimed).
+		var merges []time.Duration
+		pk.reset()
+		if c.profile != "" {
+			pf, err := os.Create(c.profile)
+			if err != nil {
+				return err
+			}
+			if err := pprof.StartCPUProfile(pf); err != nil {
+				return err
+			}
+		}
+		for m := 0; m < c.merges; m++ {
+			recs := make([]rollout.Record, 1000)
+			for i := range recs {
+				n := 1<<40 + extra
+				extra++
+				content := text[:c.recordBytes]
+				recs[i] = rollout.Record{ID: rowID(n), RolloutID: fmt.Sprintf("ro-new-%09d", n/8), ProblemID: problemID(n), Content: &content}
+			}
+			if _, err := s.Append(ctx, recs); err != nil {
+				return err
+			}
+			if err := s.Flush(ctx); err != nil {
+				return err
+			}
+			t := time.Now()
+			for {
+				res, err := s.Merge(ctx)
+				if err != nil {
+					return fmt.Errorf("merge: %w", err)
+				}
+				if res.Remaining == 0 {
+					break
+				}
+			}
+			merges = append(merges, time.Since(t))
+		}
+		if c.profile != "" {
+			pprof.StopCPUProfile()
+		}
+		out["merge_1000"] = map[string]any{"p50_ms": pct(merges, 50), "max_ms": pct(merges, 100), "merges": len(merges), "peak_heap_mib": pk.mib()}
+		out["process_peak_rss_mib"] = rssPeakMiB()
+
+		if c.lancedb {
+			ld, err := runLanceDB(ctx, c, root, ids, rollouts, problems)
+			if err != nil {
+				return fmt.Errorf("lancedb: %w", err)
+			}
+			out["lancedb"] = ld
+		}
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runLanceDB runs bench_index.mjs on a hard-linked copy of the table with
+// the indexes dropped (data files are immutable, so links are safe), so
+// LanceDB is measured without an index and then with its own.
+func runLanceDB(ctx context.Context, c config, root objstore.Store, ids, rollouts, problems []string) (map[string]any, error) {
+	src := filepath.Join(c.dir, "scale.rollout.lance")
+	cdir := filepath.Join(c.dir, "lancedb-copy")
+	_ = os.RemoveAll(cdir)
+	if err := os.MkdirAll(cdir, 0o755); err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(cdir)
+	if out, err := exec.CommandContext(ctx, "cp", "-al", src, filepath.Join(cdir, "scale.rollout.lance")).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("cp -al: %v: %s", err, out)
+	}
+	cst, err := objstore.NewLocal(filepath.Join(cdir, "scale.rollout.lance"))
+	if err != nil {
+		return nil, err
+	}
+	_, err = table.Commit(ctx, cst, func(ctx context.Context, latest *table.Dataset) (*table.Change, error) {
+		idxs, err := latest.Indexes()
+		if err != nil {
+			return nil, err
+		}
+		ch := &table.Change{Kind: table.KindCreateIndex}
+		for _, m := range idxs {
+			ch.IndexRemove = append(ch.IndexRemove, m.GetUuid().GetUuid())
+		}
+		return ch, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("drop indexes in the copy: %w", err)
+	}
+	pf := filepath.Join(cdir, "probes.json")
+	pb, _ := json.Marshal(map[string]any{"ids": ids, "rollouts": rollouts, "problems": problems})
+	if err := os.WriteFile(pf, pb, 0o644); err != nil {
+		return nil, err
+	}
+	script, err := filepath.Abs(filepath.Join(c.interop, "bench_index.mjs"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, "node", script, cdir, "scale.rollout", "--probes", pf,
+		"--calls", strconv.Itoa(min(c.calls, 100)), "--calls-noindex", strconv.Itoa(c.callsNo))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("node bench_index.mjs: %w", err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(out, &doc); err != nil {
+		return nil, fmt.Errorf("bench_index.mjs output %q: %w", out, err)
+	}
+	return doc, nil
+}
