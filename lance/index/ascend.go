@@ -25,8 +25,15 @@ func (t *BTree) Ascend(ctx context.Context, after string, fn func(v string, addr
 			return err
 		}
 		j := sort.Search(pg.len(), func(j int) bool { return !pg.values.IsNull(j) && pg.values.value(j) > after })
+		if j == pg.len() {
+			continue
+		}
+		ids, err := t.rowIDs(ctx, pg)
+		if err != nil {
+			return err
+		}
 		for ; j < pg.len(); j++ {
-			if !fn(pg.values.value(j), pg.ids.Value(j)) {
+			if !fn(pg.values.value(j), ids.Value(j)) {
 				return nil
 			}
 		}
