@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lance-context/lance-context/devmode"
+	"github.com/lance-context/lance-context/internal/gctune"
 )
 
 func newDevCmd() *cobra.Command {
@@ -13,7 +14,7 @@ func newDevCmd() *cobra.Command {
 		Short: "Run everything on one machine: embedded etcd, a worker, a master and the web UI on one address",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			tuneGC()
+			gctune.Tune()
 			return devmode.Run(cmd.Context(), o)
 		},
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lance-context/lance-context/bench"
 	"github.com/lance-context/lance-context/buildinfo"
 )
 
@@ -33,7 +34,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newVersionCmd(), newDevCmd(), newWorkerCmd(), newMasterCmd(), newInspectCmd(), newBenchCmd(), newWALCmd())
+	root.AddCommand(newVersionCmd(), newDevCmd(), newWorkerCmd(), newMasterCmd(), newInspectCmd(), bench.Command(), newWALCmd())
 	root.AddCommand(clientCmds()...)
 	root.AddCommand(newSQLCmd()) // sql.go
 	return root

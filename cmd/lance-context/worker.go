@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/lance-context/lance-context/internal/gctune"
 	"github.com/lance-context/lance-context/worker"
 )
 
@@ -38,7 +39,7 @@ GOGC (300), GOMEMLIMIT (3/4 of the container's memory limit, cgroup v2 or v1, el
 			if cmd.Flags().Changed("instance-id") {
 				cfg.InstanceID = instanceID
 			}
-			tuneGC()
+			gctune.Tune()
 			return worker.Run(cmd.Context(), cfg)
 		},
 	}

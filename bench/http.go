@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -32,6 +32,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/spf13/cobra"
 
+	"github.com/lance-context/lance-context/internal/gctune"
 	"github.com/lance-context/lance-context/objstore"
 	"github.com/lance-context/lance-context/rollout"
 	"github.com/lance-context/lance-context/worker"
@@ -135,7 +136,7 @@ goals.`,
 			var wk *inprocWorker
 			var devWrites func() int64
 			if url == "" {
-				tuneGC() // as the worker command does
+				gctune.Tune() // as the worker command does
 				var err error
 				if wk, err = startInprocWorker(ctx, dataDir, flushEvery); err != nil {
 					return err

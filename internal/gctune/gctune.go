@@ -1,4 +1,6 @@
-package main
+// Package gctune sets the garbage collector of a serving process and reads
+// the /proc figures the benchmarks report.
+package gctune
 
 import (
 	"bufio"
@@ -15,12 +17,12 @@ import (
 // headroom may cost.
 const serverGCPercent = 300
 
-// tuneGC sets the collector of a serving process (worker, dev, the
+// Tune sets the collector of a serving process (worker, dev, the
 // in-process bench) unless GOGC or GOMEMLIMIT say otherwise: GOGC 300, and
 // a soft memory limit of 3/4 of the container's memory limit, else of the
 // machine's memory, so the collector works harder before the process
 // would run out rather than after.
-func tuneGC() {
+func Tune() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(serverGCPercent)
 	}
@@ -34,7 +36,7 @@ func tuneGC() {
 // memoryBudget returns the container's memory limit (cgroup v2, else v1),
 // else the machine's memory (MemTotal), else 0.
 func memoryBudget() int64 {
-	total := procKiB("/proc/meminfo", "MemTotal") << 10
+	total := ProcKiB("/proc/meminfo", "MemTotal") << 10
 	for _, f := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -49,9 +51,9 @@ func memoryBudget() int64 {
 	return total
 }
 
-// procKiB returns the value in kB of the line "key: N kB" of a /proc
+// ProcKiB returns the value in kB of the line "key: N kB" of a /proc
 // file (Linux), or 0.
-func procKiB(path, key string) int64 {
+func ProcKiB(path, key string) int64 {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package main
+package bench
 
 // deviceWrites is unknown off Linux.
 func deviceWrites(string) func() int64 { return nil }

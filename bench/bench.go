@@ -1,4 +1,9 @@
-package main
+// Package bench holds the benchmarks of the lance-context binary's bench
+// verbs (lance-context bench table|engine|http|master): each measures a
+// layer side by side with LanceDB where one applies, and prints JSON lines
+// (see bench/README.md). They live apart from the command so that the
+// production binary's own package holds no measurement code.
+package bench
 
 import (
 	"encoding/json"
@@ -20,7 +25,8 @@ import (
 	"github.com/lance-context/lance-context/objstore"
 )
 
-func newBenchCmd() *cobra.Command {
+// Command returns the bench verb and its subcommands.
+func Command() *cobra.Command {
 	cmd := &cobra.Command{Use: "bench", Short: "Benchmarks"}
 	cmd.AddCommand(newBenchTableCmd(), newBenchHTTPCmd())
 	cmd.AddCommand(newBenchEngineCmd())

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lance-context/lance-context/internal/gctune"
 	"github.com/lance-context/lance-context/objstore"
 	"github.com/lance-context/lance-context/rollout"
 	"github.com/lance-context/lance-context/wal"
@@ -473,5 +474,5 @@ func (b *engineBench) mergePhase(ctx context.Context, root objstore.Store) (map[
 
 // engineVmHWM returns the process's peak resident set in MiB (Linux), or 0.
 func engineVmHWM() float64 {
-	return float64(procKiB("/proc/self/status", "VmHWM")) / 1024
+	return float64(gctune.ProcKiB("/proc/self/status", "VmHWM")) / 1024
 }

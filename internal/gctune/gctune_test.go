@@ -1,4 +1,4 @@
-package main
+package gctune
 
 import (
 	"runtime/debug"
@@ -15,7 +15,7 @@ func TestTuneGC(t *testing.T) {
 
 	t.Setenv("GOGC", "")
 	t.Setenv("GOMEMLIMIT", "")
-	tuneGC()
+	Tune()
 	if got := debug.SetGCPercent(100); got != serverGCPercent {
 		t.Errorf("GC percent %d, want %d", got, serverGCPercent)
 	}
@@ -29,7 +29,7 @@ func TestTuneGC(t *testing.T) {
 	t.Setenv("GOGC", "150")
 	t.Setenv("GOMEMLIMIT", "1GiB")
 	debug.SetMemoryLimit(1 << 30)
-	tuneGC()
+	Tune()
 	if got := debug.SetGCPercent(100); got != 100 {
 		t.Errorf("GOGC set: GC percent changed to %d", got)
 	}
