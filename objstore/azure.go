@@ -14,7 +14,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -253,43 +252,19 @@ func (a *Azure) PutIfAbsent(ctx context.Context, key string, data []byte) error 
 		ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: to.Ptr(azcore.ETagAny)},
 	}}
 	once := policy.WithRetryOptions(ctx, policy.RetryOptions{MaxRetries: -1})
-	ambiguous := false
-	delay := 100 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		_, err := bb.Upload(once, streaming.NopCloser(bytes.NewReader(data)), opts)
-		if err == nil {
-			return nil
-		}
-		status := azStatus(err)
-		switch {
-		case bloberror.HasCode(err, bloberror.BlobAlreadyExists, bloberror.ConditionNotMet) || status == http.StatusPreconditionFailed:
-			if ambiguous {
-				if cur, gerr := a.Get(ctx, key); gerr == nil && bytes.Equal(cur, data) {
-					return nil
-				}
-			}
-			return fmt.Errorf("%w: %s (azure: %w)", ErrExists, key, err)
-		case ctx.Err() != nil || attempt >= putIfAbsentAttempts || !azRetryable(status, err):
-			return a.wrap("put if absent", key, err)
-		}
-		ambiguous = true
-		if err := sleepCtx(ctx, delay); err != nil {
-			return a.wrap("put if absent", key, err)
-		}
-		delay *= 2
-	}
-}
-
-// azRetryable reports a transient failure: 408, 429, 5xx, or a transport
-// error (no HTTP status).
-func azRetryable(status int, err error) bool {
-	switch {
-	case status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500:
-		return true
-	case status != 0:
-		return false
-	}
-	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+	return putIfAbsentRetrying(ctx, key, data, conditionalPut{
+		backend: "azure",
+		put: func() error {
+			_, err := bb.Upload(once, streaming.NopCloser(bytes.NewReader(data)), opts)
+			return err
+		},
+		taken: func(err error) bool {
+			return bloberror.HasCode(err, bloberror.BlobAlreadyExists, bloberror.ConditionNotMet) || azStatus(err) == http.StatusPreconditionFailed
+		},
+		retryable: func(err error) bool { return retryableStatus(azStatus(err), err) },
+		get:       func() ([]byte, error) { return a.Get(ctx, key) },
+		wrap:      func(err error) error { return a.wrap("put if absent", key, err) },
+	})
 }
 
 // Delete implements Store.

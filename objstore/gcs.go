@@ -1,7 +1,6 @@
 package objstore
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"cloud.google.com/go/storage"
 	"google.golang.org/api/googleapi"
@@ -248,45 +246,14 @@ func (g *GCS) PutIfAbsent(ctx context.Context, key string, data []byte) error {
 		return err
 	}
 	o = o.If(storage.Conditions{DoesNotExist: true})
-	ambiguous := false
-	delay := 100 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		if err := ctx.Err(); err != nil {
-			return g.wrap("put if absent", key, err)
-		}
-		err := g.upload(ctx, o, data, false)
-		if err == nil {
-			return nil
-		}
-		switch status := gcsStatus(err); {
-		case status == http.StatusPreconditionFailed:
-			if ambiguous {
-				if cur, gerr := g.Get(ctx, key); gerr == nil && bytes.Equal(cur, data) {
-					return nil
-				}
-			}
-			return fmt.Errorf("%w: %s (gcs: %w)", ErrExists, key, err)
-		case ctx.Err() != nil || attempt >= putIfAbsentAttempts || !gcsRetryable(status, err):
-			return g.wrap("put if absent", key, err)
-		}
-		ambiguous = true
-		if err := sleepCtx(ctx, delay); err != nil {
-			return g.wrap("put if absent", key, err)
-		}
-		delay *= 2
-	}
-}
-
-// gcsRetryable reports a transient failure: 408, 429, 5xx, or a transport
-// error (no HTTP status).
-func gcsRetryable(status int, err error) bool {
-	switch {
-	case status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500:
-		return true
-	case status != 0:
-		return false
-	}
-	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+	return putIfAbsentRetrying(ctx, key, data, conditionalPut{
+		backend:   "gcs",
+		put:       func() error { return g.upload(ctx, o, data, false) },
+		taken:     func(err error) bool { return gcsStatus(err) == http.StatusPreconditionFailed },
+		retryable: func(err error) bool { return retryableStatus(gcsStatus(err), err) },
+		get:       func() ([]byte, error) { return g.Get(ctx, key) },
+		wrap:      func(err error) error { return g.wrap("put if absent", key, err) },
+	})
 }
 
 // Delete implements Store.
