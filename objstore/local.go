@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/lance-context/lance-context/vfs"
 )
 
 // Local is a Store in a directory tree on a local (POSIX) filesystem. Keys map
@@ -487,18 +489,6 @@ func ensureDir(dir string) error {
 }
 
 // SyncDir fsyncs a directory, making entries created or removed in it
-// durable.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("fsync directory %s: %w", dir, err)
-	}
-	return nil
-}
+// durable (vfs.Default's, so the object store and the WAL's segment log
+// sync directories one way).
+func SyncDir(dir string) error { return vfs.Default.SyncDir(dir) }
