@@ -69,6 +69,14 @@ func (c *cutWorkload) writer(old *Writer) (*Writer, error) {
 	return w, nil
 }
 
+// stopped reports whether appenders should give up (claims is guarded by
+// mu: appenders read it while another claims).
+func (c *cutWorkload) stopped() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stop() || c.claims > 50
+}
+
 func (c *cutWorkload) run(t *testing.T) {
 	var wg sync.WaitGroup
 	for g := range 3 {
@@ -78,7 +86,7 @@ func (c *cutWorkload) run(t *testing.T) {
 				if w == nil {
 					var err error
 					if w, err = c.writer(nil); err != nil {
-						if c.stop() || c.claims > 50 {
+						if c.stopped() {
 							return
 						}
 						continue // a faulty claim: try again
