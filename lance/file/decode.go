@@ -218,6 +218,8 @@ func (rc *readCtx) decode(n *node, ranges []rowRange) (arrow.ArrayData, error) {
 		return rc.decodeList(n, ranges)
 	case kindStruct:
 		return rc.decodeStruct(n, ranges)
+	case kindDict:
+		return rc.decodeDict(n, ranges)
 	default:
 		return nil, n.err
 	}

@@ -107,6 +107,11 @@ func (w *Writer) newColWriter(f *schema.Field) (colWriter, error) {
 		return &binaryWriter{w: w, col: w.addColumn(f.ID)}, nil
 	case *arrow.BooleanType:
 		return &fixedWriter{w: w, col: w.addColumn(f.ID), bits: 1, dim: 1}, nil
+	case *arrow.DictionaryType:
+		if !dictTypeOK(t) {
+			return nil, fmt.Errorf("%w: field %q: type %s", ErrUnsupported, f.Name, t)
+		}
+		return newDictWriter(w, w.addColumn(f.ID), t), nil
 	case *arrow.ListType, *arrow.LargeListType:
 		if len(f.Children) != 1 {
 			return nil, fmt.Errorf("lance/file: list field %q has %d children, want 1", f.Name, len(f.Children))

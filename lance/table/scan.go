@@ -426,7 +426,7 @@ func (d *Dataset) compilePredicates(where []Eq, in []In) ([]predicate, error) {
 		if f == nil {
 			return nil, fmt.Errorf("lance/table: filter on unknown column %q", w.Column)
 		}
-		if id := f.Type.ID(); id != arrow.STRING && id != arrow.LARGE_STRING {
+		if !isStringType(f.Type) {
 			return nil, fmt.Errorf("lance/table: set filter on %q: only string columns, it is %s", w.Column, f.Type)
 		}
 		out = append(out, predicate{field: f, set: w.Values, negate: w.Negate})
@@ -438,7 +438,10 @@ func (d *Dataset) compilePredicates(where []Eq, in []In) ([]predicate, error) {
 		}
 		p := predicate{field: f}
 		switch f.Type.ID() {
-		case arrow.STRING, arrow.LARGE_STRING:
+		case arrow.STRING, arrow.LARGE_STRING, arrow.DICTIONARY:
+			if !isStringType(f.Type) {
+				return nil, fmt.Errorf("lance/table: filter on %q: only string and bool columns can be filtered, it is %s", w.Column, f.Type)
+			}
 			s, ok := w.Value.(string)
 			if !ok {
 				return nil, fmt.Errorf("lance/table: filter on %q needs a string value, got %T", w.Column, w.Value)
@@ -458,26 +461,81 @@ func (d *Dataset) compilePredicates(where []Eq, in []In) ([]predicate, error) {
 	return out, nil
 }
 
+// isStringType reports whether string predicates apply to columns of type
+// t: utf8, large_utf8, or a dictionary of either.
+func isStringType(t arrow.DataType) bool {
+	if d, ok := t.(*arrow.DictionaryType); ok {
+		t = d.ValueType
+	}
+	return t.ID() == arrow.STRING || t.ID() == arrow.LARGE_STRING
+}
+
+// stringAt returns the value of row i of a string or dictionary-of-string
+// array, with ok false for a null (a null key or a null value).
+func stringAt(arr arrow.Array) (func(i int) (string, bool), bool) {
+	type strArr interface {
+		IsNull(int) bool
+		Value(int) string
+	}
+	if d, ok := arr.(*array.Dictionary); ok {
+		vals, ok := d.Dictionary().(strArr)
+		if !ok {
+			return nil, false
+		}
+		return func(i int) (string, bool) {
+			if d.IsNull(i) {
+				return "", false
+			}
+			j := d.GetValueIndex(i)
+			if vals.IsNull(j) {
+				return "", false
+			}
+			return vals.Value(j), true
+		}, true
+	}
+	str, ok := arr.(strArr)
+	if !ok {
+		return nil, false
+	}
+	return func(i int) (string, bool) {
+		if str.IsNull(i) {
+			return "", false
+		}
+		return str.Value(i), true
+	}, true
+}
+
 // apply clears keep[i] for rows where the predicate does not hold.
 func (p predicate) apply(arr arrow.Array, keep []bool) {
 	if p.set != nil || p.negate {
-		str, ok := arr.(interface {
-			IsNull(int) bool
-			Value(int) string
-		})
+		at, ok := stringAt(arr)
 		for i := range keep {
 			if !keep[i] {
 				continue
 			}
 			in := false
-			if ok && !str.IsNull(i) {
-				_, in = p.set[str.Value(i)]
+			if ok {
+				if v, valid := at(i); valid {
+					_, in = p.set[v]
+				}
 			}
 			keep[i] = in != p.negate
 		}
 		return
 	}
 	switch a := arr.(type) {
+	case *array.Dictionary:
+		at, ok := stringAt(a)
+		for i := range keep {
+			if !keep[i] {
+				continue
+			}
+			v, valid := "", false
+			if ok {
+				v, valid = at(i)
+			}
+			keep[i] = valid && v == p.str
+		}
 	case *array.String:
 		for i := range keep {
 			if keep[i] && (a.IsNull(i) || a.Value(i) != p.str) {
