@@ -194,6 +194,9 @@ func (rc *readCtx) decodeDict(n *node, ranges []rowRange) (arrow.ArrayData, erro
 		return nil, err
 	}
 
+	if rc.plainDicts {
+		return rc.plainDict(n, dt, ps, rows, got, got2, ends, valid)
+	}
 	kw := int64(dt.IndexType.(arrow.FixedWidthDataType).BitWidth() / 8)
 	keys, err := rc.alloc(rows * kw)
 	if err != nil {
@@ -269,6 +272,64 @@ func (rc *readCtx) decodeDict(n *node, ranges []rowRange) (arrow.ArrayData, erro
 		nullCount(lv.bits), 0, dict.(*array.Data)), nil
 }
 
+// plainDict assembles the fetched pieces of a dictionary-typed column as a
+// plain array of its value type (utf8 or binary: 32-bit offsets).
+func (rc *readCtx) plainDict(n *node, dt *arrow.DictionaryType, ps []piece, rows int64, got, got2 [][]byte, ends [][]uint64, valid [][]bool) (arrow.ArrayData, error) {
+	// First pass: check every key and size the output.
+	var total uint64
+	for i, p := range ps {
+		d := n.col.pages[p.page].desc.(*dictPage)
+		if d.allNull || d.items.outer.allNull {
+			continue
+		}
+		for r := range p.hi - p.lo {
+			k := rawKey(got[2*i], d.bits, r)
+			if k >= uint64(d.n) {
+				return nil, corruptf("field %q: dictionary key %d of %d items", n.f.Name, k, d.n)
+			}
+			total += ends[i][k+1] - ends[i][k]
+		}
+	}
+	if total > math.MaxInt32 {
+		return nil, fmt.Errorf("%w: field %q: %d bytes exceed 32-bit offsets", ErrTooLarge, n.f.Name, total)
+	}
+	data, err := rc.alloc(int64(total))
+	if err != nil {
+		return nil, err
+	}
+	offsBytes, err := rc.alloc((rows + 1) * 4)
+	if err != nil {
+		return nil, err
+	}
+	offs := arrow.Int32Traits.CastFromBytes(offsBytes)
+	lv := &lazyValidity{rc: rc, n: rows}
+	var out int64
+	var cur int32
+	for i, p := range ps {
+		d := n.col.pages[p.page].desc.(*dictPage)
+		for r := range p.hi - p.lo {
+			null := d.allNull || d.items.outer.allNull
+			var k uint64
+			if !null {
+				k = rawKey(got[2*i], d.bits, r)
+				null = !valid[i][k]
+			}
+			if null {
+				if err := lv.null(out); err != nil {
+					return nil, err
+				}
+			} else {
+				lv.valid(out)
+				cur += int32(copy(data[cur:], got2[i][ends[i][k]:ends[i][k+1]]))
+			}
+			out++
+			offs[out] = cur
+		}
+	}
+	return array.NewData(dt.ValueType, int(rows), []*memory.Buffer{bufOf(lv.bits), memory.NewBufferBytes(offsBytes), memory.NewBufferBytes(data)},
+		nil, nullCount(lv.bits), 0), nil
+}
+
 // dictValues builds the dictionary array of a decoded column.
 func (rc *readCtx) dictValues(t arrow.DataType, vals []byte, ends []int64) (arrow.ArrayData, error) {
 	large := t.ID() == arrow.LARGE_STRING || t.ID() == arrow.LARGE_BINARY
@@ -299,7 +360,7 @@ func (rc *readCtx) dictValues(t arrow.DataType, vals []byte, ends []int64) (arro
 // ---------------------------------------------------------------- writer
 
 // dictWriter encodes a dictionary-typed column the way Lance 2.0 does (see
-// above). Each page gets a dictionary of its own holding the distinct values
+// above), from dictionary arrays or plain arrays of the values. Each page gets a dictionary of its own holding the distinct values
 // of its rows, plus one null item when a row is null; a page is written when
 // it reaches the page size or when a new value would need a key the index
 // type cannot hold. Whatever dictionaries the input arrays carry, the page
@@ -345,20 +406,20 @@ func (c *dictWriter) append(arr arrow.Array) error {
 	if arr.Len() == 0 {
 		return nil
 	}
-	d, ok := arr.(*array.Dictionary)
-	if !ok {
-		return fmt.Errorf("lance/file: expected a dictionary array, got %T", arr)
+	// A dictionary array, or a plain array of the dictionary's values.
+	dict, index := arr, func(i int) int { return i }
+	if d, ok := arr.(*array.Dictionary); ok {
+		dict, index = d.Dictionary(), d.GetValueIndex
 	}
-	dict := d.Dictionary()
 	value, ok := valueBytes(dict)
 	if !ok {
 		return fmt.Errorf("lance/file: dictionary of %s is not supported", dict.DataType())
 	}
-	for i := 0; i < d.Len(); i++ {
+	for i := 0; i < arr.Len(); i++ {
 		var item []byte
-		null := d.IsNull(i)
+		null := arr.IsNull(i)
 		if !null {
-			j := d.GetValueIndex(i)
+			j := index(i)
 			if j < 0 || j >= dict.Len() {
 				return fmt.Errorf("lance/file: dictionary index %d of %d values", j, dict.Len())
 			}

@@ -1,6 +1,7 @@
 package file
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lance-context/lance-context/lance/pb"
+	"github.com/lance-context/lance-context/lance/schema"
 )
 
 var dictInt8 = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int8, ValueType: arrow.BinaryTypes.String}
@@ -191,4 +193,67 @@ func TestDictionaryPagesSplitOnKeyOverflow(t *testing.T) {
 	if !errors.Is(err, ErrUnsupported) {
 		t.Fatalf("reading 300 distinct values with int8 keys: %v, want ErrUnsupported", err)
 	}
+	// A plain read has no such bound.
+	plain, err := r.ReadWith(context.Background(), []int32{0}, 0, 300, ReadOptions{PlainDictionaries: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Release()
+	for i := range 300 {
+		if got, want := plain.Column(0).(*array.String).Value(i), fmt.Sprintf("value-%03d", i); got != want {
+			t.Fatalf("plain row %d: %q, want %q", i, got, want)
+		}
+	}
+}
+
+// TestDictionaryColumnFromPlainValues: a dictionary column also takes a
+// plain array of its value type (what a merge of utf8 rows into a table
+// with a dictionary column writes), dictionary-encoding it per page.
+func TestDictionaryColumnFromPlainValues(t *testing.T) {
+	as := arrow.NewSchema([]arrow.Field{{Name: "v", Type: dictInt8, Nullable: true}}, nil)
+	plainSchema := arrow.NewSchema([]arrow.Field{{Name: "v", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+	b := array.NewStringBuilder(mem)
+	for i := range 300 {
+		if i%7 == 3 {
+			b.AppendNull()
+		} else {
+			b.Append(fmt.Sprintf("v%d", i%150))
+		}
+	}
+	vals := b.NewArray()
+	b.Release()
+	rec := array.NewRecordBatch(plainSchema, []arrow.Array{vals}, 300)
+	defer rec.Release()
+	s, err := schema.FromArrow(as, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, s, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := openBytes(t, buf.Bytes())
+	pages := r.top[0].col.pages
+	if len(pages) < 2 {
+		t.Fatalf("%d pages: 150 values and a null item do not fit 128 keys", len(pages))
+	}
+	for i, p := range pages {
+		if d := p.desc.(*dictPage); d.n > 128 {
+			t.Errorf("page %d: %d items", i, d.n)
+		}
+	}
+	got, err := r.ReadWith(context.Background(), []int32{0}, 0, 300, ReadOptions{PlainDictionaries: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer got.Release()
+	assertEqualArrays(t, "plain", vals, got.Column(0))
+	vals.Release()
 }

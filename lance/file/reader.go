@@ -263,7 +263,9 @@ func (b *builder) node(f *schema.Field, depth int) (*node, error) {
 	case *arrow.StringType, *arrow.BinaryType, *arrow.LargeStringType, *arrow.LargeBinaryType:
 		n.kind = kindBinary
 	case *arrow.DictionaryType:
-		if dictTypeOK(t) {
+		// Top level only: a plain read changes the field's type, which a
+		// list or struct type could not reflect.
+		if dictTypeOK(t) && depth == 0 {
 			n.kind = kindDict
 		} else {
 			n.kind, n.err = kindUnsupported, unsupportedf("field %q: type %s", f.Name, t)

@@ -135,6 +135,15 @@ func checkRangesVia(t testing.TB, r *Reader, id int32, want arrow.Array, ranges 
 		assertEqualArrays(t, "rows "+rangeString(rg), w, rec.Column(0))
 		if d, ok := rec.Column(0).(*array.Dictionary); ok {
 			checkDictUnique(t, d)
+			plain, err := r.ReadWith(context.Background(), []int32{id}, rg[0], rg[1], ReadOptions{PlainDictionaries: true})
+			if err != nil {
+				t.Fatalf("plain Read [%d, %d): %v", rg[0], rg[1], err)
+			}
+			assertEqualArrays(t, "plain rows "+rangeString(rg), dictDecoded(t, w), plain.Column(0))
+			if !arrow.TypeEqual(plain.Schema().Field(0).Type, d.Dictionary().DataType()) {
+				t.Fatalf("plain read schema %s", plain.Schema())
+			}
+			plain.Release()
 		}
 		if v, ok := rec.Column(0).(interface{ ValidateFull() error }); ok {
 			if err := v.ValidateFull(); err != nil {

@@ -499,10 +499,40 @@ func (s *Schema) Project(names []string) (*Schema, error) {
 	return out, nil
 }
 
+// Compatible reports whether a column of type have (a table's) can hold the
+// values of type want: the same Lance logical type, or one of two variants
+// that store the same values differently:
+//
+//   - a dictionary of strings (or binaries) and the plain type of its
+//     values, either way round (dictionary<int8, utf8> and utf8);
+//   - timestamps of the same unit with and without a time zone (a zone-less
+//     timestamp is then read as UTC).
+func Compatible(have, want arrow.DataType) bool {
+	lh, err1 := LogicalType(have)
+	lw, err2 := LogicalType(want)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	if lh == lw {
+		return true
+	}
+	if dh, ok := have.(*arrow.DictionaryType); ok {
+		have = dh.ValueType
+	}
+	if dw, ok := want.(*arrow.DictionaryType); ok {
+		want = dw.ValueType
+	}
+	if th, ok := have.(*arrow.TimestampType); ok {
+		tw, ok := want.(*arrow.TimestampType)
+		return ok && th.Unit == tw.Unit
+	}
+	return arrow.TypeEqual(have, want)
+}
+
 // Evolve returns a copy of s extended with the top-level fields of add that s
 // lacks, numbered after s's largest id. New fields must be nullable (rows
-// written before them read as null). Fields present in both must have the same
-// logical type.
+// written before them read as null). A field present in both keeps s's type,
+// which must be Compatible with add's.
 func (s *Schema) Evolve(add *arrow.Schema) (*Schema, bool, error) {
 	out := &Schema{Fields: append([]*Field(nil), s.Fields...), Metadata: s.Metadata}
 	next := s.MaxID() + 1
@@ -513,7 +543,7 @@ func (s *Schema) Evolve(add *arrow.Schema) (*Schema, bool, error) {
 			if err != nil {
 				return nil, false, fmt.Errorf("field %q: %w", af.Name, err)
 			}
-			if lt != old.LogicalType {
+			if old.Type == nil || !Compatible(old.Type, af.Type) {
 				return nil, false, fmt.Errorf("lance/schema: column %q is %s in the table, got %s", af.Name, old.LogicalType, lt)
 			}
 			continue

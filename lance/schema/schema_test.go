@@ -52,3 +52,42 @@ func TestDictionaryAndNaiveTimestampTypes(t *testing.T) {
 		t.Error("dictionary with float keys was accepted")
 	}
 }
+
+// TestEvolveAcceptsCompatibleVariants: a table whose role is a dictionary
+// of strings and whose created_at has no time zone accepts the plain
+// string / UTC schema: Evolve keeps the table's types and adds only the
+// missing column; an incompatible type is still refused.
+func TestEvolveAcceptsCompatibleVariants(t *testing.T) {
+	dict := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int8, ValueType: arrow.BinaryTypes.String}
+	table, err := FromArrow(arrow.NewSchema([]arrow.Field{
+		{Name: "role", Type: dict},
+		{Name: "created_at", Type: &arrow.TimestampType{Unit: arrow.Microsecond}},
+	}, nil), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours := arrow.NewSchema([]arrow.Field{
+		{Name: "role", Type: arrow.BinaryTypes.String},
+		{Name: "created_at", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
+		{Name: "extra", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+	out, changed, err := table.Evolve(ours)
+	if err != nil || !changed {
+		t.Fatalf("Evolve: changed %v, %v", changed, err)
+	}
+	if out.Field("role").LogicalType != "dict:string:int8:false" || out.Field("created_at").LogicalType != "timestamp:us:-" || out.Field("extra") == nil || out.Field("extra").ID != 2 {
+		t.Fatalf("evolved schema: %s", out.Arrow())
+	}
+	if Compatible(dict, arrow.BinaryTypes.LargeString) {
+		t.Error("large_utf8 accepted for dictionary<int8, utf8>")
+	}
+	if _, _, err := table.Evolve(arrow.NewSchema([]arrow.Field{{Name: "role", Type: arrow.PrimitiveTypes.Int32}}, nil)); err == nil {
+		t.Error("int32 role accepted")
+	}
+	if _, _, err := table.Evolve(arrow.NewSchema([]arrow.Field{{Name: "created_at", Type: &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}}}, nil)); err == nil {
+		t.Error("a timestamp of another unit accepted")
+	}
+	if !Compatible(arrow.BinaryTypes.String, dict) {
+		t.Error("utf8 table column does not accept dictionary<int8, utf8>")
+	}
+}

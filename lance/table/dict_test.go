@@ -178,3 +178,99 @@ func TestDictionaryColumnTable(t *testing.T) {
 		t.Fatalf("after compaction\n got  %v\n want %v", got, want)
 	}
 }
+
+// TestDictionaryColumnManyValues: plain utf8 values written to an int8
+// dictionary column (as a merge of free-form roles into a reference table
+// does) may hold more distinct values than int8 keys address: the writer
+// splits pages, plain scans and takes read every row, and compaction
+// rewrites the table without hitting the bound.
+func TestDictionaryColumnManyValues(t *testing.T) {
+	ctx := context.Background()
+	store := objstore.NewMemory()
+	s, err := schema.FromArrow(dictArrowSchema, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Create(ctx, store, s, CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	plain := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.BinaryTypes.String},
+		{Name: "role", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "at", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
+	}, nil)
+	var want []string
+	for f := range 2 {
+		b := array.NewRecordBuilder(memory.DefaultAllocator, plain)
+		for i := f * 200; i < (f+1)*200; i++ {
+			b.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("r%03d", i))
+			b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("role-%d", i%300))
+			b.Field(2).(*array.TimestampBuilder).Append(arrow.Timestamp(i))
+			want = append(want, fmt.Sprintf("r%03d=role-%d@%d", i, i%300, i))
+		}
+		rec := b.NewRecordBatch()
+		b.Release()
+		frag, err := WriteFragment(ctx, store, s, []arrow.RecordBatch{rec})
+		rec.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Append(ctx, store, []*pb.DataFragment{frag}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := Open(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plainRows := func(rec arrow.RecordBatch) []string {
+		var out []string
+		ids, roles, ats := rec.Column(0).(*array.String), rec.Column(1).(*array.String), rec.Column(2).(*array.Timestamp)
+		for i := range ids.Len() {
+			out = append(out, fmt.Sprintf("%s=%s@%d", ids.Value(i), roles.Value(i), ats.Value(i)))
+		}
+		return out
+	}
+	scanPlain := func(d *Dataset) []string {
+		var got []string
+		err := d.Scan(ctx, ScanOptions{PlainDictionaries: true}, func(rec arrow.RecordBatch) error {
+			if rec.Schema().Field(1).Type.ID() != arrow.STRING {
+				return fmt.Errorf("plain scan schema %s", rec.Schema())
+			}
+			got = append(got, plainRows(rec)...)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := scanPlain(d); !slices.Equal(got, want) {
+		t.Fatalf("plain scan: %d rows, want %d", len(got), len(want))
+	}
+	if err := d.Scan(ctx, ScanOptions{}, func(arrow.RecordBatch) error { return nil }); err == nil {
+		t.Fatal("a dictionary scan of 300 distinct values with int8 keys succeeded")
+	}
+	var addrs []RowAddr
+	for i := range 200 {
+		addrs = append(addrs, RowAddr{Fragment: d.Fragments()[i%2].GetId(), Offset: uint32(i)})
+	}
+	rec, err := d.TakePlain(ctx, addrs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := plainRows(rec)
+	rec.Release()
+	for i, g := range got {
+		if w := want[(i%2)*200+i]; g != w {
+			t.Fatalf("take row %d: %s, want %s", i, g, w)
+		}
+	}
+	res, err := Compact(ctx, store, CompactOptions{TargetRows: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := scanPlain(res.Dataset); !slices.Equal(got, want) || len(res.Dataset.Fragments()) != 1 {
+		t.Fatalf("after compaction: %d rows in %d fragments", len(got), len(res.Dataset.Fragments()))
+	}
+}

@@ -45,6 +45,11 @@ type ScanOptions struct {
 	Limit       int64    // matching rows to return; <= 0 means all
 	BatchRows   int      // rows read per step; default 65536
 	WithRowAddr bool     // append a RowAddrColumn column
+	// PlainDictionaries returns dictionary-typed columns as plain arrays of
+	// their value type. Without it a batch's dictionary column holds at most
+	// as many distinct values as its keys address (128 for int8), and a scan
+	// of a table with more fails with file.ErrUnsupported.
+	PlainDictionaries bool
 	// Fragments, when non-nil, restricts the scan to these fragment ids (the
 	// fragments an index does not cover, say).
 	Fragments *roaring.Bitmap
@@ -120,7 +125,7 @@ func (d *Dataset) Scan(ctx context.Context, opts ScanOptions, fn func(arrow.Reco
 	if remaining <= 0 {
 		remaining = -1
 	}
-	outSchema := proj.Arrow()
+	outSchema := outputSchema(proj, opts.PlainDictionaries)
 	if opts.WithRowAddr {
 		outSchema = arrow.NewSchema(append(outSchema.Fields(), arrow.Field{Name: RowAddrColumn, Type: arrow.PrimitiveTypes.Uint64}), nil)
 	}
@@ -136,7 +141,7 @@ func (d *Dataset) Scan(ctx context.Context, opts ScanOptions, fn func(arrow.Reco
 			continue
 		}
 		if covered != nil && covered.Contains(uint32(frag.GetId())) {
-			if err := d.scanRows(ctx, frag, proj, preds, found[frag.GetId()], &offset, &remaining, opts.WithRowAddr, outSchema, fn); err != nil {
+			if err := d.scanRows(ctx, frag, proj, preds, found[frag.GetId()], &offset, &remaining, opts.WithRowAddr, opts.PlainDictionaries, outSchema, fn); err != nil {
 				return err
 			}
 			continue
@@ -156,7 +161,7 @@ func (d *Dataset) Scan(ctx context.Context, opts ScanOptions, fn func(arrow.Reco
 		n := int64(frag.GetPhysicalRows())
 		for s := start; s < n && remaining != 0; s += int64(batch) {
 			e := min(s+int64(batch), n)
-			rec, err := d.scanChunk(ctx, frag, proj, preds, del, s, e, &offset, &remaining, opts.WithRowAddr, outSchema)
+			rec, err := d.scanChunk(ctx, frag, proj, preds, del, s, e, &offset, &remaining, opts.WithRowAddr, opts.PlainDictionaries, outSchema)
 			if err != nil {
 				return err
 			}
@@ -177,7 +182,7 @@ func (d *Dataset) Scan(ctx context.Context, opts ScanOptions, fn func(arrow.Reco
 // runs of consecutive offsets, with the same predicates, deletions, offset
 // and limit as a full scan of the fragment.
 func (d *Dataset) scanRows(ctx context.Context, frag *pb.DataFragment, proj *schema.Schema, preds []predicate,
-	offsets []uint32, offset, remaining *int64, withAddr bool, out *arrow.Schema, fn func(arrow.RecordBatch) error) error {
+	offsets []uint32, offset, remaining *int64, withAddr, plain bool, out *arrow.Schema, fn func(arrow.RecordBatch) error) error {
 	if len(offsets) == 0 {
 		return nil
 	}
@@ -196,7 +201,7 @@ func (d *Dataset) scanRows(ctx context.Context, frag *pb.DataFragment, proj *sch
 		if uint64(e) > n {
 			return fmt.Errorf("%w: index names row %d of fragment %d, which has %d rows", ErrCorrupt, e-1, frag.GetId(), n)
 		}
-		rec, err := d.scanChunk(ctx, frag, proj, preds, del, s, e, offset, remaining, withAddr, out)
+		rec, err := d.scanChunk(ctx, frag, proj, preds, del, s, e, offset, remaining, withAddr, plain, out)
 		if err != nil {
 			return err
 		}
@@ -215,7 +220,7 @@ func (d *Dataset) scanRows(ctx context.Context, frag *pb.DataFragment, proj *sch
 // scanChunk reads rows [s, e) of a fragment and returns the selected ones,
 // or nil when none are.
 func (d *Dataset) scanChunk(ctx context.Context, frag *pb.DataFragment, proj *schema.Schema, preds []predicate,
-	del *roaring.Bitmap, s, e int64, offset, remaining *int64, withAddr bool, out *arrow.Schema) (arrow.RecordBatch, error) {
+	del *roaring.Bitmap, s, e int64, offset, remaining *int64, withAddr, plain bool, out *arrow.Schema) (arrow.RecordBatch, error) {
 	n := int(e - s)
 	keep := make([]bool, n)
 	for i := range keep {
@@ -226,7 +231,7 @@ func (d *Dataset) scanChunk(ctx context.Context, frag *pb.DataFragment, proj *sc
 		for i, p := range preds {
 			cols[i] = p.field
 		}
-		arrs, err := d.readFragment(ctx, frag, cols, s, e)
+		arrs, err := d.readFragment(ctx, frag, cols, s, e, true)
 		if err != nil {
 			return nil, err
 		}
@@ -257,7 +262,7 @@ func (d *Dataset) scanChunk(ctx context.Context, frag *pb.DataFragment, proj *sc
 	if matched == 0 {
 		return nil, nil
 	}
-	arrs, err := d.readFragment(ctx, frag, proj.Fields, s, e)
+	arrs, err := d.readFragment(ctx, frag, proj.Fields, s, e, plain)
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +296,8 @@ func (d *Dataset) scanChunk(ctx context.Context, frag *pb.DataFragment, proj *sc
 // readFragment reads rows [s, e) of the given top-level fields of a
 // fragment. A field no data file of the fragment holds reads as null (the
 // column was added after the fragment was written).
-func (d *Dataset) readFragment(ctx context.Context, frag *pb.DataFragment, fields []*schema.Field, s, e int64) ([]arrow.Array, error) {
+// With plain, dictionary-typed fields come back as their value type.
+func (d *Dataset) readFragment(ctx context.Context, frag *pb.DataFragment, fields []*schema.Field, s, e int64, plain bool) ([]arrow.Array, error) {
 	out := make([]arrow.Array, len(fields))
 	type want struct {
 		ids []int32
@@ -301,7 +307,7 @@ func (d *Dataset) readFragment(ctx context.Context, frag *pb.DataFragment, field
 	for i, f := range fields {
 		fi := slices.IndexFunc(frag.GetFiles(), func(df *pb.DataFile) bool { return slices.Contains(df.GetFields(), f.ID) })
 		if fi < 0 {
-			out[i] = array.MakeArrayOfNull(memory.DefaultAllocator, f.Type, int(e-s))
+			out[i] = array.MakeArrayOfNull(memory.DefaultAllocator, outputType(f.Type, plain), int(e-s))
 			continue
 		}
 		perFile[fi].ids = append(perFile[fi].ids, f.ID)
@@ -316,7 +322,7 @@ func (d *Dataset) readFragment(ctx context.Context, frag *pb.DataFragment, field
 			releaseAll(out)
 			return nil, err
 		}
-		rec, err := r.Read(ctx, w.ids, s, e)
+		rec, err := r.ReadWith(ctx, w.ids, s, e, file.ReadOptions{PlainDictionaries: plain})
 		if err != nil {
 			releaseAll(out)
 			return nil, fmt.Errorf("lance/table: fragment %d file %s: %w", frag.GetId(), frag.GetFiles()[fi].GetPath(), err)
@@ -361,8 +367,42 @@ func (d *Dataset) openFile(ctx context.Context, df *pb.DataFile) (*file.Reader, 
 }
 
 // Take returns the given rows, in the order given, with the named columns
-// (nil means all). Addresses must name live rows of this version.
+// (nil means all). Addresses must name live rows of this version. A
+// dictionary-typed column can hold only as many distinct values as its keys
+// address (128 for int8); TakePlain has no such bound.
 func (d *Dataset) Take(ctx context.Context, addrs []RowAddr, columns []string) (arrow.RecordBatch, error) {
+	return d.take(ctx, addrs, columns, false)
+}
+
+// TakePlain is Take with dictionary-typed columns returned as plain arrays
+// of their value type.
+func (d *Dataset) TakePlain(ctx context.Context, addrs []RowAddr, columns []string) (arrow.RecordBatch, error) {
+	return d.take(ctx, addrs, columns, true)
+}
+
+// outputType is the type a read returns for a column of type t.
+func outputType(t arrow.DataType, plain bool) arrow.DataType {
+	if d, ok := t.(*arrow.DictionaryType); ok && plain {
+		return d.ValueType
+	}
+	return t
+}
+
+// outputSchema is the schema a read of proj returns.
+func outputSchema(proj *schema.Schema, plain bool) *arrow.Schema {
+	s := proj.Arrow()
+	if !plain {
+		return s
+	}
+	fields := s.Fields()
+	for i := range fields {
+		fields[i].Type = outputType(fields[i].Type, true)
+	}
+	md := s.Metadata()
+	return arrow.NewSchema(fields, &md)
+}
+
+func (d *Dataset) take(ctx context.Context, addrs []RowAddr, columns []string, plain bool) (arrow.RecordBatch, error) {
 	proj := d.schema
 	if columns != nil {
 		var err error
@@ -385,7 +425,7 @@ func (d *Dataset) Take(ctx context.Context, addrs []RowAddr, columns []string) (
 		if !ok || uint64(a.Offset) >= f.GetPhysicalRows() {
 			return nil, fmt.Errorf("lance/table: take: no row at fragment %d offset %d in version %d", a.Fragment, a.Offset, d.Version())
 		}
-		arrs, err := d.readFragment(ctx, f, proj.Fields, int64(a.Offset), int64(a.Offset)+1)
+		arrs, err := d.readFragment(ctx, f, proj.Fields, int64(a.Offset), int64(a.Offset)+1, plain)
 		if err != nil {
 			return nil, err
 		}
@@ -396,7 +436,7 @@ func (d *Dataset) Take(ctx context.Context, addrs []RowAddr, columns []string) (
 	cols := make([]arrow.Array, len(proj.Fields))
 	for i, f := range proj.Fields {
 		if len(parts[i]) == 0 {
-			cols[i] = array.MakeArrayOfNull(memory.DefaultAllocator, f.Type, 0)
+			cols[i] = array.MakeArrayOfNull(memory.DefaultAllocator, outputType(f.Type, plain), 0)
 			continue
 		}
 		c, err := array.Concatenate(parts[i], memory.DefaultAllocator)
@@ -406,7 +446,7 @@ func (d *Dataset) Take(ctx context.Context, addrs []RowAddr, columns []string) (
 		}
 		cols[i] = c
 	}
-	rec := array.NewRecordBatch(proj.Arrow(), cols, int64(len(addrs)))
+	rec := array.NewRecordBatch(outputSchema(proj, plain), cols, int64(len(addrs)))
 	releaseAll(cols)
 	return rec, nil
 }
