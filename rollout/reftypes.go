@@ -19,6 +19,12 @@ import (
 //     stores Schema-typed WAL rows as the table's column types (a per-page
 //     dictionary for role), so every fragment of the table has the same
 //     types and LanceDB keeps reading it.
+//
+// One limit comes with the reference's type: int8 keys address 128 roles.
+// We read and write any number of distinct roles (a page never holds more
+// than 128), but LanceDB's scans fail ("Dictionary key bigger than the key
+// type") once one of its batches spans pages with more than 128 distinct
+// roles between them. The reference's own roles are a handful.
 
 // asSchemaType returns column a of the named Schema column converted to
 // Schema's type: a dictionary of strings is decoded, a timestamp of another

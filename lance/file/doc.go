@@ -122,10 +122,14 @@
 // first item). A null row points at a null item (one per page, stored as
 // end + adj like a null string); the keys carry no validity. A page is
 // written when it reaches PageBytes or before a new value would need a key
-// the index type cannot hold (the 129th value for int8). Reading returns one
+// the index type cannot hold (the 129th value for int8). The writer takes
+// dictionary arrays or plain arrays of the value type. Read returns one
 // dictionary array whose dictionary is the union of the pages' values, each
 // once; rows whose union exceeds what the index type addresses fail with
-// ErrUnsupported (read fewer rows at a time).
+// ErrUnsupported. ReadWith(ReadOptions{PlainDictionaries: true}) returns
+// plain value arrays instead, with no such bound. (LanceDB has the bound
+// too: its scans fail with "Dictionary key bigger than the key type" when a
+// batch spans pages holding more distinct values than the keys address.)
 //
 // The writer never compresses or bitpacks, and dictionary-encodes only
 // dictionary-typed columns (LanceDB does none of that for 2.0 either, except
