@@ -231,7 +231,7 @@ func (d *Dataset) scanChunk(ctx context.Context, frag *pb.DataFragment, proj *sc
 		for i, p := range preds {
 			cols[i] = p.field
 		}
-		arrs, err := d.readFragment(ctx, frag, cols, s, e, true)
+		arrs, err := d.readFragmentWith(ctx, frag, cols, s, e, true)
 		if err != nil {
 			return nil, err
 		}
@@ -262,7 +262,7 @@ func (d *Dataset) scanChunk(ctx context.Context, frag *pb.DataFragment, proj *sc
 	if matched == 0 {
 		return nil, nil
 	}
-	arrs, err := d.readFragment(ctx, frag, proj.Fields, s, e, plain)
+	arrs, err := d.readFragmentWith(ctx, frag, proj.Fields, s, e, plain)
 	if err != nil {
 		return nil, err
 	}
@@ -296,8 +296,13 @@ func (d *Dataset) scanChunk(ctx context.Context, frag *pb.DataFragment, proj *sc
 // readFragment reads rows [s, e) of the given top-level fields of a
 // fragment. A field no data file of the fragment holds reads as null (the
 // column was added after the fragment was written).
-// With plain, dictionary-typed fields come back as their value type.
-func (d *Dataset) readFragment(ctx context.Context, frag *pb.DataFragment, fields []*schema.Field, s, e int64, plain bool) ([]arrow.Array, error) {
+func (d *Dataset) readFragment(ctx context.Context, frag *pb.DataFragment, fields []*schema.Field, s, e int64) ([]arrow.Array, error) {
+	return d.readFragmentWith(ctx, frag, fields, s, e, d.plainDicts)
+}
+
+// readFragmentWith is readFragment; with plain, dictionary-typed fields
+// come back as plain arrays of their value type.
+func (d *Dataset) readFragmentWith(ctx context.Context, frag *pb.DataFragment, fields []*schema.Field, s, e int64, plain bool) ([]arrow.Array, error) {
 	out := make([]arrow.Array, len(fields))
 	type want struct {
 		ids []int32
@@ -367,42 +372,8 @@ func (d *Dataset) openFile(ctx context.Context, df *pb.DataFile) (*file.Reader, 
 }
 
 // Take returns the given rows, in the order given, with the named columns
-// (nil means all). Addresses must name live rows of this version. A
-// dictionary-typed column can hold only as many distinct values as its keys
-// address (128 for int8); TakePlain has no such bound.
+// (nil means all). Addresses must name live rows of this version.
 func (d *Dataset) Take(ctx context.Context, addrs []RowAddr, columns []string) (arrow.RecordBatch, error) {
-	return d.take(ctx, addrs, columns, false)
-}
-
-// TakePlain is Take with dictionary-typed columns returned as plain arrays
-// of their value type.
-func (d *Dataset) TakePlain(ctx context.Context, addrs []RowAddr, columns []string) (arrow.RecordBatch, error) {
-	return d.take(ctx, addrs, columns, true)
-}
-
-// outputType is the type a read returns for a column of type t.
-func outputType(t arrow.DataType, plain bool) arrow.DataType {
-	if d, ok := t.(*arrow.DictionaryType); ok && plain {
-		return d.ValueType
-	}
-	return t
-}
-
-// outputSchema is the schema a read of proj returns.
-func outputSchema(proj *schema.Schema, plain bool) *arrow.Schema {
-	s := proj.Arrow()
-	if !plain {
-		return s
-	}
-	fields := s.Fields()
-	for i := range fields {
-		fields[i].Type = outputType(fields[i].Type, true)
-	}
-	md := s.Metadata()
-	return arrow.NewSchema(fields, &md)
-}
-
-func (d *Dataset) take(ctx context.Context, addrs []RowAddr, columns []string, plain bool) (arrow.RecordBatch, error) {
 	proj := d.schema
 	if columns != nil {
 		var err error
@@ -425,7 +396,7 @@ func (d *Dataset) take(ctx context.Context, addrs []RowAddr, columns []string, p
 		if !ok || uint64(a.Offset) >= f.GetPhysicalRows() {
 			return nil, fmt.Errorf("lance/table: take: no row at fragment %d offset %d in version %d", a.Fragment, a.Offset, d.Version())
 		}
-		arrs, err := d.readFragment(ctx, f, proj.Fields, int64(a.Offset), int64(a.Offset)+1, plain)
+		arrs, err := d.readFragment(ctx, f, proj.Fields, int64(a.Offset), int64(a.Offset)+1)
 		if err != nil {
 			return nil, err
 		}
@@ -436,7 +407,7 @@ func (d *Dataset) take(ctx context.Context, addrs []RowAddr, columns []string, p
 	cols := make([]arrow.Array, len(proj.Fields))
 	for i, f := range proj.Fields {
 		if len(parts[i]) == 0 {
-			cols[i] = array.MakeArrayOfNull(memory.DefaultAllocator, outputType(f.Type, plain), 0)
+			cols[i] = array.MakeArrayOfNull(memory.DefaultAllocator, outputType(f.Type, d.plainDicts), 0)
 			continue
 		}
 		c, err := array.Concatenate(parts[i], memory.DefaultAllocator)
@@ -446,7 +417,7 @@ func (d *Dataset) take(ctx context.Context, addrs []RowAddr, columns []string, p
 		}
 		cols[i] = c
 	}
-	rec := array.NewRecordBatch(outputSchema(proj, plain), cols, int64(len(addrs)))
+	rec := array.NewRecordBatch(outputSchema(proj, d.plainDicts), cols, int64(len(addrs)))
 	releaseAll(cols)
 	return rec, nil
 }
@@ -599,4 +570,35 @@ func (p predicate) apply(arr arrow.Array, keep []bool) {
 			keep[i] = false
 		}
 	}
+}
+
+// TakePlain is Take with dictionary-typed columns returned as plain arrays
+// of their value type: Take's dictionary columns can hold only as many
+// distinct values as their keys address (128 for int8).
+func (d *Dataset) TakePlain(ctx context.Context, addrs []RowAddr, columns []string) (arrow.RecordBatch, error) {
+	v := *d
+	v.plainDicts = true
+	return v.Take(ctx, addrs, columns)
+}
+
+// outputType is the type a read returns for a column of type t.
+func outputType(t arrow.DataType, plain bool) arrow.DataType {
+	if d, ok := t.(*arrow.DictionaryType); ok && plain {
+		return d.ValueType
+	}
+	return t
+}
+
+// outputSchema is the schema a read of proj returns.
+func outputSchema(proj *schema.Schema, plain bool) *arrow.Schema {
+	s := proj.Arrow()
+	if !plain {
+		return s
+	}
+	fields := s.Fields()
+	for i := range fields {
+		fields[i].Type = outputType(fields[i].Type, true)
+	}
+	md := s.Metadata()
+	return arrow.NewSchema(fields, &md)
 }
