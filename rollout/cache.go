@@ -143,8 +143,7 @@ func project(rec arrow.RecordBatch, cols []string) (arrow.RecordBatch, error) {
 		}
 		fields[i] = Schema.Field(idx[0])
 		if j := rec.Schema().FieldIndices(name); len(j) == 1 {
-			arrs[i] = rec.Column(j[0])
-			arrs[i].Retain()
+			arrs[i] = asSchemaType(name, rec.Column(j[0])) // a reference table's role and created_at
 		} else {
 			arrs[i] = array.MakeArrayOfNull(memory.DefaultAllocator, fields[i].Type, int(rec.NumRows()))
 		}

@@ -166,7 +166,7 @@ func (s *Store) listByID(ctx context.Context, snap *snapshot, o ListOptions) (*L
 		at = append(at, i)
 	}
 	if len(addrs) > 0 {
-		b, err := snap.base.Take(ctx, addrs, listColumns)
+		b, err := snap.base.TakePlain(ctx, addrs, listColumns)
 		if err != nil {
 			return nil, err
 		}

@@ -391,12 +391,14 @@ func recordsFromBatch(rec arrow.RecordBatch) ([]Record, error) {
 	n := int(rec.NumRows())
 	out := make([]Record, n)
 	for ci, f := range rec.Schema().Fields() {
-		col := rec.Column(ci)
 		set, ok := setters[f.Name]
 		if !ok {
 			return nil, invalid("unknown column %q: the rollout schema has no such column", f.Name)
 		}
-		if err := set(col, out); err != nil {
+		col := asSchemaType(f.Name, rec.Column(ci)) // a reference table's role and created_at
+		err := set(col, out)
+		col.Release()
+		if err != nil {
 			return nil, fmt.Errorf("column %q: %w", f.Name, err)
 		}
 	}

@@ -117,7 +117,7 @@ func (s *Store) scan(ctx context.Context, snap *snapshot, src Source, cols []str
 	if len(have) == 0 {
 		have = []string{ColID} // row count only
 	}
-	opts := table.ScanOptions{Columns: have, BatchRows: batchRows}
+	opts := table.ScanOptions{Columns: have, BatchRows: batchRows, PlainDictionaries: true}
 	if len(exclude) > 0 {
 		opts.In = []table.In{{Column: ColID, Values: exclude, Negate: true}}
 	}

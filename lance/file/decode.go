@@ -50,6 +50,20 @@ var decodeLimitFloor int64 = 1 << 30
 // only the byte ranges the rows need; nearby ranges are coalesced into one
 // read. Fields are decoded concurrently.
 func (r *Reader) Read(ctx context.Context, fieldIDs []int32, start, end int64) (arrow.RecordBatch, error) {
+	return r.ReadWith(ctx, fieldIDs, start, end, ReadOptions{})
+}
+
+// ReadOptions changes what Read returns.
+type ReadOptions struct {
+	// PlainDictionaries returns a dictionary-typed field as a plain array
+	// of its value type (utf8 for dictionary<int8, utf8>). A dictionary
+	// array's keys bound the distinct values one read may return (128 for
+	// int8); plain arrays have no such bound.
+	PlainDictionaries bool
+}
+
+// ReadWith is Read with options.
+func (r *Reader) ReadWith(ctx context.Context, fieldIDs []int32, start, end int64, opts ReadOptions) (arrow.RecordBatch, error) {
 	if start < 0 || end < start || end > r.numRows {
 		return nil, fmt.Errorf("lance/file: rows [%d, %d) out of range [0, %d)", start, end, r.numRows)
 	}
@@ -61,7 +75,7 @@ func (r *Reader) Read(ctx context.Context, fieldIDs []int32, start, end int64) (
 		}
 		nodes[i] = n
 	}
-	rc := &readCtx{ctx: ctx, r: r, limit: max(decodeLimitFloor, 16*r.size)}
+	rc := &readCtx{ctx: ctx, r: r, limit: max(decodeLimitFloor, 16*r.size), plainDicts: opts.PlainDictionaries}
 	ranges := []rowRange{{start, end}}
 	datas := make([]arrow.ArrayData, len(nodes))
 	errs := make([]error, len(nodes))
@@ -92,6 +106,7 @@ func (r *Reader) Read(ctx context.Context, fieldIDs []int32, start, end int64) (
 	cols := make([]arrow.Array, len(nodes))
 	for i, d := range datas {
 		fields[i] = nodes[i].f.ArrowField()
+		fields[i].Type = d.DataType() // a plain dictionary's value type
 		cols[i] = array.MakeFromData(d)
 		d.Release()
 	}
@@ -108,6 +123,8 @@ type readCtx struct {
 	r     *Reader
 	used  atomic.Int64
 	limit int64
+	// plainDicts: decode dictionary-typed fields to their value type.
+	plainDicts bool
 }
 
 // alloc returns n zeroed bytes charged to the Read's budget.
@@ -218,6 +235,8 @@ func (rc *readCtx) decode(n *node, ranges []rowRange) (arrow.ArrayData, error) {
 		return rc.decodeList(n, ranges)
 	case kindStruct:
 		return rc.decodeStruct(n, ranges)
+	case kindDict:
+		return rc.decodeDict(n, ranges)
 	default:
 		return nil, n.err
 	}

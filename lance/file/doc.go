@@ -108,9 +108,32 @@
 // a non-null struct whose members are all null. Packed structs are not
 // supported.
 //
-// The writer never compresses, bitpacks or dictionary-encodes (LanceDB does
-// none of that for 2.0 either, except dictionary pages for low-cardinality
-// strings, below). Pages are split by bytes: a column writes a page when its
+// Arrow dictionary columns (dictionary<int8|16|32, uint8|16|32 keys, utf8 or
+// binary values>; Lance logical type "dict:{value}:{index}:false"), one
+// column, the shape LanceDB writes for them:
+//
+//	Dictionary{indices=Nullable.no_nulls(Flat{key bits, buf 0}),
+//	           items=Binary{indices=no_nulls(Flat{64, buf 1}), bytes=Flat{8, buf 2}, adj},
+//	           num_dictionary_items=N}                               [keys, item ends, item bytes]
+//
+// Every page carries its own dictionary: the distinct values of its rows in
+// first-seen order, each once, whatever the input arrays' dictionaries
+// hold. Keys are the Arrow keys of that dictionary as they are (0 is the
+// first item). A null row points at a null item (one per page, stored as
+// end + adj like a null string); the keys carry no validity. A page is
+// written when it reaches PageBytes or before a new value would need a key
+// the index type cannot hold (the 129th value for int8). The writer takes
+// dictionary arrays or plain arrays of the value type. Read returns one
+// dictionary array whose dictionary is the union of the pages' values, each
+// once; rows whose union exceeds what the index type addresses fail with
+// ErrUnsupported. ReadWith(ReadOptions{PlainDictionaries: true}) returns
+// plain value arrays instead, with no such bound. (LanceDB has the bound
+// too: its scans fail with "Dictionary key bigger than the key type" when a
+// batch spans pages holding more distinct values than the keys address.)
+//
+// The writer never compresses or bitpacks, and dictionary-encodes only
+// dictionary-typed columns (LanceDB does none of that for 2.0 either, except
+// dictionary pages for low-cardinality strings, below). Pages are split by bytes: a column writes a page when its
 // buffered encoded bytes reach PageBytes; a value bigger than that gets a
 // page of its own. Columns split independently, so pages of different
 // columns hold different row counts.

@@ -163,6 +163,12 @@ func encList(offsets *pb.ArrayEncoding, nullAdj, numItems uint64) *pb.ArrayEncod
 	}}}
 }
 
+func encDictionary(indices, items *pb.ArrayEncoding, numItems uint32) *pb.ArrayEncoding {
+	return &pb.ArrayEncoding{ArrayEncoding: &pb.ArrayEncoding_Dictionary{Dictionary: &pb.Dictionary{
+		Indices: indices, Items: items, NumDictionaryItems: numItems,
+	}}}
+}
+
 func encStruct() *pb.ArrayEncoding {
 	return &pb.ArrayEncoding{ArrayEncoding: &pb.ArrayEncoding_Struct{Struct: &pb.SimpleStruct{}}}
 }

@@ -63,6 +63,9 @@ func FuzzOpen(f *testing.F) {
 			if rec, err := r.Read(context.Background(), ids, 1, 2); err == nil {
 				rec.Release()
 			}
+			if rec, err := r.ReadWith(context.Background(), ids, 0, r.NumRows(), ReadOptions{PlainDictionaries: true}); err == nil {
+				rec.Release()
+			}
 		}
 	})
 }

@@ -118,19 +118,20 @@ func TestLanceDBReadsOurFiles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ir, err := ipc.NewFileReader(f)
+		ir, err := ipc.NewReader(f)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var got []arrow.RecordBatch
-		for i := range ir.NumRecords() {
-			r, err := ir.Record(i)
-			if err != nil {
-				t.Fatal(err)
-			}
+		for ir.Next() {
+			r := ir.RecordBatch()
 			r.Retain()
 			got = append(got, r)
 		}
+		if err := ir.Err(); err != nil {
+			t.Fatal(err)
+		}
+		ir.Release()
 		f.Close()
 		for i, fld := range as.Fields() {
 			want := structNoNulls(t, concatColumn(t, recs, i))

@@ -223,6 +223,7 @@ const (
 	kindBinary
 	kindList
 	kindStruct
+	kindDict
 	kindUnsupported
 )
 
@@ -261,6 +262,14 @@ func (b *builder) node(f *schema.Field, depth int) (*node, error) {
 	switch t := f.Type.(type) {
 	case *arrow.StringType, *arrow.BinaryType, *arrow.LargeStringType, *arrow.LargeBinaryType:
 		n.kind = kindBinary
+	case *arrow.DictionaryType:
+		// Top level only: a plain read changes the field's type, which a
+		// list or struct type could not reflect.
+		if dictTypeOK(t) && depth == 0 {
+			n.kind = kindDict
+		} else {
+			n.kind, n.err = kindUnsupported, unsupportedf("field %q: type %s", f.Name, t)
+		}
 	case *arrow.FixedSizeListType:
 		bits, ok := fixedBits(t.Elem())
 		if !ok {
@@ -361,6 +370,8 @@ func (b *builder) column(idx int, n *node) (*column, error) {
 				p.desc, p.err = parseFixed(enc, bufs, p.rows, n.bits, n.dim)
 			case kindBinary:
 				p.desc, p.err = parseBinaryPage(enc, bufs, p.rows)
+			case kindDict:
+				p.desc, p.err = parseDictPage(enc, bufs, p.rows)
 			case kindList:
 				var d *listDesc
 				d, p.err = parseList(enc, bufs, p.rows)

@@ -54,6 +54,9 @@ var (
 		{"list_struct", arrow.ListOf(structType)},
 		{"list_list_int32", arrow.ListOf(arrow.ListOf(arrow.PrimitiveTypes.Int32))},
 		{"list_fsl", arrow.ListOf(arrow.FixedSizeListOf(2, arrow.PrimitiveTypes.Float64))},
+		{"dict_int8_utf8", &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int8, ValueType: arrow.BinaryTypes.String}},
+		{"dict_uint16_utf8", &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Uint16, ValueType: arrow.BinaryTypes.String}},
+		{"dict_int32_binary", &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.Binary}},
 	}
 )
 
@@ -130,6 +133,18 @@ func checkRangesVia(t testing.TB, r *Reader, id int32, want arrow.Array, ranges 
 		}
 		w := array.NewSlice(want, rg[0], rg[1])
 		assertEqualArrays(t, "rows "+rangeString(rg), w, rec.Column(0))
+		if d, ok := rec.Column(0).(*array.Dictionary); ok {
+			checkDictUnique(t, d)
+			plain, err := r.ReadWith(context.Background(), []int32{id}, rg[0], rg[1], ReadOptions{PlainDictionaries: true})
+			if err != nil {
+				t.Fatalf("plain Read [%d, %d): %v", rg[0], rg[1], err)
+			}
+			assertEqualArrays(t, "plain rows "+rangeString(rg), dictDecoded(t, w), plain.Column(0))
+			if !arrow.TypeEqual(plain.Schema().Field(0).Type, d.Dictionary().DataType()) {
+				t.Fatalf("plain read schema %s", plain.Schema())
+			}
+			plain.Release()
+		}
 		if v, ok := rec.Column(0).(interface{ ValidateFull() error }); ok {
 			if err := v.ValidateFull(); err != nil {
 				t.Fatalf("rows %s: invalid array: %v", rangeString(rg), err)

@@ -107,9 +107,17 @@ func (w *Writer) newColWriter(f *schema.Field) (colWriter, error) {
 		return &binaryWriter{w: w, col: w.addColumn(f.ID)}, nil
 	case *arrow.BooleanType:
 		return &fixedWriter{w: w, col: w.addColumn(f.ID), bits: 1, dim: 1}, nil
+	case *arrow.DictionaryType:
+		if !dictTypeOK(t) {
+			return nil, fmt.Errorf("%w: field %q: type %s", ErrUnsupported, f.Name, t)
+		}
+		return newDictWriter(w, w.addColumn(f.ID), t), nil
 	case *arrow.ListType, *arrow.LargeListType:
 		if len(f.Children) != 1 {
 			return nil, fmt.Errorf("lance/file: list field %q has %d children, want 1", f.Name, len(f.Children))
+		}
+		if f.Children[0].Type.ID() == arrow.DICTIONARY {
+			return nil, fmt.Errorf("%w: field %q: list of dictionaries", ErrUnsupported, f.Name)
 		}
 		lw := &listWriter{w: w, col: w.addColumn(f.ID)}
 		child, err := w.newColWriter(f.Children[0])
@@ -127,6 +135,9 @@ func (w *Writer) newColWriter(f *schema.Field) (colWriter, error) {
 		}
 		sw := &structWriter{w: w, col: w.addColumn(f.ID)}
 		for _, c := range f.Children {
+			if c.Type.ID() == arrow.DICTIONARY {
+				return nil, fmt.Errorf("%w: field %q: struct member %q is a dictionary", ErrUnsupported, f.Name, c.Name)
+			}
 			cw, err := w.newColWriter(c)
 			if err != nil {
 				return nil, err
@@ -205,8 +216,11 @@ func (w *Writer) Write(rec arrow.RecordBatch) error {
 
 // compatible reports whether data of type a can be written to a column of
 // type b: the same physical layout, ignoring field names and nullability of
-// nested fields.
+// nested fields, or a's values for a dictionary column of them.
 func compatible(a, b arrow.DataType) bool {
+	if d, ok := b.(*arrow.DictionaryType); ok && a.ID() != arrow.DICTIONARY {
+		return arrow.TypeEqual(a, d.ValueType) // plain values for a dictionary column
+	}
 	if a.ID() != b.ID() {
 		return false
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/lance-context/lance-context/lance/pb"
 )
@@ -161,8 +162,60 @@ func LogicalType(dt arrow.DataType) (string, error) {
 			return "", err
 		}
 		return fmt.Sprintf("fixed_size_list:%s:%d", inner, t.Len()), nil
+	case *arrow.DictionaryType:
+		return dictLogicalType(t)
 	}
 	return "", fmt.Errorf("%w: %s", ErrUnsupported, dt)
+}
+
+// dictLogicalType names a dictionary type as Lance does:
+// "dict:{value type}:{index type}:false" (the last part is Arrow's "ordered",
+// which Lance always writes as false). Only dictionaries of strings or
+// binaries with integer indices are supported: that is what Lance 2.0
+// stores as a dictionary page.
+func dictLogicalType(t *arrow.DictionaryType) (string, error) {
+	if !dictValueOK(t.ValueType) || !dictIndexOK(t.IndexType) {
+		return "", fmt.Errorf("%w: %s (dictionaries must map integers to strings or binaries)", ErrUnsupported, t)
+	}
+	v, _ := LogicalType(t.ValueType)
+	i, _ := LogicalType(t.IndexType)
+	return fmt.Sprintf("dict:%s:%s:false", v, i), nil
+}
+
+func dictValueOK(t arrow.DataType) bool {
+	switch t.ID() {
+	case arrow.STRING, arrow.LARGE_STRING, arrow.BINARY, arrow.LARGE_BINARY:
+		return true
+	}
+	return false
+}
+
+func dictIndexOK(t arrow.DataType) bool {
+	switch t.ID() {
+	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.UINT8, arrow.UINT16, arrow.UINT32:
+		return true
+	}
+	return false
+}
+
+// parseDict parses the rest of "dict:{value}:{index}:{ordered}".
+func parseDict(lt, rest string) (arrow.DataType, error) {
+	parts := strings.Split(rest, ":")
+	if len(parts) != 3 {
+		return nil, fmt.Errorf("%w: logical type %q", ErrUnsupported, lt)
+	}
+	v, err := primitiveType(parts[0])
+	if err != nil {
+		return nil, err
+	}
+	i, err := primitiveType(parts[1])
+	if err != nil {
+		return nil, err
+	}
+	if !dictValueOK(v) || !dictIndexOK(i) {
+		return nil, fmt.Errorf("%w: logical type %q (dictionaries must map integers to strings or binaries)", ErrUnsupported, lt)
+	}
+	return &arrow.DictionaryType{IndexType: i, ValueType: v, Ordered: parts[2] == "true"}, nil
 }
 
 func unitString(u arrow.TimeUnit) string {
@@ -227,6 +280,9 @@ func primitiveType(lt string) (arrow.DataType, error) {
 			tz = ""
 		}
 		return &arrow.TimestampType{Unit: u, TimeZone: tz}, nil
+	}
+	if rest, ok := strings.CutPrefix(lt, "dict:"); ok {
+		return parseDict(lt, rest)
 	}
 	if rest, ok := strings.CutPrefix(lt, "fixed_size_list:"); ok {
 		i := strings.LastIndexByte(rest, ':')
@@ -349,6 +405,11 @@ func (f *Field) appendProto(out []*pb.Field) []*pb.Field {
 		case f.LogicalType == "string" || f.LogicalType == "large_string" ||
 			f.LogicalType == "binary" || f.LogicalType == "large_binary":
 			p.Encoding = 2 // var-binary; ignored by v2 readers, written as Lance does
+		case strings.HasPrefix(f.LogicalType, "dict:"):
+			// Dictionary, with an empty Field.dictionary (8) message: what
+			// Lance writes for 2.0 files, whose dictionaries live in the pages.
+			p.Encoding = 3
+			p.ProtoReflect().SetUnknown(protoreflect.RawFields{8<<3 | 2, 0})
 		case len(f.Children) == 0:
 			p.Encoding = 1 // plain
 		}
@@ -438,10 +499,40 @@ func (s *Schema) Project(names []string) (*Schema, error) {
 	return out, nil
 }
 
+// Compatible reports whether a column of type have (a table's) can hold the
+// values of type want: the same Lance logical type, or one of two variants
+// that store the same values differently:
+//
+//   - a dictionary of strings (or binaries) and the plain type of its
+//     values, either way round (dictionary<int8, utf8> and utf8);
+//   - timestamps of the same unit with and without a time zone (a zone-less
+//     timestamp is then read as UTC).
+func Compatible(have, want arrow.DataType) bool {
+	lh, err1 := LogicalType(have)
+	lw, err2 := LogicalType(want)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	if lh == lw {
+		return true
+	}
+	if dh, ok := have.(*arrow.DictionaryType); ok {
+		have = dh.ValueType
+	}
+	if dw, ok := want.(*arrow.DictionaryType); ok {
+		want = dw.ValueType
+	}
+	if th, ok := have.(*arrow.TimestampType); ok {
+		tw, ok := want.(*arrow.TimestampType)
+		return ok && th.Unit == tw.Unit
+	}
+	return arrow.TypeEqual(have, want)
+}
+
 // Evolve returns a copy of s extended with the top-level fields of add that s
 // lacks, numbered after s's largest id. New fields must be nullable (rows
-// written before them read as null). Fields present in both must have the same
-// logical type.
+// written before them read as null). A field present in both keeps s's type,
+// which must be Compatible with add's.
 func (s *Schema) Evolve(add *arrow.Schema) (*Schema, bool, error) {
 	out := &Schema{Fields: append([]*Field(nil), s.Fields...), Metadata: s.Metadata}
 	next := s.MaxID() + 1
@@ -452,7 +543,7 @@ func (s *Schema) Evolve(add *arrow.Schema) (*Schema, bool, error) {
 			if err != nil {
 				return nil, false, fmt.Errorf("field %q: %w", af.Name, err)
 			}
-			if lt != old.LogicalType {
+			if old.Type == nil || !Compatible(old.Type, af.Type) {
 				return nil, false, fmt.Errorf("lance/schema: column %q is %s in the table, got %s", af.Name, old.LogicalType, lt)
 			}
 			continue

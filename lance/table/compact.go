@@ -67,7 +67,9 @@ func Compact(ctx context.Context, store objstore.Store, opts CompactOptions) (*C
 	for _, f := range old {
 		view := *d
 		view.manifest = &pb.Manifest{Fragments: []*pb.DataFragment{f}}
-		err := view.Scan(ctx, ScanOptions{}, func(rec arrow.RecordBatch) error {
+		// Plain: a dictionary column's values are re-encoded per page by the
+		// writer, with no bound on the distinct values of one batch.
+		err := view.Scan(ctx, ScanOptions{PlainDictionaries: true}, func(rec arrow.RecordBatch) error {
 			if fw == nil {
 				var err error
 				if fw, err = NewFragmentWriter(ctx, store, d.schema, rec.Schema(), file.WriterOptions{}); err != nil {

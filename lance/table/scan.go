@@ -46,6 +46,11 @@ type ScanOptions struct {
 	Limit       int64    // matching rows to return; <= 0 means all
 	BatchRows   int      // rows read per step; default 65536
 	WithRowAddr bool     // append a RowAddrColumn column
+	// PlainDictionaries returns dictionary-typed columns as plain arrays of
+	// their value type. Without it a batch's dictionary column holds at most
+	// as many distinct values as its keys address (128 for int8), and a scan
+	// of a table with more fails with file.ErrUnsupported.
+	PlainDictionaries bool
 	// Fragments, when non-nil, restricts the scan to these fragment ids (the
 	// fragments an index does not cover, say).
 	Fragments *roaring.Bitmap
@@ -121,7 +126,7 @@ func (d *Dataset) Scan(ctx context.Context, opts ScanOptions, fn func(arrow.Reco
 	if remaining <= 0 {
 		remaining = -1
 	}
-	outSchema := proj.Arrow()
+	outSchema := outputSchema(proj, opts.PlainDictionaries)
 	if opts.WithRowAddr {
 		outSchema = arrow.NewSchema(append(outSchema.Fields(), arrow.Field{Name: RowAddrColumn, Type: arrow.PrimitiveTypes.Uint64}), nil)
 	}
@@ -137,7 +142,7 @@ func (d *Dataset) Scan(ctx context.Context, opts ScanOptions, fn func(arrow.Reco
 			continue
 		}
 		if covered != nil && covered.Contains(uint32(frag.GetId())) {
-			if err := d.scanRows(ctx, frag, proj, preds, found[frag.GetId()], &offset, &remaining, opts.WithRowAddr, outSchema, fn); err != nil {
+			if err := d.scanRows(ctx, frag, proj, preds, found[frag.GetId()], &offset, &remaining, opts.WithRowAddr, opts.PlainDictionaries, outSchema, fn); err != nil {
 				return err
 			}
 			continue
@@ -157,7 +162,7 @@ func (d *Dataset) Scan(ctx context.Context, opts ScanOptions, fn func(arrow.Reco
 		n := int64(frag.GetPhysicalRows())
 		for s := start; s < n && remaining != 0; s += int64(batch) {
 			e := min(s+int64(batch), n)
-			rec, err := d.scanChunk(ctx, frag, proj, preds, del, s, e, &offset, &remaining, opts.WithRowAddr, outSchema)
+			rec, err := d.scanChunk(ctx, frag, proj, preds, del, s, e, &offset, &remaining, opts.WithRowAddr, opts.PlainDictionaries, outSchema)
 			if err != nil {
 				return err
 			}
@@ -178,7 +183,7 @@ func (d *Dataset) Scan(ctx context.Context, opts ScanOptions, fn func(arrow.Reco
 // runs of consecutive offsets, with the same predicates, deletions, offset
 // and limit as a full scan of the fragment.
 func (d *Dataset) scanRows(ctx context.Context, frag *pb.DataFragment, proj *schema.Schema, preds []predicate,
-	offsets []uint32, offset, remaining *int64, withAddr bool, out *arrow.Schema, fn func(arrow.RecordBatch) error) error {
+	offsets []uint32, offset, remaining *int64, withAddr, plain bool, out *arrow.Schema, fn func(arrow.RecordBatch) error) error {
 	if len(offsets) == 0 {
 		return nil
 	}
@@ -197,7 +202,7 @@ func (d *Dataset) scanRows(ctx context.Context, frag *pb.DataFragment, proj *sch
 		if uint64(e) > n {
 			return fmt.Errorf("%w: index names row %d of fragment %d, which has %d rows", ErrCorrupt, e-1, frag.GetId(), n)
 		}
-		rec, err := d.scanChunk(ctx, frag, proj, preds, del, s, e, offset, remaining, withAddr, out)
+		rec, err := d.scanChunk(ctx, frag, proj, preds, del, s, e, offset, remaining, withAddr, plain, out)
 		if err != nil {
 			return err
 		}
@@ -216,7 +221,7 @@ func (d *Dataset) scanRows(ctx context.Context, frag *pb.DataFragment, proj *sch
 // scanChunk reads rows [s, e) of a fragment and returns the selected ones,
 // or nil when none are.
 func (d *Dataset) scanChunk(ctx context.Context, frag *pb.DataFragment, proj *schema.Schema, preds []predicate,
-	del *roaring.Bitmap, s, e int64, offset, remaining *int64, withAddr bool, out *arrow.Schema) (arrow.RecordBatch, error) {
+	del *roaring.Bitmap, s, e int64, offset, remaining *int64, withAddr, plain bool, out *arrow.Schema) (arrow.RecordBatch, error) {
 	n := int(e - s)
 	keep := make([]bool, n)
 	for i := range keep {
@@ -227,7 +232,7 @@ func (d *Dataset) scanChunk(ctx context.Context, frag *pb.DataFragment, proj *sc
 		for i, p := range preds {
 			cols[i] = p.field
 		}
-		arrs, err := d.readFragment(ctx, frag, cols, s, e)
+		arrs, err := d.readFragmentWith(ctx, frag, cols, s, e, true)
 		if err != nil {
 			return nil, err
 		}
@@ -258,7 +263,7 @@ func (d *Dataset) scanChunk(ctx context.Context, frag *pb.DataFragment, proj *sc
 	if matched == 0 {
 		return nil, nil
 	}
-	arrs, err := d.readFragment(ctx, frag, proj.Fields, s, e)
+	arrs, err := d.readFragmentWith(ctx, frag, proj.Fields, s, e, plain)
 	if err != nil {
 		return nil, err
 	}
@@ -293,6 +298,12 @@ func (d *Dataset) scanChunk(ctx context.Context, frag *pb.DataFragment, proj *sc
 // fragment. A field no data file of the fragment holds reads as null (the
 // column was added after the fragment was written).
 func (d *Dataset) readFragment(ctx context.Context, frag *pb.DataFragment, fields []*schema.Field, s, e int64) ([]arrow.Array, error) {
+	return d.readFragmentWith(ctx, frag, fields, s, e, d.plainDicts)
+}
+
+// readFragmentWith is readFragment; with plain, dictionary-typed fields
+// come back as plain arrays of their value type.
+func (d *Dataset) readFragmentWith(ctx context.Context, frag *pb.DataFragment, fields []*schema.Field, s, e int64, plain bool) ([]arrow.Array, error) {
 	out := make([]arrow.Array, len(fields))
 	type want struct {
 		ids []int32
@@ -302,7 +313,7 @@ func (d *Dataset) readFragment(ctx context.Context, frag *pb.DataFragment, field
 	for i, f := range fields {
 		fi := slices.IndexFunc(frag.GetFiles(), func(df *pb.DataFile) bool { return slices.Contains(df.GetFields(), f.ID) })
 		if fi < 0 {
-			out[i] = array.MakeArrayOfNull(memory.DefaultAllocator, f.Type, int(e-s))
+			out[i] = array.MakeArrayOfNull(memory.DefaultAllocator, outputType(f.Type, plain), int(e-s))
 			continue
 		}
 		perFile[fi].ids = append(perFile[fi].ids, f.ID)
@@ -317,7 +328,7 @@ func (d *Dataset) readFragment(ctx context.Context, frag *pb.DataFragment, field
 			releaseAll(out)
 			return nil, err
 		}
-		rec, err := r.Read(ctx, w.ids, s, e)
+		rec, err := r.ReadWith(ctx, w.ids, s, e, file.ReadOptions{PlainDictionaries: plain})
 		if err != nil {
 			releaseAll(out)
 			return nil, fmt.Errorf("lance/table: fragment %d file %s: %w", frag.GetId(), frag.GetFiles()[fi].GetPath(), err)
@@ -428,7 +439,7 @@ func (d *Dataset) Take(ctx context.Context, addrs []RowAddr, columns []string) (
 	cols := make([]arrow.Array, len(proj.Fields))
 	for i, f := range proj.Fields {
 		if len(parts[i]) == 0 {
-			cols[i] = array.MakeArrayOfNull(memory.DefaultAllocator, f.Type, 0)
+			cols[i] = array.MakeArrayOfNull(memory.DefaultAllocator, outputType(f.Type, d.plainDicts), 0)
 			continue
 		}
 		c, err := array.Concatenate(parts[i], memory.DefaultAllocator)
@@ -438,7 +449,7 @@ func (d *Dataset) Take(ctx context.Context, addrs []RowAddr, columns []string) (
 		}
 		cols[i] = c
 	}
-	rec := array.NewRecordBatch(proj.Arrow(), cols, int64(len(addrs)))
+	rec := array.NewRecordBatch(outputSchema(proj, d.plainDicts), cols, int64(len(addrs)))
 	releaseAll(cols)
 	return rec, nil
 }
@@ -458,7 +469,7 @@ func (d *Dataset) compilePredicates(where []Eq, in []In) ([]predicate, error) {
 		if f == nil {
 			return nil, fmt.Errorf("lance/table: filter on unknown column %q", w.Column)
 		}
-		if id := f.Type.ID(); id != arrow.STRING && id != arrow.LARGE_STRING {
+		if !isStringType(f.Type) {
 			return nil, fmt.Errorf("lance/table: set filter on %q: only string columns, it is %s", w.Column, f.Type)
 		}
 		out = append(out, predicate{field: f, set: w.Values, negate: w.Negate})
@@ -470,7 +481,10 @@ func (d *Dataset) compilePredicates(where []Eq, in []In) ([]predicate, error) {
 		}
 		p := predicate{field: f}
 		switch f.Type.ID() {
-		case arrow.STRING, arrow.LARGE_STRING:
+		case arrow.STRING, arrow.LARGE_STRING, arrow.DICTIONARY:
+			if !isStringType(f.Type) {
+				return nil, fmt.Errorf("lance/table: filter on %q: only string and bool columns can be filtered, it is %s", w.Column, f.Type)
+			}
 			s, ok := w.Value.(string)
 			if !ok {
 				return nil, fmt.Errorf("lance/table: filter on %q needs a string value, got %T", w.Column, w.Value)
@@ -490,26 +504,81 @@ func (d *Dataset) compilePredicates(where []Eq, in []In) ([]predicate, error) {
 	return out, nil
 }
 
+// isStringType reports whether string predicates apply to columns of type
+// t: utf8, large_utf8, or a dictionary of either.
+func isStringType(t arrow.DataType) bool {
+	if d, ok := t.(*arrow.DictionaryType); ok {
+		t = d.ValueType
+	}
+	return t.ID() == arrow.STRING || t.ID() == arrow.LARGE_STRING
+}
+
+// stringAt returns the value of row i of a string or dictionary-of-string
+// array, with ok false for a null (a null key or a null value).
+func stringAt(arr arrow.Array) (func(i int) (string, bool), bool) {
+	type strArr interface {
+		IsNull(int) bool
+		Value(int) string
+	}
+	if d, ok := arr.(*array.Dictionary); ok {
+		vals, ok := d.Dictionary().(strArr)
+		if !ok {
+			return nil, false
+		}
+		return func(i int) (string, bool) {
+			if d.IsNull(i) {
+				return "", false
+			}
+			j := d.GetValueIndex(i)
+			if vals.IsNull(j) {
+				return "", false
+			}
+			return vals.Value(j), true
+		}, true
+	}
+	str, ok := arr.(strArr)
+	if !ok {
+		return nil, false
+	}
+	return func(i int) (string, bool) {
+		if str.IsNull(i) {
+			return "", false
+		}
+		return str.Value(i), true
+	}, true
+}
+
 // apply clears keep[i] for rows where the predicate does not hold.
 func (p predicate) apply(arr arrow.Array, keep []bool) {
 	if p.set != nil || p.negate {
-		str, ok := arr.(interface {
-			IsNull(int) bool
-			Value(int) string
-		})
+		at, ok := stringAt(arr)
 		for i := range keep {
 			if !keep[i] {
 				continue
 			}
 			in := false
-			if ok && !str.IsNull(i) {
-				_, in = p.set[str.Value(i)]
+			if ok {
+				if v, valid := at(i); valid {
+					_, in = p.set[v]
+				}
 			}
 			keep[i] = in != p.negate
 		}
 		return
 	}
 	switch a := arr.(type) {
+	case *array.Dictionary:
+		at, ok := stringAt(a)
+		for i := range keep {
+			if !keep[i] {
+				continue
+			}
+			v, valid := "", false
+			if ok {
+				v, valid = at(i)
+			}
+			keep[i] = valid && v == p.str
+		}
 	case *array.String:
 		for i := range keep {
 			if keep[i] && (a.IsNull(i) || a.Value(i) != p.str) {
@@ -533,4 +602,35 @@ func (p predicate) apply(arr arrow.Array, keep []bool) {
 			keep[i] = false
 		}
 	}
+}
+
+// TakePlain is Take with dictionary-typed columns returned as plain arrays
+// of their value type: Take's dictionary columns can hold only as many
+// distinct values as their keys address (128 for int8).
+func (d *Dataset) TakePlain(ctx context.Context, addrs []RowAddr, columns []string) (arrow.RecordBatch, error) {
+	v := *d
+	v.plainDicts = true
+	return v.Take(ctx, addrs, columns)
+}
+
+// outputType is the type a read returns for a column of type t.
+func outputType(t arrow.DataType, plain bool) arrow.DataType {
+	if d, ok := t.(*arrow.DictionaryType); ok && plain {
+		return d.ValueType
+	}
+	return t
+}
+
+// outputSchema is the schema a read of proj returns.
+func outputSchema(proj *schema.Schema, plain bool) *arrow.Schema {
+	s := proj.Arrow()
+	if !plain {
+		return s
+	}
+	fields := s.Fields()
+	for i := range fields {
+		fields[i].Type = outputType(fields[i].Type, true)
+	}
+	md := s.Metadata()
+	return arrow.NewSchema(fields, &md)
 }

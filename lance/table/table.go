@@ -22,6 +22,7 @@ type Dataset struct {
 	indexSection []byte
 	naming       naming
 	files        *fileCache
+	plainDicts   bool // a TakePlain view: dictionary columns read plain
 }
 
 // Open returns the latest version of the table rooted at store.

@@ -25,7 +25,9 @@ type FragmentWriter struct {
 }
 
 // NewFragmentWriter starts a data file holding the columns of cols (a
-// projection of the table schema, by name) with the table's field ids.
+// projection of the table schema, by name) with the table's field ids and
+// types. A column of cols may have a type writable to the table's (see
+// writable); the file always stores the table's.
 func NewFragmentWriter(ctx context.Context, store objstore.Store, tableSchema *schema.Schema, cols *arrow.Schema, opts file.WriterOptions) (*FragmentWriter, error) {
 	names := make([]string, cols.NumFields())
 	for i, f := range cols.Fields() {
@@ -34,7 +36,7 @@ func NewFragmentWriter(ctx context.Context, store objstore.Store, tableSchema *s
 		if tf == nil {
 			return nil, fmt.Errorf("lance/table: column %q is not in the table schema", f.Name)
 		}
-		if !arrow.TypeEqual(tf.Type, f.Type) {
+		if !writable(f.Type, tf.Type) {
 			return nil, fmt.Errorf("lance/table: column %q is %s in the table, got %s", f.Name, tf.Type, f.Type)
 		}
 	}
@@ -53,6 +55,23 @@ func NewFragmentWriter(ctx context.Context, store objstore.Store, tableSchema *s
 		return nil, err
 	}
 	return &FragmentWriter{obj: obj, w: w, name: name, schema: proj}, nil
+}
+
+// writable reports whether values of type have can be written to a column
+// of type want: the same type, plain values for a dictionary column (the
+// writer dictionary-encodes them), or a timestamp of the same unit in
+// another time zone (stored as the table's type; the instants are the same
+// integers).
+func writable(have, want arrow.DataType) bool {
+	if arrow.TypeEqual(have, want) {
+		return true
+	}
+	if d, ok := want.(*arrow.DictionaryType); ok {
+		return arrow.TypeEqual(have, d.ValueType)
+	}
+	th, ok1 := have.(*arrow.TimestampType)
+	tw, ok2 := want.(*arrow.TimestampType)
+	return ok1 && ok2 && th.Unit == tw.Unit
 }
 
 // Write appends a batch; its columns must match the writer's, in order.

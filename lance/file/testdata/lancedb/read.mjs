@@ -1,7 +1,8 @@
 // read.mjs DIR NAME OUT.arrow [SKIP_IN_FILTER...]
 //
 // Opens table NAME in DIR with LanceDB 0.31, writes a full scan to OUT.arrow
-// (Arrow IPC file), then runs a filtered scan with limit/offset (late
+// (an Arrow IPC stream: the file format cannot hold the per-batch
+// dictionaries of dictionary-typed columns), then runs a filtered scan with limit/offset (late
 // materialization) over every column except those listed. Used by
 // TestLanceDBReadsOurFiles.
 import { createRequire } from "node:module";
@@ -20,7 +21,7 @@ const t = await db.openTable(name);
 const n = await t.countRows();
 const all = await t.query().toArrow();
 if (all.numRows !== n) throw new Error(`scan returned ${all.numRows} of ${n} rows`);
-fs.writeFileSync(out, arrow.tableToIPC(all, "file"));
+fs.writeFileSync(out, arrow.tableToIPC(all, "stream"));
 const cols = all.schema.fields.map((f) => f.name).filter((c) => !skip.includes(c));
 const some = await t.query().select(cols).where("id % 7 = 3").limit(20).offset(5).toArrow();
 if (some.numRows !== 20) throw new Error(`filtered scan returned ${some.numRows} rows`);
