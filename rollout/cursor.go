@@ -98,7 +98,7 @@ func (s *Store) listByID(ctx context.Context, snap *snapshot, o ListOptions) (*L
 			h.offer(candidate{id: id, wal: r}, k)
 		}
 	}
-	if o.Source != SourceWAL {
+	if o.Source != SourceWAL && !missingFilter(snap.base, o.Filters) {
 		opts := table.ScanOptions{Columns: []string{ColID}, Where: tableFilters(o.Filters), WithRowAddr: true, Index: s.finder()}
 		if len(exclude) > 0 {
 			opts.In = []table.In{{Column: ColID, Values: exclude, Negate: true}}
@@ -166,7 +166,7 @@ func (s *Store) listByID(ctx context.Context, snap *snapshot, o ListOptions) (*L
 		at = append(at, i)
 	}
 	if len(addrs) > 0 {
-		b, err := snap.base.TakePlain(ctx, addrs, listColumns)
+		b, err := snap.base.TakePlain(ctx, addrs, baseColumns(snap.base, listColumns))
 		if err != nil {
 			return nil, err
 		}
@@ -221,4 +221,15 @@ func (s *Store) ascendIndexed(ctx context.Context, base *table.Dataset, after st
 		return nil, werr
 	}
 	return covered, err
+}
+
+// missingFilter reports a filter on a column the base table does not have
+// yet (see baseColumns): it matches no base row (null equals nothing).
+func missingFilter(d *table.Dataset, fs []Filter) bool {
+	for _, f := range fs {
+		if d.Schema().Field(f.Column) == nil {
+			return true
+		}
+	}
+	return false
 }

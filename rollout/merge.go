@@ -83,6 +83,9 @@ func (s *Store) mergeWith(ctx context.Context, w *wal.Writer) (*MergeResult, err
 	if len(pending) == 0 {
 		return res, nil
 	}
+	if err := s.evolve(ctx); err != nil {
+		return nil, err
+	}
 	pick := s.pickGenerations(pending)
 	res.Generations = len(pick)
 	res.Remaining = len(pending) - len(pick)
@@ -302,6 +305,9 @@ func (s *Store) Compact(ctx context.Context, o CompactOptions) (*table.CompactRe
 	defer s.compactMu.Unlock()
 	if o.TargetRows <= 0 {
 		o.TargetRows = s.opts.CompactTargetRows
+	}
+	if err := s.evolve(ctx); err != nil {
+		return nil, err
 	}
 	res, err := table.Compact(ctx, s.root, table.CompactOptions{
 		TargetRows:    o.TargetRows,

@@ -334,7 +334,7 @@ func (s *Store) get(ctx context.Context, snap *snapshot, id string) (*Record, er
 		return &r, err
 	}
 	var out *Record
-	err := snap.base.Scan(ctx, table.ScanOptions{Columns: listColumns, Where: []table.Eq{{Column: ColID, Value: id}}, Limit: 1, Index: s.finder(), PlainDictionaries: true}, func(b arrow.RecordBatch) error {
+	err := snap.base.Scan(ctx, table.ScanOptions{Columns: baseColumns(snap.base, listColumns), Where: []table.Eq{{Column: ColID, Value: id}}, Limit: 1, Index: s.finder(), PlainDictionaries: true}, func(b arrow.RecordBatch) error {
 		rs, err := recordsFromBatch(b)
 		if err == nil && len(rs) > 0 {
 			out = &rs[0]

@@ -14,6 +14,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/lance-context/lance-context/lance/schema"
+	"github.com/lance-context/lance-context/lance/table"
 	"github.com/lance-context/lance-context/objstore"
 	"github.com/lance-context/lance-context/wal"
 )
@@ -479,4 +481,64 @@ func TestRegression_SharedNullColumnsAreReadOnly(t *testing.T) {
 		close(gates[n])
 	}
 	wg.Wait()
+}
+
+// TestOpenOlderTableCommitsOnlyAtWrite: a store whose base table predates
+// some of Schema's columns opens and reads (those columns as null) without
+// committing a table version; its first merge adds the columns in its own
+// commit and the rows written since carry them (regression: opening a
+// store to read it committed AddColumns).
+func TestOpenOlderTableCommitsOnlyAtWrite(t *testing.T) {
+	ctx := context.Background()
+	root := objstore.NewMemory()
+	var older []arrow.Field
+	for _, f := range Schema.Fields() {
+		if f.Name != "metadata" && f.Name != "artifact_type" {
+			older = append(older, f)
+		}
+	}
+	ls, err := schema.FromArrow(arrow.NewSchema(older, nil), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := table.Create(ctx, StoreRoot(root, "old"), ls, table.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := root.Put(ctx, registryDir+"old", nil); err != nil {
+		t.Fatal(err)
+	}
+	s := mustStore(t, newCatalog(t, root, "w1", Options{}), "old")
+	appendFlush(t, s, []Record{{ID: "a", RolloutID: "r", ArtifactType: ptr("img"), Metadata: ptr(`{"k":1}`)}})
+	for _, src := range []Source{SourceFragments, SourceWAL, SourceAll} {
+		if _, err := s.List(ctx, ListOptions{Source: src, Filters: []Filter{{"artifact_type", "img"}}}); err != nil {
+			t.Fatalf("list %s filtered on a column the base lacks: %v", src, err)
+		}
+	}
+	if _, err := s.Get(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Stats(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := table.Open(ctx, StoreRoot(root, "old")); err != nil || d.Version() != 1 {
+		t.Fatalf("reads committed a table version: %v %v", d.Version(), err)
+	}
+	if _, err := s.Merge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	d, err := table.Open(ctx, StoreRoot(root, "old"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Schema().Field("metadata") == nil || d.Schema().Field("artifact_type") == nil {
+		t.Fatal("the merge did not add the missing columns")
+	}
+	r, err := s.Get(ctx, "a")
+	if err != nil || r.ArtifactType == nil || *r.ArtifactType != "img" || r.Metadata == nil {
+		t.Fatalf("merged record %+v %v", r, err)
+	}
+	res, err := s.List(ctx, ListOptions{Source: SourceFragments, Filters: []Filter{{"artifact_type", "img"}}})
+	if err != nil || len(res.Records) != 1 {
+		t.Fatalf("filter after the merge: %+v %v", res, err)
+	}
 }

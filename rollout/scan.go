@@ -106,18 +106,8 @@ func (s *Store) scan(ctx context.Context, snap *snapshot, src Source, cols []str
 	if src == SourceWAL {
 		return nil
 	}
-	// Columns the base table lacks (a store written before they were added
-	// to Schema) read as null.
-	var have []string
-	for _, c := range cols {
-		if snap.base.Schema().Field(c) != nil {
-			have = append(have, c)
-		}
-	}
-	if len(have) == 0 {
-		have = []string{ColID} // row count only
-	}
-	opts := table.ScanOptions{Columns: have, BatchRows: batchRows, PlainDictionaries: true}
+	// Columns the base table lacks read as null (see baseColumns).
+	opts := table.ScanOptions{Columns: baseColumns(snap.base, cols), BatchRows: batchRows, PlainDictionaries: true}
 	if len(exclude) > 0 {
 		opts.In = []table.In{{Column: ColID, Values: exclude, Negate: true}}
 	}

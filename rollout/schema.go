@@ -4,6 +4,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/lance-context/lance-context/api"
+	"github.com/lance-context/lance-context/lance/table"
 )
 
 // Column names of the rollout schema.
@@ -110,3 +111,20 @@ var listColumns = func() []string {
 
 // FilterColumns are the columns List accepts equality filters on.
 var FilterColumns = api.FilterColumns
+
+// baseColumns returns the columns of cols that the base table d has: a
+// store written before a column was added to Schema gains it only at its
+// next write (a merge or compaction commits the new columns; reads never
+// commit), and until then its rows read that column as null.
+func baseColumns(d *table.Dataset, cols []string) []string {
+	out := make([]string, 0, len(cols))
+	for _, c := range cols {
+		if d.Schema().Field(c) != nil {
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, ColID) // the row count only
+	}
+	return out
+}

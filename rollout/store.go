@@ -140,6 +140,7 @@ type Store struct {
 	compactErr  *string
 
 	version atomic.Uint64 // the newest base version this process has seen
+	evolved atomic.Bool   // the base table has every column of Schema
 	pinned  atomic.Uint64 // a checkout's base version; 0 reads the latest
 
 	mu     sync.Mutex
@@ -202,16 +203,31 @@ func openStore(ctx context.Context, name string, root objstore.Store, shard stri
 	if err != nil {
 		return nil, err
 	}
-	if _, changed, err := d.Schema().Evolve(Schema); err != nil {
+	// An older table gains Schema's new columns at its next write
+	// (evolve), never here: opening a store to read it must not commit.
+	_, changed, err := d.Schema().Evolve(Schema)
+	if err != nil {
 		return nil, fmt.Errorf("rollout: store %q has an incompatible schema: %w", name, err)
-	} else if changed {
-		if _, err := table.AddColumns(ctx, root, lanceSchema); err != nil {
-			return nil, fmt.Errorf("rollout: evolve schema of %q: %w", name, err)
-		}
 	}
 	st := &Store{name: name, root: root, shard: shard, opts: opts}
+	st.evolved.Store(!changed)
 	st.sawVersion(d.Version())
 	return st, nil
+}
+
+// evolve adds the columns of Schema the base table lacks, in one commit,
+// before this process's first write to the base (merge, compaction).
+func (s *Store) evolve(ctx context.Context) error {
+	if s.evolved.Load() {
+		return nil
+	}
+	d, err := table.AddColumns(ctx, s.root, lanceSchema)
+	if err != nil {
+		return fmt.Errorf("rollout: evolve schema of %q: %w", s.name, err)
+	}
+	s.sawVersion(d.Version())
+	s.evolved.Store(true)
+	return nil
 }
 
 // sawVersion records a base version read or committed by this process.
