@@ -62,9 +62,14 @@ func storeWorkload(t *testing.T, s *Store, fsys *vfs.MemFS, n int) []string {
 	var bg sync.WaitGroup
 	bg.Go(func() {
 		for i := 0; ; i++ {
+			// At least two rounds of flush, merge and compaction, however
+			// fast the appenders finish (under -race on a loaded machine
+			// they finished before the first compaction).
 			select {
 			case <-done:
-				return
+				if i >= 14 {
+					return
+				}
 			default:
 			}
 			if fsys.IsCut() {
