@@ -195,8 +195,8 @@ func (c *Catalog) Delete(ctx context.Context, name string) error {
 	}
 	// On a file system the emptied directories remain, and LanceDB lists
 	// an empty {name}.rollout.lance/ as a table it then fails to open.
-	if dir, ok := root.(interface{ LocalPath(string) (string, bool) }); ok {
-		if p, ok := dir.LocalPath(""); ok {
+	if dir, ok := c.root.(interface{ LocalPath(string) (string, bool) }); ok {
+		if p, ok := dir.LocalPath(name + storeSuffix); ok {
 			if err := removeEmptyDirs(p); err != nil {
 				return fmt.Errorf("rollout: delete store %q: %w", name, err)
 			}

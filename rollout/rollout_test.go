@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
@@ -540,5 +543,37 @@ func TestOpenOlderTableCommitsOnlyAtWrite(t *testing.T) {
 	res, err := s.List(ctx, ListOptions{Source: SourceFragments, Filters: []Filter{{"artifact_type", "img"}}})
 	if err != nil || len(res.Records) != 1 {
 		t.Fatalf("filter after the merge: %+v %v", res, err)
+	}
+}
+
+// TestDeleteLeavesNoDirectory: deleting a store on local disk removes its
+// dataset directory, so LanceDB's table listing shows no ghost of it
+// (regression: an empty {name}.rollout.lance/ stayed behind, and LanceDB
+// listed it and then failed to open it).
+func TestDeleteLeavesNoDirectory(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	root, err := objstore.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCatalog(t, root, "w1", Options{})
+	s := mustStore(t, c, "gone")
+	appendFlush(t, s, recs("a", 3, "r"))
+	if _, err := s.Merge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mustStore(t, c, "kept")
+	if err := c.Delete(ctx, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "gone.rollout.lance")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the deleted store's directory is still there: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "kept.rollout.lance")); err != nil {
+		t.Fatalf("another store's directory went too: %v", err)
+	}
+	if _, err := c.Open(ctx, "gone"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("open after delete: %v", err)
 	}
 }
