@@ -319,12 +319,20 @@ func run(ctx context.Context, c config) error {
 		if err != nil {
 			return fmt.Errorf("filtered page: %w", err)
 		}
+		// Listings are in id order: a page is the 25 ids after a cursor
+		// (here a random existing id, as a listing reaches any position by
+		// following next_cursor). A deep offset counts rows in the same
+		// order, O(offset): measured apart, with fewer calls.
 		pages := map[string]any{}
 		for _, src := range []rollout.Source{rollout.SourceFragments, rollout.SourceAll} {
+			afters := make([]string, c.calls)
+			for i := range afters {
+				afters[i] = rowID(probe())
+			}
 			ds, err := timeCalls(c.calls, func(i int) error {
-				res, err := s.List(ctx, rollout.ListOptions{Source: src, Limit: 25, Offset: rng.IntN(size - 25)})
-				if err == nil && len(res.Records) != 25 {
-					err = fmt.Errorf("page: %d records", len(res.Records))
+				res, err := s.List(ctx, rollout.ListOptions{Source: src, Limit: 25, After: afters[i]})
+				if err == nil && len(res.Records) == 0 {
+					err = fmt.Errorf("page after %s: no records", afters[i])
 				}
 				return err
 			})
@@ -332,11 +340,23 @@ func run(ctx context.Context, c config) error {
 				return fmt.Errorf("%s page: %w", src, err)
 			}
 			pages[string(src)+"_page_p50_ms"] = pct(ds, 50)
+			deep, err := timeCalls(max(c.calls/10, 3), func(i int) error {
+				res, err := s.List(ctx, rollout.ListOptions{Source: src, Limit: 25, Offset: rng.IntN(size - 25)})
+				if err == nil && len(res.Records) != 25 {
+					err = fmt.Errorf("page: %d records", len(res.Records))
+				}
+				return err
+			})
+			if err != nil {
+				return fmt.Errorf("%s deep-offset page: %w", src, err)
+			}
+			pages[string(src)+"_offset_page_p50_ms"] = pct(deep, 50)
 		}
 		out["lance_context"] = map[string]any{
 			"get_p50_ms": pct(gets, 50), "get_p99_ms": pct(gets, 99),
 			"trajectory_p50_ms": pct(trajs, 50), "filtered_page_p50_ms": pct(filt, 50),
 			"fragments_page_p50_ms": pages["fragments_page_p50_ms"], "all_page_p50_ms": pages["all_page_p50_ms"],
+			"fragments_offset_page_p50_ms": pages["fragments_offset_page_p50_ms"], "all_offset_page_p50_ms": pages["all_offset_page_p50_ms"],
 			"reads_peak_heap_mib": pk.mib(),
 		}
 
