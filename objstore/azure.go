@@ -174,7 +174,7 @@ func (a *Azure) GetRange(ctx context.Context, key string, offset, length int64) 
 		return nil, fmt.Errorf("%w: %s: offset %d length %d", ErrInvalidRange, key, offset, length)
 	}
 	if length == 0 {
-		return a.emptyRange(ctx, key, offset)
+		return emptyRange(ctx, a, key, offset)
 	}
 	count := length
 	if length > math.MaxInt64-offset {
@@ -184,7 +184,7 @@ func (a *Azure) GetRange(ctx context.Context, key string, offset, length int64) 
 	if err != nil {
 		if azStatus(err) == http.StatusRequestedRangeNotSatisfiable || bloberror.HasCode(err, bloberror.InvalidRange) {
 			// offset >= size: empty when offset == size, an error past it.
-			return a.emptyRange(ctx, key, offset)
+			return emptyRange(ctx, a, key, offset)
 		}
 		return nil, a.wrap("get range", key, err)
 	}
@@ -197,17 +197,6 @@ func (a *Azure) GetRange(ctx context.Context, key string, offset, length int64) 
 		return nil, a.wrap("get range", key, err)
 	}
 	return data, nil
-}
-
-func (a *Azure) emptyRange(ctx context.Context, key string, offset int64) ([]byte, error) {
-	info, err := a.Head(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := checkRange(key, info.Size, offset, 0); err != nil {
-		return nil, err
-	}
-	return []byte{}, nil
 }
 
 // Head implements Store.

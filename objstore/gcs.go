@@ -147,7 +147,7 @@ func (g *GCS) GetRange(ctx context.Context, key string, offset, length int64) ([
 		return nil, fmt.Errorf("%w: %s: offset %d length %d", ErrInvalidRange, key, offset, length)
 	}
 	if length == 0 {
-		return g.emptyRange(ctx, key, offset)
+		return emptyRange(ctx, g, key, offset)
 	}
 	n := length
 	if length > math.MaxInt64-offset {
@@ -157,7 +157,7 @@ func (g *GCS) GetRange(ctx context.Context, key string, offset, length int64) ([
 	if err != nil {
 		if gcsStatus(err) == http.StatusRequestedRangeNotSatisfiable {
 			// offset >= size: empty when offset == size, an error past it.
-			return g.emptyRange(ctx, key, offset)
+			return emptyRange(ctx, g, key, offset)
 		}
 		return nil, g.wrap("get range", key, err)
 	}
@@ -167,17 +167,6 @@ func (g *GCS) GetRange(ctx context.Context, key string, offset, length int64) ([
 		return nil, g.wrap("get range", key, err)
 	}
 	return data, nil
-}
-
-func (g *GCS) emptyRange(ctx context.Context, key string, offset int64) ([]byte, error) {
-	info, err := g.Head(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := checkRange(key, info.Size, offset, 0); err != nil {
-		return nil, err
-	}
-	return []byte{}, nil
 }
 
 // Head implements Store.

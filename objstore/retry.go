@@ -66,3 +66,19 @@ func retryableStatus(status int, err error) bool {
 	}
 	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
+
+// emptyRange answers a ranged read that the server refused as starting at
+// or past the end: empty when offset is the object's size, an error past
+// it (checkRange's), as Store.GetRange specifies.
+func emptyRange(ctx context.Context, s interface {
+	Head(context.Context, string) (ObjectInfo, error)
+}, key string, offset int64) ([]byte, error) {
+	info, err := s.Head(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := checkRange(key, info.Size, offset, 0); err != nil {
+		return nil, err
+	}
+	return []byte{}, nil
+}

@@ -205,7 +205,7 @@ func (s *S3) GetRange(ctx context.Context, key string, offset, length int64) ([]
 		return nil, fmt.Errorf("%w: %s: offset %d length %d", ErrInvalidRange, key, offset, length)
 	}
 	if length == 0 {
-		return s.emptyRange(ctx, key, offset)
+		return emptyRange(ctx, s, key, offset)
 	}
 	rng := fmt.Sprintf("bytes=%d-", offset)
 	if length <= math.MaxInt64-offset {
@@ -215,7 +215,7 @@ func (s *S3) GetRange(ctx context.Context, key string, offset, length int64) ([]
 	if err != nil {
 		if httpStatus(err) == http.StatusRequestedRangeNotSatisfiable || errorCode(err) == "InvalidRange" {
 			// offset >= size: empty when offset == size, an error past it.
-			return s.emptyRange(ctx, key, offset)
+			return emptyRange(ctx, s, key, offset)
 		}
 		return nil, s.wrap("get range", key, err)
 	}
@@ -229,17 +229,6 @@ func (s *S3) GetRange(ctx context.Context, key string, offset, length int64) ([]
 		return nil, s.wrap("get range", key, err)
 	}
 	return data, nil
-}
-
-func (s *S3) emptyRange(ctx context.Context, key string, offset int64) ([]byte, error) {
-	info, err := s.Head(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := checkRange(key, info.Size, offset, 0); err != nil {
-		return nil, err
-	}
-	return []byte{}, nil
 }
 
 // Head implements Store.
