@@ -28,15 +28,17 @@ const (
 // Charts computes the charts of store with SQL, in one sandboxed session
 // with the chart scan limit. The base columns are scanned once into a
 // temporary table; content is read only for rows without
-// num_output_tokens (its length stands in for the token count).
+// num_output_tokens (its length stands in for the token count): a second
+// statement whose scan filter (num_output_tokens IS NULL) makes a fragments
+// scan read content and created_at of those rows alone (see lateBase).
 func (e *Engine) Charts(ctx context.Context, store string, src rollout.Source) (*Charts, error) {
 	start := time.Now()
 	ch := &Charts{
 		RewardByPolicyVersion: []PolicyPoint{}, RewardOverTime: []TimePoint{}, LengthHist: []Bin{},
 		LengthOverTime: []LengthPoint{}, IngestRate: []RatePoint{},
 	}
-	q, err := e.session(ctx, store, src, e.limits, func(ctx context.Context, c *duckdb.Conn, _ *query) error {
-		return charts(ctx, c, ch)
+	q, err := e.session(ctx, store, src, e.limits, func(ctx context.Context, c *duckdb.Conn, q *query) error {
+		return charts(ctx, c, q, ch)
 	})
 	if err != nil {
 		return nil, err
@@ -46,7 +48,7 @@ func (e *Engine) Charts(ctx context.Context, store string, src rollout.Source) (
 	return ch, nil
 }
 
-func charts(ctx context.Context, c *duckdb.Conn, ch *Charts) error {
+func charts(ctx context.Context, c *duckdb.Conn, q *query, ch *Charts) error {
 	if err := exec(ctx, c, `CREATE TEMP TABLE base AS SELECT
 		CASE WHEN isnan(reward) OR isinf(reward) THEN NULL ELSE reward::DOUBLE END AS reward,
 		policy_version, epoch_us(created_at) AS us, num_output_tokens::BIGINT AS len
@@ -59,8 +61,17 @@ func charts(ctx context.Context, c *duckdb.Conn, ch *Charts) error {
 	}
 	lenSrc := "SELECT us, len FROM base"
 	if asInt(rows[0][0]) > 0 {
-		if err := exec(ctx, c, `CREATE TEMP TABLE clen AS SELECT epoch_us(created_at) AS us, length(content)::BIGINT AS len
-			FROM records WHERE num_output_tokens IS NULL`); err != nil {
+		// The statement's one scan of the store gets the hint (as run
+		// derives them for a query).
+		q.mu.Lock()
+		q.hintStore, q.hints, q.binds = q.store, []hint{{Column: "num_output_tokens", Op: opIsNull}}, nil
+		q.mu.Unlock()
+		err := exec(ctx, c, `CREATE TEMP TABLE clen AS SELECT epoch_us(created_at) AS us, length(content)::BIGINT AS len
+			FROM records WHERE num_output_tokens IS NULL`)
+		q.mu.Lock()
+		q.hintStore, q.hints = "", nil
+		q.mu.Unlock()
+		if err != nil {
 			return err
 		}
 		lenSrc = "SELECT us, len FROM base WHERE len IS NOT NULL UNION ALL SELECT us, len FROM clen"

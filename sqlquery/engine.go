@@ -97,7 +97,7 @@ func (q *query) scanStats() []ScanStat {
 	defer q.mu.Unlock()
 	out := []ScanStat{}
 	for _, s := range q.scans {
-		st := ScanStat{Store: s.store, Source: string(s.source), Columns: s.projected, Rows: s.rows.Load(), RowsKept: s.kept.Load(), Filters: []string{}}
+		st := ScanStat{Store: s.store, Source: string(s.source), Columns: s.projected, Rows: s.rows.Load(), RowsKept: s.kept.Load(), Filters: []string{}, late: s.late}
 		for _, h := range s.hints {
 			st.Filters = append(st.Filters, h.String())
 		}

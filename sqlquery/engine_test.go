@@ -537,3 +537,95 @@ func TestHintsOnlyFromSimpleSelects(t *testing.T) {
 		}
 	}
 }
+
+// A fragments scan with filters reads the filter columns first and the
+// other columns only for the rows they keep (lateBase): results equal the
+// same query whose filter the scan cannot see, over a base table with
+// deleted rows (ids rewritten and merged again) and several fragments.
+func TestLateScanKeepsResults(t *testing.T) {
+	f := newFixture(t, Limits{})
+	s := f.store(t, "exp", 300, true)
+	ctx := context.Background()
+	var rewrite []rollout.Record
+	for i := 0; i < 300; i += 9 {
+		rewrite = append(rewrite, rollout.Record{ID: fmt.Sprintf("exp-%04d", i), RolloutID: "r", ProblemID: "p", Role: "user",
+			Reward: ptr(float32(1 - float32(i)/300)), PolicyVersion: ptr("v9"), Content: ptr("rewritten")})
+	}
+	rewrite = append(rewrite, rollout.Record{ID: "n-null", RolloutID: "r", ProblemID: "p", Role: "user", PolicyVersion: ptr("v1")})
+	if _, err := s.Append(ctx, rewrite); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Merge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, where := range []string{
+		"reward > 0.9", "reward >= 0.5 AND policy_version = 'v9'", "num_output_tokens IS NULL", "reward IS NULL",
+		"num_output_tokens > 6.5", "r.reward < 0.1", "reward > 2",
+	} {
+		sql := "SELECT id, reward, policy_version, content, num_output_tokens FROM records r WHERE " + where + " ORDER BY id"
+		hinted := f.query(t, "exp", sql, rollout.SourceFragments)
+		plain := f.query(t, "exp", strings.Replace(sql, "FROM records r", "FROM (SELECT * FROM records) r", 1), rollout.SourceFragments)
+		if fmt.Sprint(hinted.Rows) != fmt.Sprint(plain.Rows) {
+			t.Fatalf("%s:\nlate  %v\nplain %v", where, hinted.Rows, plain.Rows)
+		}
+		st := hinted.Scans[0]
+		if !st.late || plain.Scans[0].late || st.Rows != plain.Scans[0].Rows {
+			t.Fatalf("%s: late %v (plain %v), rows %d (plain %d)", where, st.late, plain.Scans[0].late, st.Rows, plain.Scans[0].Rows)
+		}
+		if where != "reward > 2" && len(hinted.Rows) == 0 {
+			t.Fatalf("%s: no rows", where)
+		}
+	}
+	// Every projected column filtered, or another source: the plain scan.
+	for _, tc := range []struct {
+		sql string
+		src rollout.Source
+	}{
+		{"SELECT reward FROM records WHERE reward > 0.5", rollout.SourceFragments},
+		{"SELECT id FROM records WHERE reward > 0.5", rollout.SourceAll},
+		{"SELECT id FROM records WHERE reward > 0.5", rollout.SourceWAL},
+	} {
+		if res := f.query(t, "exp", tc.sql, tc.src); res.Scans[0].late {
+			t.Fatalf("%s (%s): read late", tc.sql, tc.src)
+		}
+	}
+}
+
+// The content fallback of the charts also holds on a fragments scan, where
+// the content of rows with a token count is not read.
+func TestChartsLengthFromContentOnFragments(t *testing.T) {
+	f := newFixture(t, Limits{})
+	ctx := context.Background()
+	s, err := f.cat.Create(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, []rollout.Record{
+		{ID: "a", RolloutID: "r", ProblemID: "p", Role: "assistant", Content: ptr("hello"), NumOutputTokens: ptr(int32(2))},
+		{ID: "b", RolloutID: "r", ProblemID: "p", Role: "assistant", Content: ptr("hello world")},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Merge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := f.eng.Charts(ctx, "c", rollout.SourceFragments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lens []int64
+	for _, b := range ch.LengthHist {
+		for i := int64(0); i < b.Count; i++ {
+			lens = append(lens, b.Lo)
+		}
+	}
+	if !slices.Equal(lens, []int64{2, 11}) {
+		t.Fatalf("lengths %v (hist %+v), want 2 and 11", lens, ch.LengthHist)
+	}
+}

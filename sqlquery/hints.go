@@ -33,13 +33,16 @@ import (
 // strings only for equality (byte-wise, as DuckDB's default collation).
 type hint struct {
 	Column string
-	Op     string // "=", ">", ">=", "<", "<="
+	Op     string // "=", ">", ">=", "<", "<=", or "IS NULL"
 	Num    float64
 	Str    string
 	IsStr  bool
 }
 
 func (h hint) String() string {
+	if h.Op == opIsNull {
+		return h.Column + " IS NULL"
+	}
 	if h.IsStr {
 		return fmt.Sprintf("%s %s %q", h.Column, h.Op, h.Str)
 	}
@@ -147,6 +150,9 @@ func hintsFromAST(raw []byte) (string, []hint) {
 	return ft.TableName, out
 }
 
+// opIsNull is the operator of a hint column IS NULL.
+const opIsNull = "IS NULL"
+
 var flipped = map[string]string{"=": "=", ">": "<", ">=": "<=", "<": ">", "<=": ">="}
 
 var compareOps = map[string]string{
@@ -157,6 +163,13 @@ var compareOps = map[string]string{
 func comparison(e *expr, table, alias string) (hint, bool) {
 	if e == nil {
 		return hint{}, false
+	}
+	if e.Class == "OPERATOR" && e.Type == "OPERATOR_IS_NULL" && len(e.Children) == 1 {
+		name, ok := columnName(e.Children[0], table, alias)
+		if !ok {
+			return hint{}, false
+		}
+		return hint{Column: name, Op: opIsNull}, true
 	}
 	op, ok := compareOps[e.Type]
 	if e.Class != "COMPARISON" || !ok || e.Left == nil || e.Right == nil {
@@ -169,24 +182,11 @@ func comparison(e *expr, table, alias string) (hint, bool) {
 	if col.Class != "COLUMN_REF" || lit.Class != "CONSTANT" || lit.Value == nil || lit.Value.IsNull {
 		return hint{}, false
 	}
-	var name string
-	switch len(col.ColumnNames) {
-	case 1:
-		name = col.ColumnNames[0]
-	case 2:
-		q := col.ColumnNames[0]
-		if !strings.EqualFold(q, table) && (alias == "" || !strings.EqualFold(q, alias)) {
-			return hint{}, false
-		}
-		name = col.ColumnNames[1]
-	default:
+	name, ok := columnName(col, table, alias)
+	if !ok {
 		return hint{}, false
 	}
-	name = strings.ToLower(name)
 	i := slices.IndexFunc(scanColumns, func(f arrow.Field) bool { return f.Name == name })
-	if i < 0 {
-		return hint{}, false
-	}
 	h := hint{Column: name, Op: op}
 	switch scanColumns[i].Type.(type) {
 	case *arrow.StringType, *arrow.LargeStringType:
@@ -224,6 +224,32 @@ func comparison(e *expr, table, alias string) (hint, bool) {
 	return h, true
 }
 
+// columnName is the scan column a COLUMN_REF names (bare, or qualified by
+// the table's name or alias).
+func columnName(col *expr, table, alias string) (string, bool) {
+	if col == nil || col.Class != "COLUMN_REF" {
+		return "", false
+	}
+	var name string
+	switch len(col.ColumnNames) {
+	case 1:
+		name = col.ColumnNames[0]
+	case 2:
+		q := col.ColumnNames[0]
+		if !strings.EqualFold(q, table) && (alias == "" || !strings.EqualFold(q, alias)) {
+			return "", false
+		}
+		name = col.ColumnNames[1]
+	default:
+		return "", false
+	}
+	name = strings.ToLower(name)
+	if !slices.ContainsFunc(scanColumns, func(f arrow.Field) bool { return f.Name == name }) {
+		return "", false
+	}
+	return name, true
+}
+
 // tolerance widens numeric hints: the engine may compare a FLOAT column
 // with the literal rounded to float32.
 func tolerance(c float64) float64 { return 1e-6 * max(1, math.Abs(c)) }
@@ -259,6 +285,12 @@ func selection(hs []hint, cols []string, b arrow.RecordBatch) []int32 {
 }
 
 func applyHint(h hint, arr arrow.Array, keep []bool) {
+	if h.Op == opIsNull {
+		for i := range keep {
+			keep[i] = keep[i] && arr.IsNull(i)
+		}
+		return
+	}
 	num := func(get func(int) float64) {
 		lo, hi := math.Inf(-1), math.Inf(1)
 		switch h.Op {

@@ -124,6 +124,7 @@ type scanSource struct {
 	hints     []hint
 	projected []string // columns read, learnt on the first FillChunk
 	proj      []int    // their positions in scanColumns
+	late      bool     // set before done closes: the scan materialized late
 	rows      atomic.Int64
 	kept      atomic.Int64
 	batches   chan scanBatch
@@ -203,32 +204,49 @@ func (s *scanSource) start(chunk duckdb.DataChunk) {
 	go func() {
 		defer s.q.wg.Done()
 		defer close(s.done)
-		err := s.table.Scan(s.q.ctx, rollout.ScanOptions{Source: s.source, Columns: cols}, func(b arrow.RecordBatch) error {
-			n := b.NumRows()
-			s.rows.Add(n)
-			if total := s.q.scanned.Add(n); total > s.q.limits.MaxRowsScanned {
-				return s.q.fail(&LimitError{Limit: "max_rows_scanned", Value: fmt.Sprint(s.q.limits.MaxRowsScanned),
-					Hint: "query a smaller store or source, or raise the limit"})
-			}
-			sb := scanBatch{rec: b, sel: selection(s.hints, s.projected, b)}
-			if sb.len() == 0 {
-				return nil
-			}
-			s.kept.Add(int64(sb.len()))
-			b.Retain()
-			select {
-			case s.batches <- sb:
-				return nil
-			case <-s.q.ctx.Done():
-				b.Release()
-				return s.q.ctx.Err()
-			}
-		})
+		var err error
+		if base, filter := s.lateBase(); base != nil {
+			s.late = true
+			err = s.scanLate(base, filter)
+		} else {
+			err = s.table.Scan(s.q.ctx, rollout.ScanOptions{Source: s.source, Columns: cols}, func(b arrow.RecordBatch) error {
+				if err := s.count(b.NumRows()); err != nil {
+					return err
+				}
+				return s.push(scanBatch{rec: b, sel: selection(s.hints, s.projected, b)})
+			})
+		}
 		if err != nil {
 			s.scanErr = s.q.fail(fmt.Errorf("scan %s: %w", s.store, err))
 		}
 		close(s.batches)
 	}()
+}
+
+// count adds n rows read from storage, failing past max_rows_scanned.
+func (s *scanSource) count(n int64) error {
+	s.rows.Add(n)
+	if total := s.q.scanned.Add(n); total > s.q.limits.MaxRowsScanned {
+		return s.q.fail(&LimitError{Limit: "max_rows_scanned", Value: fmt.Sprint(s.q.limits.MaxRowsScanned),
+			Hint: "query a smaller store or source, or raise the limit"})
+	}
+	return nil
+}
+
+// push hands the rows of a batch the hints kept to FillChunk.
+func (s *scanSource) push(sb scanBatch) error {
+	if sb.len() == 0 {
+		return nil
+	}
+	s.kept.Add(int64(sb.len()))
+	sb.rec.Retain()
+	select {
+	case s.batches <- sb:
+		return nil
+	case <-s.q.ctx.Done():
+		sb.rec.Release()
+		return s.q.ctx.Err()
+	}
 }
 
 func (s *scanSource) FillChunk(chunk duckdb.DataChunk) error {

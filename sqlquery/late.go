@@ -1,0 +1,100 @@
+//go:build cgo
+
+package sqlquery
+
+import (
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/lance-context/lance-context/lance/table"
+	"github.com/lance-context/lance-context/objstore"
+	"github.com/lance-context/lance-context/rollout"
+)
+
+// baseStore is a store whose base table the engine can open itself (a
+// rollout.Store): the dataset root, and the version a checkout pinned.
+type baseStore interface {
+	Root() objstore.Store
+	Pinned() uint64
+}
+
+// lateBase decides whether the scan materializes late: it reads the hinted
+// columns of every row first and the other projected columns only for the
+// rows the hints keep (table.ScanLate), so a selective filter never decodes
+// the strings of the rows it drops. It applies to a fragments scan (the
+// base table only) whose hints name some but not all projected columns,
+// when the base table holds every projected column in the scan's type (an
+// older or reference table reads through the store's own scan, which
+// converts). It returns the base table at the version the store's own scan
+// would read, and the hinted columns; nil when the scan reads normally.
+func (s *scanSource) lateBase() (*table.Dataset, []string) {
+	if len(s.hints) == 0 || (s.source != rollout.SourceFragments && s.source != "") {
+		return nil, nil
+	}
+	bs, ok := s.table.(baseStore)
+	if !ok {
+		return nil, nil
+	}
+	var filter []string
+	for _, h := range s.hints {
+		if slices.Contains(s.projected, h.Column) && !slices.Contains(filter, h.Column) {
+			filter = append(filter, h.Column)
+		}
+	}
+	if len(filter) == 0 || len(filter) == len(s.projected) {
+		return nil, nil
+	}
+	var (
+		d   *table.Dataset
+		err error
+	)
+	if v := bs.Pinned(); v != 0 {
+		d, err = table.Checkout(s.q.ctx, bs.Root(), v)
+	} else {
+		d, err = table.Open(s.q.ctx, bs.Root())
+	}
+	if err != nil {
+		return nil, nil // the store's own scan reports it
+	}
+	for i, name := range s.projected {
+		f := d.Schema().Field(name)
+		if f == nil {
+			return nil, nil
+		}
+		t := f.ArrowField().Type
+		if dt, ok := t.(*arrow.DictionaryType); ok {
+			t = dt.ValueType // read plain
+		}
+		if !arrow.TypeEqual(t, scanColumns[s.proj[i]].Type) {
+			return nil, nil
+		}
+	}
+	return d, filter
+}
+
+// scanLate streams the base table's rows the hints keep, reading the
+// hinted columns first.
+func (s *scanSource) scanLate(d *table.Dataset, filter []string) error {
+	return d.ScanLate(s.q.ctx, table.LateScan{
+		Filter: filter, Columns: s.projected, BatchRows: 32 << 10, PlainDictionaries: true,
+		Keep: func(b arrow.RecordBatch) ([]int, error) {
+			if err := s.count(b.NumRows()); err != nil {
+				return nil, err
+			}
+			sel := selection(s.hints, filter, b)
+			out := make([]int, 0, len(sel))
+			if sel == nil {
+				for i := range int(b.NumRows()) {
+					out = append(out, i)
+				}
+			}
+			for _, i := range sel {
+				out = append(out, int(i))
+			}
+			return out, nil
+		},
+	}, func(b arrow.RecordBatch) error {
+		return s.push(scanBatch{rec: b})
+	})
+}
