@@ -108,6 +108,8 @@ type Master struct {
 	refreshed  time.Time
 	refreshing map[string]bool // stores with a background refresh started by a list
 	fetchSem   chan struct{}   // bounds those background refreshes
+
+	sql sqlEngines // the SQL engines, built on first use (query.go)
 }
 
 type statsEntry struct {

@@ -64,9 +64,20 @@ func acquireSQL(r *http.Request) (func(), error) {
 	}
 }
 
-func (m *Master) sqlEngine() *sqlquery.Engine {
-	q, _ := sqlLimits()
-	return sqlquery.New(sqlquery.FromCatalog(m.catalog), q)
+// sqlEngines are a master's two SQL engines, shared by all requests: one
+// for queries, one for the charts (a larger scan bound).
+type sqlEngines struct {
+	once          sync.Once
+	query, charts *sqlquery.Engine
+}
+
+func (m *Master) engines() *sqlEngines {
+	m.sql.once.Do(func() {
+		q, c := sqlLimits()
+		m.sql.query = sqlquery.New(sqlquery.FromCatalog(m.catalog), q)
+		m.sql.charts = sqlquery.New(sqlquery.FromCatalog(m.catalog), c)
+	})
+	return &m.sql
 }
 
 // queryRequest is the body of POST /api/v1/experiments/{name}/query.
@@ -118,7 +129,7 @@ func (m *Master) query(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	res, err := m.sqlEngine().Query(r.Context(), sqlquery.Request{Store: name, SQL: body.SQL, Source: src, MaxRows: body.MaxRows})
+	res, err := m.engines().query.Query(r.Context(), sqlquery.Request{Store: name, SQL: body.SQL, Source: src, MaxRows: body.MaxRows})
 	if err != nil {
 		writeQueryError(w, r, err)
 		return
@@ -186,15 +197,25 @@ func (m *Master) charts(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	_, lim := sqlLimits()
-	ch, err := sqlquery.New(sqlquery.FromCatalog(m.catalog), lim).Charts(r.Context(), name, src)
+	// The backlog is read from manifests while the charts scan.
+	var (
+		st    *rollout.Stats
+		stErr error
+		wg    sync.WaitGroup
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		st, stErr = store.Stats(r.Context())
+	}()
+	ch, err := m.engines().charts.Charts(r.Context(), name, src)
+	wg.Wait()
 	if err != nil {
 		writeQueryError(w, r, err)
 		return
 	}
-	st, err := store.Stats(r.Context())
-	if err != nil {
-		writeQueryError(w, r, fmt.Errorf("pending backlog: %w", err))
+	if stErr != nil {
+		writeQueryError(w, r, fmt.Errorf("pending backlog: %w", stErr))
 		return
 	}
 	ch.Pending = sqlquery.Pending{WALRows: st.PendingRows, Generations: st.PendingGenerations}
