@@ -629,3 +629,67 @@ func TestChartsLengthFromContentOnFragments(t *testing.T) {
 		t.Fatalf("lengths %v (hist %+v), want 2 and 11", lens, ch.LengthHist)
 	}
 }
+
+// A late scan under ORDER BY column LIMIT n takes only rows that can be in
+// the first n; every query gives the result of the same query whose shape
+// the scan cannot see, with ties, NULL and NaN sort values, OFFSET,
+// ascending and descending orders, and aliases that must disable it.
+func TestTopNBoundKeepsResults(t *testing.T) {
+	f := newFixture(t, Limits{})
+	s := f.store(t, "exp", 400, true)
+	ctx := context.Background()
+	var extra []rollout.Record
+	for i := 0; i < 30; i++ {
+		r := rollout.Record{ID: fmt.Sprintf("t-%02d", i), RolloutID: "r", ProblemID: "p", Role: "user", PolicyVersion: ptr("v7"),
+			NumOutputTokens: ptr(int32(i % 3))}
+		switch i % 3 {
+		case 0:
+			r.Reward = ptr(float32(0.995)) // ties
+		case 1:
+			r.Reward = ptr(float32(math.NaN()))
+		}
+		extra = append(extra, r)
+	}
+	if _, err := s.Append(ctx, extra); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Merge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		sql     string
+		bounded bool
+	}{
+		{"SELECT id, policy_version, reward FROM records WHERE reward > 0.5 ORDER BY reward DESC, id LIMIT 5", true},
+		{"SELECT id, policy_version, reward FROM records WHERE reward > 0.5 ORDER BY reward DESC, id LIMIT 12", true},
+		{"SELECT id, reward FROM records ORDER BY reward DESC, id LIMIT 3", true},
+		{"SELECT id, reward FROM records ORDER BY reward, id LIMIT 7 OFFSET 4", true},
+		{"SELECT id, reward FROM records ORDER BY reward ASC, id LIMIT 450", false}, // more than the rows: nothing to drop
+		{"SELECT id, reward FROM records r ORDER BY r.reward DESC, id LIMIT 1", true},
+		{"SELECT id, num_output_tokens FROM records WHERE policy_version = 'v7' ORDER BY num_output_tokens DESC, id LIMIT 4", true},
+		{"SELECT id, reward FROM records WHERE reward IS NULL ORDER BY num_output_tokens, id LIMIT 2", false}, // all tie
+		{"SELECT id, reward FROM records WHERE policy_version = 'v7' ORDER BY num_output_tokens, id LIMIT 2", true},
+		{"SELECT id, reward FROM records WHERE reward < 0.3 AND policy_version = 'v1' ORDER BY reward DESC, id LIMIT 3", true},
+		{"SELECT id, reward FROM records ORDER BY reward DESC NULLS FIRST, id LIMIT 3", false},
+		{"SELECT id, reward FROM records WHERE reward > 0.5 AND content LIKE '%x%' ORDER BY reward DESC, id LIMIT 3", false},
+		{"SELECT id, -reward AS reward FROM records ORDER BY reward DESC, id LIMIT 3", false},
+		{"SELECT id, num_output_tokens AS reward, reward AS r2 FROM records ORDER BY reward DESC, id LIMIT 3", false},
+		{"SELECT DISTINCT policy_version, reward FROM records ORDER BY reward DESC LIMIT 3", false},
+		{"SELECT policy_version, max(reward) FROM records GROUP BY 1 ORDER BY 2 DESC LIMIT 3", false},
+	} {
+		got := f.query(t, "exp", tc.sql, rollout.SourceFragments)
+		plain := f.query(t, "exp", strings.Replace(tc.sql, "FROM records", "FROM (SELECT * FROM records)", 1), rollout.SourceFragments)
+		if fmt.Sprint(got.Rows) != fmt.Sprint(plain.Rows) {
+			t.Fatalf("%s:\nbounded %v\nplain   %v", tc.sql, got.Rows, plain.Rows)
+		}
+		// Bounded: fewer rows kept than the same query without its LIMIT.
+		unlimited := f.query(t, "exp", tc.sql[:strings.Index(tc.sql, " LIMIT")], rollout.SourceFragments)
+		st := got.Scans[0]
+		if bounded := st.late && st.RowsKept < unlimited.Scans[0].RowsKept; bounded != tc.bounded {
+			t.Fatalf("%s: bounded %v (late %v, kept %d of %d, without LIMIT %d)", tc.sql, bounded, st.late, st.RowsKept, st.Rows, unlimited.Scans[0].RowsKept)
+		}
+	}
+}

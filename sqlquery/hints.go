@@ -50,16 +50,17 @@ func (h hint) String() string {
 }
 
 // queryHints returns the scan hints of text, by table name (as the
-// replacement scan sees it), or nil. Any parse surprise means no hints.
-func queryHints(ctx context.Context, c *duckdb.Conn, text string) (string, []hint) {
+// replacement scan sees it), or nil, and its top-N bound, or nil. Any
+// parse surprise means neither.
+func queryHints(ctx context.Context, c *duckdb.Conn, text string) (string, []hint, *topN) {
 	rows, err := c.QueryContext(ctx, "SELECT json_serialize_sql(CAST($1 AS VARCHAR))", []driver.NamedValue{{Ordinal: 1, Value: text}})
 	if err != nil {
-		return "", nil
+		return "", nil, nil
 	}
 	defer rows.Close()
 	v := make([]driver.Value, 1)
 	if err := rows.Next(v); err != nil && !errors.Is(err, io.EOF) {
-		return "", nil
+		return "", nil, nil
 	}
 	var raw []byte
 	switch x := v[0].(type) {
@@ -70,11 +71,19 @@ func queryHints(ctx context.Context, c *duckdb.Conn, text string) (string, []hin
 	default:
 		b, err := json.Marshal(x)
 		if err != nil {
-			return "", nil
+			return "", nil, nil
 		}
 		raw = b
 	}
-	return hintsFromAST(raw)
+	table, hs := hintsFromAST(raw)
+	if table == "" {
+		return "", nil, nil
+	}
+	top := topFromAST(raw, len(hs))
+	if len(hs) == 0 && top == nil {
+		return "", nil, nil
+	}
+	return table, hs, top
 }
 
 type astNode struct {
@@ -101,6 +110,7 @@ type astNode struct {
 }
 
 type expr struct {
+	Alias       string   `json:"alias"`
 	Class       string   `json:"class"`
 	Type        string   `json:"type"`
 	Children    []*expr  `json:"children"`
@@ -132,8 +142,11 @@ func hintsFromAST(raw []byte) (string, []hint) {
 	n := a.Statements[0].Node
 	ft := n.FromTable
 	if n.Type != "SELECT_NODE" || len(n.CTEMap.Map) > 0 || ft == nil || ft.Type != "BASE_TABLE" ||
-		ft.Schema != "" || ft.Catalog != "" || !isNull(ft.Sample) || !isNull(ft.AtClause) || !isNull(n.Sample) || n.Where == nil {
+		ft.Schema != "" || ft.Catalog != "" || !isNull(ft.Sample) || !isNull(ft.AtClause) || !isNull(n.Sample) {
 		return "", nil
+	}
+	if n.Where == nil {
+		return ft.TableName, nil
 	}
 	var conj []*expr
 	if n.Where.Class == "CONJUNCTION" && n.Where.Type == "CONJUNCTION_AND" {

@@ -22,14 +22,16 @@ type baseStore interface {
 // lateBase decides whether the scan materializes late: it reads the hinted
 // columns of every row first and the other projected columns only for the
 // rows the hints keep (table.ScanLate), so a selective filter never decodes
-// the strings of the rows it drops. It applies to a fragments scan (the
-// base table only) whose hints name some but not all projected columns,
+// the strings of the rows it drops; with a top-N bound, only rows that can
+// still be in the result are taken. It applies to a fragments scan (the
+// base table only) whose hints and sort column name some but not all
+// projected columns,
 // when the base table holds every projected column in the scan's type (an
 // older or reference table reads through the store's own scan, which
 // converts). It returns the base table at the version the store's own scan
 // would read, and the hinted columns; nil when the scan reads normally.
 func (s *scanSource) lateBase() (*table.Dataset, []string) {
-	if len(s.hints) == 0 || (s.source != rollout.SourceFragments && s.source != "") {
+	if (len(s.hints) == 0 && s.top == nil) || (s.source != rollout.SourceFragments && s.source != "") {
 		return nil, nil
 	}
 	bs, ok := s.table.(baseStore)
@@ -41,6 +43,9 @@ func (s *scanSource) lateBase() (*table.Dataset, []string) {
 		if slices.Contains(s.projected, h.Column) && !slices.Contains(filter, h.Column) {
 			filter = append(filter, h.Column)
 		}
+	}
+	if s.top != nil && slices.Contains(s.projected, s.top.Column) && !slices.Contains(filter, s.top.Column) {
+		filter = append(filter, s.top.Column)
 	}
 	if len(filter) == 0 || len(filter) == len(s.projected) {
 		return nil, nil
@@ -73,9 +78,14 @@ func (s *scanSource) lateBase() (*table.Dataset, []string) {
 	return d, filter
 }
 
-// scanLate streams the base table's rows the hints keep, reading the
-// hinted columns first.
+// scanLate streams the base table's rows the hints keep, and of those the
+// rows that can be in the query's first N (topN), reading the hinted and
+// sort columns first.
 func (s *scanSource) scanLate(d *table.Dataset, filter []string) error {
+	var bound *topBound
+	if s.top != nil {
+		bound = &topBound{t: s.top}
+	}
 	return d.ScanLate(s.q.ctx, table.LateScan{
 		Filter: filter, Columns: s.projected, BatchRows: 32 << 10, PlainDictionaries: true,
 		Keep: func(b arrow.RecordBatch) ([]int, error) {
@@ -91,6 +101,9 @@ func (s *scanSource) scanLate(d *table.Dataset, filter []string) error {
 			}
 			for _, i := range sel {
 				out = append(out, int(i))
+			}
+			if bound != nil {
+				out = bound.prune(s.hints, filter, b, out)
 			}
 			return out, nil
 		},

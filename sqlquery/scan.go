@@ -97,7 +97,7 @@ func registerScan(conn *sql.Conn, q *query) error {
 			}
 			s := &scanSource{q: q, store: name, source: q.source, table: t, infos: infos, card: estimate(q.ctx, t, q.source)}
 			if name == q.hintStore {
-				s.hints = q.hints
+				s.hints, s.top = q.hints, q.top
 			}
 			q.mu.Lock()
 			if q.binds == nil {
@@ -122,6 +122,7 @@ type scanSource struct {
 	card   *duckdb.CardinalityInfo
 
 	hints     []hint
+	top       *topN    // ORDER BY ... LIMIT bound (late scans only), or nil
 	projected []string // columns read, learnt on the first FillChunk
 	proj      []int    // their positions in scanColumns
 	late      bool     // set before done closes: the scan materialized late
@@ -191,7 +192,7 @@ func (s *scanSource) start(chunk duckdb.DataChunk) {
 	// The hints hold for the query's one scan of the store; a store read
 	// twice (a subquery) would get them on a scan they do not describe.
 	if s.q.binds[s.store] != 1 {
-		s.hints = nil
+		s.hints, s.top = nil, nil
 	}
 	s.q.mu.Unlock()
 	s.batches = make(chan scanBatch, 2)
