@@ -304,35 +304,22 @@ func applyHint(h hint, arr arrow.Array, keep []bool) {
 		}
 		return
 	}
-	num := func(get func(int) float64) {
-		lo, hi := math.Inf(-1), math.Inf(1)
-		switch h.Op {
-		case ">", ">=":
-			lo = h.Num - tolerance(h.Num)
-		case "<", "<=":
-			hi = h.Num + tolerance(h.Num)
-		}
-		for i := range keep {
-			if keep[i] {
-				if arr.IsNull(i) {
-					keep[i] = false
-					continue
-				}
-				v := get(i)
-				// NaN sorts above every number in DuckDB: keep it.
-				keep[i] = math.IsNaN(v) || (v >= lo && v <= hi)
-			}
-		}
+	lo, hi := math.Inf(-1), math.Inf(1)
+	switch h.Op {
+	case ">", ">=":
+		lo = h.Num - tolerance(h.Num)
+	case "<", "<=":
+		hi = h.Num + tolerance(h.Num)
 	}
 	switch a := arr.(type) {
 	case *array.Float32:
-		num(func(i int) float64 { return float64(a.Value(i)) })
+		keepRange(a.Float32Values(), a, keep, lo, hi)
 	case *array.Float64:
-		num(a.Value)
+		keepRange(a.Float64Values(), a, keep, lo, hi)
 	case *array.Int32:
-		num(func(i int) float64 { return float64(a.Value(i)) })
+		keepRange(a.Int32Values(), a, keep, lo, hi)
 	case *array.Int64:
-		num(func(i int) float64 { return float64(a.Value(i)) })
+		keepRange(a.Int64Values(), a, keep, lo, hi)
 	case *array.String:
 		for i := range keep {
 			keep[i] = keep[i] && !a.IsNull(i) && a.Value(i) == h.Str
@@ -341,5 +328,22 @@ func applyHint(h hint, arr arrow.Array, keep []bool) {
 		for i := range keep {
 			keep[i] = keep[i] && !a.IsNull(i) && a.Value(i) == h.Str
 		}
+	}
+}
+
+// keepRange keeps the rows of vals within [lo, hi]; NaN, which sorts above
+// every number in DuckDB, is kept; NULL is not.
+func keepRange[T float32 | float64 | int32 | int64](vals []T, arr arrow.Array, keep []bool, lo, hi float64) {
+	nulls := arr.NullN() > 0
+	for i, v := range vals {
+		if !keep[i] {
+			continue
+		}
+		if nulls && arr.IsNull(i) {
+			keep[i] = false
+			continue
+		}
+		f := float64(v)
+		keep[i] = f != f || (f >= lo && f <= hi)
 	}
 }
