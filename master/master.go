@@ -321,6 +321,7 @@ func (m *Master) Mount(r chi.Router, withHealth bool) {
 	r.Post("/api/v1/tasks", m.postTask)
 	r.Get("/api/v1/tasks/{id}", m.getTask)
 	r.Get("/api/v1/workers", m.listWorkers)
+	r.Get("/api/v1/workers/storage", m.workerStorage) // master/storage.go
 }
 
 func (m *Master) listExperiments(w http.ResponseWriter, r *http.Request) {
