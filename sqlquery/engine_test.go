@@ -579,18 +579,34 @@ func TestLateScanKeepsResults(t *testing.T) {
 			t.Fatalf("%s: no rows", where)
 		}
 	}
-	// Every projected column filtered, or another source: the plain scan.
+	// Every projected column filtered, or the WAL: the plain scan.
 	for _, tc := range []struct {
 		sql string
 		src rollout.Source
 	}{
 		{"SELECT reward FROM records WHERE reward > 0.5", rollout.SourceFragments},
-		{"SELECT id FROM records WHERE reward > 0.5", rollout.SourceAll},
 		{"SELECT id FROM records WHERE reward > 0.5", rollout.SourceWAL},
 	} {
 		if res := f.query(t, "exp", tc.sql, tc.src); res.Scans[0].late {
 			t.Fatalf("%s (%s): read late", tc.sql, tc.src)
 		}
+	}
+	// all is the base table alone while nothing is pending; a pending
+	// generation (here rewriting an id) makes it the store's own scan.
+	const q = "SELECT id, reward, content FROM records WHERE reward > 0.95 ORDER BY id"
+	if res := f.query(t, "exp", q, rollout.SourceAll); !res.Scans[0].late {
+		t.Fatal("all with nothing pending: not read late")
+	}
+	if _, err := s.Append(ctx, []rollout.Record{{ID: "exp-0299", RolloutID: "r", ProblemID: "p", Role: "user", Reward: ptr(float32(0.999)), Content: ptr("pending")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res := f.query(t, "exp", q, rollout.SourceAll)
+	plain := f.query(t, "exp", strings.Replace(q, "FROM records", "FROM (SELECT * FROM records)", 1), rollout.SourceAll)
+	if res.Scans[0].late || fmt.Sprint(res.Rows) != fmt.Sprint(plain.Rows) || !strings.Contains(fmt.Sprint(res.Rows), "pending") {
+		t.Fatalf("all with a pending generation: late %v\n got %v\nwant %v", res.Scans[0].late, res.Rows, plain.Rows)
 	}
 }
 

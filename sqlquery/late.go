@@ -24,14 +24,28 @@ type baseStore interface {
 // rows the hints keep (table.ScanLate), so a selective filter never decodes
 // the strings of the rows it drops; with a top-N bound, only rows that can
 // still be in the result are taken. It applies to a fragments scan (the
-// base table only) whose hints and sort column name some but not all
-// projected columns,
+// base table only), or an all scan of a store with no pending generation,
+// whose hints and sort column name some but not all projected columns,
 // when the base table holds every projected column in the scan's type (an
 // older or reference table reads through the store's own scan, which
 // converts). It returns the base table at the version the store's own scan
 // would read, and the hinted columns; nil when the scan reads normally.
 func (s *scanSource) lateBase() (*table.Dataset, []string) {
-	if (len(s.hints) == 0 && s.top == nil) || (s.source != rollout.SourceFragments && s.source != "") {
+	if len(s.hints) == 0 && s.top == nil {
+		return nil, nil
+	}
+	// all is the base table alone when no generation is pending: checked
+	// on the statistics read at bind, whose base version the base opened
+	// below must match (a merge since then falls back).
+	var wantVersion uint64
+	switch s.source {
+	case rollout.SourceFragments, "":
+	case rollout.SourceAll:
+		if s.stats == nil || s.stats.PendingGenerations != 0 {
+			return nil, nil
+		}
+		wantVersion = s.stats.Version
+	default:
 		return nil, nil
 	}
 	bs, ok := s.table.(baseStore)
@@ -59,8 +73,8 @@ func (s *scanSource) lateBase() (*table.Dataset, []string) {
 	} else {
 		d, err = table.Open(s.q.ctx, bs.Root())
 	}
-	if err != nil {
-		return nil, nil // the store's own scan reports it
+	if err != nil || (wantVersion != 0 && d.Version() != wantVersion) {
+		return nil, nil // the store's own scan reports an error
 	}
 	for i, name := range s.projected {
 		f := d.Schema().Field(name)

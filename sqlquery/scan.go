@@ -95,7 +95,8 @@ func registerScan(conn *sql.Conn, q *query) error {
 			if err != nil {
 				return nil, q.fail(fmt.Errorf("store %q: %w", name, err))
 			}
-			s := &scanSource{q: q, store: name, source: q.source, table: t, infos: infos, card: estimate(q.ctx, t, q.source)}
+			s := &scanSource{q: q, store: name, source: q.source, table: t, infos: infos}
+			s.card, s.stats = estimate(q.ctx, t, q.source)
 			if name == q.hintStore {
 				s.hints, s.top = q.hints, q.top
 			}
@@ -120,6 +121,7 @@ type scanSource struct {
 	table  Table
 	infos  []duckdb.ColumnInfo
 	card   *duckdb.CardinalityInfo
+	stats  *rollout.Stats // read when bound, or nil
 
 	hints     []hint
 	top       *topN    // ORDER BY ... LIMIT bound (late scans only), or nil
@@ -157,15 +159,16 @@ type statser interface {
 }
 
 // estimate is the row count DuckDB plans with (join order, build side):
-// from the store's manifests, without reading data; nil when unknown.
-func estimate(ctx context.Context, t Table, src rollout.Source) *duckdb.CardinalityInfo {
+// from the store's manifests, without reading data; nil when unknown. It
+// returns the statistics it read too (nil when none).
+func estimate(ctx context.Context, t Table, src rollout.Source) (*duckdb.CardinalityInfo, *rollout.Stats) {
 	st, ok := t.(statser)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	stats, err := st.Stats(ctx)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	n := stats.BaseRows
 	switch src {
@@ -174,7 +177,7 @@ func estimate(ctx context.Context, t Table, src rollout.Source) *duckdb.Cardinal
 	case rollout.SourceAll:
 		n += stats.PendingRows
 	}
-	return &duckdb.CardinalityInfo{Cardinality: uint(max(n, 0))}
+	return &duckdb.CardinalityInfo{Cardinality: uint(max(n, 0))}, stats
 }
 func (s *scanSource) Init() {}
 
