@@ -290,38 +290,54 @@ func (s *scanSource) FillChunk(chunk duckdb.DataChunk) error {
 }
 
 // fill copies rows [from, from+k) of arr (of its selection sel, when not
-// nil) into column col of chunk at row to.
+// nil) into column col of chunk at row to. The type is switched on once
+// per column, not per cell.
 func fill(chunk duckdb.DataChunk, col int, arr arrow.Array, sel []int32, from, to, k int) error {
+	switch a := arr.(type) {
+	case *array.String:
+		return fillWith(chunk, col, arr, sel, from, to, k, a.Value)
+	case *array.LargeString:
+		return fillWith(chunk, col, arr, sel, from, to, k, a.Value)
+	case *array.Int32:
+		return fillWith(chunk, col, arr, sel, from, to, k, a.Value)
+	case *array.Int64:
+		return fillWith(chunk, col, arr, sel, from, to, k, a.Value)
+	case *array.Float32:
+		return fillWith(chunk, col, arr, sel, from, to, k, a.Value)
+	case *array.Boolean:
+		return fillWith(chunk, col, arr, sel, from, to, k, a.Value)
+	case *array.Timestamp:
+		return fillWith(chunk, col, arr, sel, from, to, k, func(r int) time.Time { return time.UnixMicro(int64(a.Value(r))).UTC() })
+	}
 	var err error
 	for i := 0; i < k && err == nil; i++ {
-		r, dst := from+i, to+i
+		r := from + i
 		if sel != nil {
 			r = int(sel[r])
 		}
-		if arr.IsNull(r) {
-			err = chunk.SetValue(col, dst, nil)
-			continue
-		}
-		switch a := arr.(type) {
-		case *array.String:
-			err = duckdb.SetChunkValue(chunk, col, dst, a.Value(r))
-		case *array.LargeString:
-			err = duckdb.SetChunkValue(chunk, col, dst, a.Value(r))
-		case *array.Int32:
-			err = duckdb.SetChunkValue(chunk, col, dst, a.Value(r))
-		case *array.Int64:
-			err = duckdb.SetChunkValue(chunk, col, dst, a.Value(r))
-		case *array.Float32:
-			err = duckdb.SetChunkValue(chunk, col, dst, a.Value(r))
-		case *array.Boolean:
-			err = duckdb.SetChunkValue(chunk, col, dst, a.Value(r))
-		case *array.Timestamp:
-			err = duckdb.SetChunkValue(chunk, col, dst, time.UnixMicro(int64(a.Value(r))).UTC())
-		default:
-			err = chunk.SetValue(col, dst, goValue(arr, r))
-		}
+		err = chunk.SetValue(col, to+i, goValue(arr, r))
 	}
 	return err
+}
+
+func fillWith[T any](chunk duckdb.DataChunk, col int, arr arrow.Array, sel []int32, from, to, k int, value func(int) T) error {
+	nulls := arr.NullN() > 0
+	for i := 0; i < k; i++ {
+		r := from + i
+		if sel != nil {
+			r = int(sel[r])
+		}
+		var err error
+		if nulls && arr.IsNull(r) {
+			err = chunk.SetValue(col, to+i, nil)
+		} else {
+			err = duckdb.SetChunkValue(chunk, col, to+i, value(r))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // goValue converts one non-scalar cell (a list, a struct) to the Go value
