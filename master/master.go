@@ -108,6 +108,8 @@ type Master struct {
 	refreshed  time.Time
 	refreshing map[string]bool // stores with a background refresh started by a list
 	fetchSem   chan struct{}   // bounds those background refreshes
+
+	sql sqlEngines // the SQL engines, built on first use (query.go)
 }
 
 type statsEntry struct {
@@ -319,6 +321,7 @@ func (m *Master) Mount(r chi.Router, withHealth bool) {
 	r.Post("/api/v1/tasks", m.postTask)
 	r.Get("/api/v1/tasks/{id}", m.getTask)
 	r.Get("/api/v1/workers", m.listWorkers)
+	r.Get("/api/v1/workers/storage", m.workerStorage) // master/storage.go
 }
 
 func (m *Master) listExperiments(w http.ResponseWriter, r *http.Request) {

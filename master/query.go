@@ -64,9 +64,79 @@ func acquireSQL(r *http.Request) (func(), error) {
 	}
 }
 
-func (m *Master) sqlEngine() *sqlquery.Engine {
-	q, _ := sqlLimits()
-	return sqlquery.New(sqlquery.FromCatalog(m.catalog), q)
+// sqlEngines are a master's two SQL engines, shared by all requests: one
+// for queries, one for the charts (a larger scan bound).
+type sqlEngines struct {
+	once          sync.Once
+	query, charts *sqlquery.Engine
+	cache         chartsCache
+}
+
+// chartsCache keeps the last charts of each store and source with the state
+// of the store they were computed at (chartsState): the overview polls its
+// charts, and a store that has not changed gets them without a scan.
+type chartsCache struct {
+	mu sync.Mutex
+	m  map[string]chartsEntry // by store and source
+}
+
+type chartsEntry struct {
+	state  string
+	charts sqlquery.Charts
+}
+
+// maxChartsCached bounds the cache; past it an arbitrary entry goes.
+const maxChartsCached = 256
+
+func (c *chartsCache) get(key, state string) (*sqlquery.Charts, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[key]
+	if !ok || e.state != state {
+		return nil, false
+	}
+	ch := e.charts
+	return &ch, true
+}
+
+func (c *chartsCache) put(key, state string, ch *sqlquery.Charts) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]chartsEntry{}
+	}
+	if _, ok := c.m[key]; !ok && len(c.m) >= maxChartsCached {
+		for k := range c.m {
+			delete(c.m, k)
+			break
+		}
+	}
+	c.m[key] = chartsEntry{state: state, charts: *ch}
+}
+
+// chartsState identifies what a store's reads see, from its manifests:
+// every commit of the base table (merge, compaction, delete, checkout)
+// changes its version, and every seal or merge commits a shard manifest.
+// Rows only in a memtable are read by no source.
+func chartsState(st *rollout.Stats) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "v%d r%d f%d p%d g%d", st.Version, st.BaseRows, st.Fragments, st.PendingRows, st.PendingGenerations)
+	if st.LastUpdated != nil {
+		fmt.Fprintf(&b, " u%d", st.LastUpdated.UnixNano())
+	}
+	for _, sh := range st.Shards {
+		fmt.Fprintf(&b, " %s:%d:%d:%d:%d:%d", sh.ShardID, sh.Epoch, sh.Watermark, sh.PendingGenerations, sh.PendingRows, sh.UpdatedAt.UnixNano())
+	}
+	return b.String()
+}
+
+func (m *Master) engines() *sqlEngines {
+	m.sql.once.Do(func() {
+		q, c := sqlLimits()
+		m.sql.query = sqlquery.New(sqlquery.FromCatalog(m.catalog), q)
+		m.sql.charts = sqlquery.New(sqlquery.FromCatalog(m.catalog), c)
+	})
+	return &m.sql
 }
 
 // queryRequest is the body of POST /api/v1/experiments/{name}/query.
@@ -118,7 +188,7 @@ func (m *Master) query(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	res, err := m.sqlEngine().Query(r.Context(), sqlquery.Request{Store: name, SQL: body.SQL, Source: src, MaxRows: body.MaxRows})
+	res, err := m.engines().query.Query(r.Context(), sqlquery.Request{Store: name, SQL: body.SQL, Source: src, MaxRows: body.MaxRows})
 	if err != nil {
 		writeQueryError(w, r, err)
 		return
@@ -167,7 +237,8 @@ func writeQueryError(w http.ResponseWriter, r *http.Request, err error) {
 	httpapi.WriteError(w, r, err)
 }
 
-// charts returns the overview charts of a store, computed by SQL.
+// charts returns the overview charts of a store, computed by SQL, or the
+// ones computed last when the store has not changed since (chartsCache).
 func (m *Master) charts(w http.ResponseWriter, r *http.Request) {
 	name := httpapi.PathParam(r, "name")
 	src, err := rollout.ParseSource(r.URL.Query().Get("source"))
@@ -180,23 +251,30 @@ func (m *Master) charts(w http.ResponseWriter, r *http.Request) {
 		writeQueryError(w, r, err)
 		return
 	}
-	release, err := acquireSQL(r)
-	if err != nil {
-		writeQueryError(w, r, err)
-		return
-	}
-	defer release()
-	_, lim := sqlLimits()
-	ch, err := sqlquery.New(sqlquery.FromCatalog(m.catalog), lim).Charts(r.Context(), name, src)
-	if err != nil {
-		writeQueryError(w, r, err)
-		return
-	}
+	// The state (and the backlog) from manifests first: charts cached at
+	// this state are current; charts computed now are at least as new.
 	st, err := store.Stats(r.Context())
 	if err != nil {
 		writeQueryError(w, r, fmt.Errorf("pending backlog: %w", err))
 		return
 	}
+	key, state := name+"\x00"+string(src), chartsState(st)
+	ch, hit := m.engines().cache.get(key, state)
+	if !hit {
+		release, err := acquireSQL(r)
+		if err != nil {
+			writeQueryError(w, r, err)
+			return
+		}
+		ch, err = m.engines().charts.Charts(r.Context(), name, src)
+		release()
+		if err != nil {
+			writeQueryError(w, r, err)
+			return
+		}
+		m.engines().cache.put(key, state, ch)
+	}
 	ch.Pending = sqlquery.Pending{WALRows: st.PendingRows, Generations: st.PendingGenerations}
+	w.Header().Set("X-Charts-Cache", map[bool]string{true: "hit", false: "miss"}[hit])
 	httpapi.WriteJSON(w, http.StatusOK, ch)
 }

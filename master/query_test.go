@@ -4,6 +4,7 @@ package master_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -219,4 +220,48 @@ func TestChartsHTTP(t *testing.T) {
 	}
 	f.status("GET", "/api/v1/experiments/nope/charts", "", 404)
 	f.status("GET", "/api/v1/experiments/exp/charts?source=x", "", 400)
+}
+
+// The charts of an unchanged store come from the cache; a seal, a merge or
+// another source computes them again, and the backlog is always current.
+func TestChartsCachedUntilStoreChanges(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	st := f.create(f.cat, "exp")
+	appendFlush(t, st, scoredRecs("a", 10))
+	get := func(src, wantCache string) chartsResp {
+		t.Helper()
+		resp, b := f.request("GET", "/api/v1/experiments/exp/charts?source="+src, "")
+		if resp.StatusCode != 200 || resp.Header.Get("X-Charts-Cache") != wantCache {
+			t.Fatalf("charts %s: %d, cache %q (want %q): %s", src, resp.StatusCode, resp.Header.Get("X-Charts-Cache"), wantCache, b)
+		}
+		var ch chartsResp
+		if err := json.Unmarshal(b, &ch); err != nil {
+			t.Fatal(err)
+		}
+		return ch
+	}
+	rows := func(ch chartsResp) (n int64) {
+		for _, p := range ch.IngestRate {
+			n += p.Rows
+		}
+		return n
+	}
+	if ch := get("all", "miss"); rows(ch) != 10 {
+		t.Fatalf("first: %d rows", rows(ch))
+	}
+	if ch := get("all", "hit"); rows(ch) != 10 || ch.Pending.WALRows != 10 {
+		t.Fatalf("cached: %d rows, backlog %d", rows(ch), ch.Pending.WALRows)
+	}
+	get("fragments", "miss") // another source
+	appendFlush(t, st, scoredRecs("b", 5))
+	if ch := get("all", "miss"); rows(ch) != 15 || ch.Pending.WALRows != 15 {
+		t.Fatalf("after a seal: %d rows, backlog %d", rows(ch), ch.Pending.WALRows)
+	}
+	if _, err := st.Merge(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if ch := get("fragments", "miss"); rows(ch) != 15 || ch.Pending.WALRows != 0 {
+		t.Fatalf("after a merge: %d rows, backlog %d", rows(ch), ch.Pending.WALRows)
+	}
+	get("fragments", "hit")
 }

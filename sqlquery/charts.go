@@ -28,15 +28,17 @@ const (
 // Charts computes the charts of store with SQL, in one sandboxed session
 // with the chart scan limit. The base columns are scanned once into a
 // temporary table; content is read only for rows without
-// num_output_tokens (its length stands in for the token count).
+// num_output_tokens (its length stands in for the token count): a second
+// statement whose scan filter (num_output_tokens IS NULL) makes a fragments
+// scan read content and created_at of those rows alone (see lateBase).
 func (e *Engine) Charts(ctx context.Context, store string, src rollout.Source) (*Charts, error) {
 	start := time.Now()
 	ch := &Charts{
 		RewardByPolicyVersion: []PolicyPoint{}, RewardOverTime: []TimePoint{}, LengthHist: []Bin{},
 		LengthOverTime: []LengthPoint{}, IngestRate: []RatePoint{},
 	}
-	q, err := e.session(ctx, store, src, e.limits, func(ctx context.Context, c *duckdb.Conn, _ *query) error {
-		return charts(ctx, c, ch)
+	q, err := e.session(ctx, store, src, e.limits, func(ctx context.Context, c *duckdb.Conn, q *query) error {
+		return charts(ctx, c, q, ch)
 	})
 	if err != nil {
 		return nil, err
@@ -46,28 +48,37 @@ func (e *Engine) Charts(ctx context.Context, store string, src rollout.Source) (
 	return ch, nil
 }
 
-func charts(ctx context.Context, c *duckdb.Conn, ch *Charts) error {
+func charts(ctx context.Context, c *duckdb.Conn, q *query, ch *Charts) error {
 	if err := exec(ctx, c, `CREATE TEMP TABLE base AS SELECT
 		CASE WHEN isnan(reward) OR isinf(reward) THEN NULL ELSE reward::DOUBLE END AS reward,
 		policy_version, epoch_us(created_at) AS us, num_output_tokens::BIGINT AS len
 		FROM records`); err != nil {
 		return err
 	}
-	rows, err := all(ctx, c, `SELECT count(*) FILTER (WHERE len IS NULL), min(us), max(us) FROM base`)
+	summary, err := all(ctx, c, `SELECT count(*) FILTER (WHERE len IS NULL), min(us), max(us), min(len), max(len) FROM base`)
 	if err != nil {
 		return err
 	}
-	lenSrc := "SELECT us, len FROM base"
-	if asInt(rows[0][0]) > 0 {
-		if err := exec(ctx, c, `CREATE TEMP TABLE clen AS SELECT epoch_us(created_at) AS us, length(content)::BIGINT AS len
-			FROM records WHERE num_output_tokens IS NULL`); err != nil {
+	lenSrc, clen := "SELECT us, len FROM base", false // clen: some lengths come from content
+	if asInt(summary[0][0]) > 0 {
+		// The statement's one scan of the store gets the hint (as run
+		// derives them for a query).
+		q.mu.Lock()
+		q.hintStore, q.hints, q.binds = q.store, []hint{{Column: "num_output_tokens", Op: opIsNull}}, nil
+		q.mu.Unlock()
+		err := exec(ctx, c, `CREATE TEMP TABLE clen AS SELECT epoch_us(created_at) AS us, length(content)::BIGINT AS len
+			FROM records WHERE num_output_tokens IS NULL`)
+		q.mu.Lock()
+		q.hintStore, q.hints = "", nil
+		q.mu.Unlock()
+		if err != nil {
 			return err
 		}
-		lenSrc = "SELECT us, len FROM base WHERE len IS NOT NULL UNION ALL SELECT us, len FROM clen"
+		lenSrc, clen = "SELECT us, len FROM base WHERE len IS NOT NULL UNION ALL SELECT us, len FROM clen", true
 	}
 	width := bucketWidths[len(bucketWidths)-1]
-	if rows[0][1] != nil {
-		span := (asInt(rows[0][2]) - asInt(rows[0][1])) / 1e6
+	if summary[0][1] != nil {
+		span := (asInt(summary[0][2]) - asInt(summary[0][1])) / 1e6
 		for _, w := range bucketWidths {
 			if span/w < maxBuckets {
 				width = w
@@ -80,7 +91,7 @@ func charts(ctx context.Context, c *duckdb.Conn, ch *Charts) error {
 	bucketTime := func(v any) string { return time.Unix(asInt(v), 0).UTC().Format(time.RFC3339) }
 
 	// One quantile aggregate with a list of fractions sorts each group once.
-	rows, err = all(ctx, c, `SELECT policy_version, avg(reward), quantile_cont(reward, [0.1, 0.9]), count(*)
+	rows, err := all(ctx, c, `SELECT policy_version, avg(reward), quantile_cont(reward, [0.1, 0.9]), count(*)
 		FROM base WHERE reward IS NOT NULL AND policy_version IS NOT NULL
 		GROUP BY 1 ORDER BY TRY_CAST(policy_version AS DOUBLE) NULLS LAST, policy_version`)
 	if err != nil {
@@ -91,30 +102,39 @@ func charts(ctx context.Context, c *duckdb.Conn, ch *Charts) error {
 			PolicyVersion: r[0].(string), Mean: asFloat(r[1]), P10: nth(r[2], 0), P90: nth(r[2], 1), Count: asInt(r[3])})
 	}
 
-	rows, err = all(ctx, c, `SELECT `+bucket+` AS t, avg(reward), quantile_cont(reward, [0.1, 0.9]), count(*)
-		FROM base WHERE reward IS NOT NULL AND us IS NOT NULL GROUP BY 1 ORDER BY 1`)
+	// One pass over the time buckets gives the reward band, the ingest rate
+	// and, when every length is in base, the length trend. Aggregates skip
+	// NULLs; a bucket without a reward (or a length) has no such point.
+	lenCols := ", count(len), avg(len), quantile_cont(len, [0.5, 0.9])"
+	if clen {
+		lenCols = ", 0, NULL, NULL"
+	}
+	rows, err = all(ctx, c, `SELECT `+bucket+` AS t, count(*), count(reward), avg(reward), quantile_cont(reward, [0.1, 0.9])`+lenCols+`
+		FROM base WHERE us IS NOT NULL GROUP BY 1 ORDER BY 1`)
 	if err != nil {
 		return err
 	}
 	for _, r := range rows {
-		ch.RewardOverTime = append(ch.RewardOverTime, TimePoint{
-			T: bucketTime(r[0]), Mean: asFloat(r[1]), P10: nth(r[2], 0), P90: nth(r[2], 1), Count: asInt(r[3])})
+		t := bucketTime(r[0])
+		ch.IngestRate = append(ch.IngestRate, RatePoint{T: t, Rows: asInt(r[1])})
+		if n := asInt(r[2]); n > 0 {
+			ch.RewardOverTime = append(ch.RewardOverTime, TimePoint{T: t, Mean: asFloat(r[3]), P10: nth(r[4], 0), P90: nth(r[4], 1), Count: n})
+		}
+		if asInt(r[5]) > 0 {
+			ch.LengthOverTime = append(ch.LengthOverTime, LengthPoint{T: t, Mean: asFloat(r[6]), P50: nth(r[7], 0), P90: nth(r[7], 1)})
+		}
 	}
 
-	rows, err = all(ctx, c, `SELECT `+bucket+` AS t, count(*) FROM base WHERE us IS NOT NULL GROUP BY 1 ORDER BY 1`)
-	if err != nil {
-		return err
+	lenRange := summary[0][3:5]
+	if clen {
+		rows, err = all(ctx, c, `SELECT min(len), max(len) FROM (`+lenSrc+`) WHERE len IS NOT NULL`)
+		if err != nil {
+			return err
+		}
+		lenRange = rows[0]
 	}
-	for _, r := range rows {
-		ch.IngestRate = append(ch.IngestRate, RatePoint{T: bucketTime(r[0]), Rows: asInt(r[1])})
-	}
-
-	rows, err = all(ctx, c, `SELECT min(len), max(len) FROM (`+lenSrc+`) WHERE len IS NOT NULL`)
-	if err != nil {
-		return err
-	}
-	if rows[0][0] != nil {
-		lo, hi := asInt(rows[0][0]), asInt(rows[0][1])
+	if lenRange[0] != nil {
+		lo, hi := asInt(lenRange[0]), asInt(lenRange[1])
 		w := max(1, (hi-lo+histBins)/histBins) // ceil((hi-lo+1)/bins)
 		hist, err := all(ctx, c, fmt.Sprintf(`SELECT (len - %d) // %d AS b, count(*) FROM (%s) WHERE len IS NOT NULL GROUP BY 1 ORDER BY 1`, lo, w, lenSrc))
 		if err != nil {
@@ -126,6 +146,9 @@ func charts(ctx context.Context, c *duckdb.Conn, ch *Charts) error {
 		}
 	}
 
+	if !clen {
+		return nil
+	}
 	rows, err = all(ctx, c, `SELECT `+bucket+` AS t, avg(len), quantile_cont(len, [0.5, 0.9])
 		FROM (`+lenSrc+`) WHERE len IS NOT NULL AND us IS NOT NULL GROUP BY 1 ORDER BY 1`)
 	if err != nil {

@@ -28,10 +28,24 @@
 // for the simplest shape only: one SELECT of one store, no join, set
 // operation, CTE or sample, and top-level AND conjuncts of the form column
 // op literal (numbers: <, <=, >, >=, widened by a relative 1e-6 so a FLOAT
-// compared in float32 is never dropped; strings: = only). The scan drops the
-// rows they reject before copying batches into DuckDB, which still applies
-// the whole WHERE: the filters can only save work, never change a result.
-// Result.Scans lists them and the rows they kept.
+// compared in float32 is never dropped; strings: = only) or column IS NULL.
+// The scan drops the rows they reject before copying batches into DuckDB,
+// which still applies the whole WHERE: the filters can only save work, never
+// change a result. Result.Scans lists them and the rows they kept.
+//
+// A fragments scan with filters materializes late: it reads the filtered
+// columns of every row first and the other projected columns only for the
+// rows the filters keep (lance/table ScanLate), so a selective WHERE never
+// decodes the strings of the rows it drops. Under ORDER BY column [DESC]
+// LIMIT n (a select list of bare columns, every WHERE conjunct a filter)
+// it takes the other columns only for rows that can still be among the
+// first n: those sorting at or before the n-th best value among rows that
+// certainly pass the WHERE (see topN). An all scan of a store with no
+// pending generation is the base table alone and reads the same way. It
+// reads the base table the store's own scan would (the latest version, or
+// the one a checkout pins);
+// a base table lacking a column, or holding one in another type (an older
+// or reference table), is read by the store's scan, which converts.
 //
 // # Sandbox
 //

@@ -37,6 +37,7 @@ type query struct {
 
 	hintStore string // the store the hints filter (set before the statement is bound)
 	hints     []hint
+	top       *topN // the hinted store's ORDER BY ... LIMIT bound, or nil
 
 	mu    sync.Mutex
 	err   error          // first error of a scan or bind: the cause behind DuckDB's message
@@ -97,7 +98,7 @@ func (q *query) scanStats() []ScanStat {
 	defer q.mu.Unlock()
 	out := []ScanStat{}
 	for _, s := range q.scans {
-		st := ScanStat{Store: s.store, Source: string(s.source), Columns: s.projected, Rows: s.rows.Load(), RowsKept: s.kept.Load(), Filters: []string{}}
+		st := ScanStat{Store: s.store, Source: string(s.source), Columns: s.projected, Rows: s.rows.Load(), RowsKept: s.kept.Load(), Filters: []string{}, late: s.late}
 		for _, h := range s.hints {
 			st.Filters = append(st.Filters, h.String())
 		}
@@ -174,8 +175,8 @@ func (e *Engine) sandbox(ctx context.Context, q *query) (*sql.DB, *sql.Conn, err
 
 // run checks the statement and reads its result into res.
 func run(ctx context.Context, c *duckdb.Conn, q *query, req Request, lim Limits, res *Result) error {
-	if table, hs := queryHints(ctx, c, req.SQL); len(hs) > 0 {
-		q.hintStore, q.hints = q.resolve(table), hs
+	if table, hs, top := queryHints(ctx, c, req.SQL); len(hs) > 0 || top != nil {
+		q.hintStore, q.hints, q.top = q.resolve(table), hs, top
 	}
 	stmt, err := prepareSelect(c, req.SQL)
 	if err != nil {

@@ -537,3 +537,175 @@ func TestHintsOnlyFromSimpleSelects(t *testing.T) {
 		}
 	}
 }
+
+// A fragments scan with filters reads the filter columns first and the
+// other columns only for the rows they keep (lateBase): results equal the
+// same query whose filter the scan cannot see, over a base table with
+// deleted rows (ids rewritten and merged again) and several fragments.
+func TestLateScanKeepsResults(t *testing.T) {
+	f := newFixture(t, Limits{})
+	s := f.store(t, "exp", 300, true)
+	ctx := context.Background()
+	var rewrite []rollout.Record
+	for i := 0; i < 300; i += 9 {
+		rewrite = append(rewrite, rollout.Record{ID: fmt.Sprintf("exp-%04d", i), RolloutID: "r", ProblemID: "p", Role: "user",
+			Reward: ptr(float32(1 - float32(i)/300)), PolicyVersion: ptr("v9"), Content: ptr("rewritten")})
+	}
+	rewrite = append(rewrite, rollout.Record{ID: "n-null", RolloutID: "r", ProblemID: "p", Role: "user", PolicyVersion: ptr("v1")})
+	if _, err := s.Append(ctx, rewrite); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Merge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, where := range []string{
+		"reward > 0.9", "reward >= 0.5 AND policy_version = 'v9'", "num_output_tokens IS NULL", "reward IS NULL",
+		"num_output_tokens > 6.5", "r.reward < 0.1", "reward > 2",
+	} {
+		sql := "SELECT id, reward, policy_version, content, num_output_tokens FROM records r WHERE " + where + " ORDER BY id"
+		hinted := f.query(t, "exp", sql, rollout.SourceFragments)
+		plain := f.query(t, "exp", strings.Replace(sql, "FROM records r", "FROM (SELECT * FROM records) r", 1), rollout.SourceFragments)
+		if fmt.Sprint(hinted.Rows) != fmt.Sprint(plain.Rows) {
+			t.Fatalf("%s:\nlate  %v\nplain %v", where, hinted.Rows, plain.Rows)
+		}
+		st := hinted.Scans[0]
+		if !st.late || plain.Scans[0].late || st.Rows != plain.Scans[0].Rows {
+			t.Fatalf("%s: late %v (plain %v), rows %d (plain %d)", where, st.late, plain.Scans[0].late, st.Rows, plain.Scans[0].Rows)
+		}
+		if where != "reward > 2" && len(hinted.Rows) == 0 {
+			t.Fatalf("%s: no rows", where)
+		}
+	}
+	// Every projected column filtered, or the WAL: the plain scan.
+	for _, tc := range []struct {
+		sql string
+		src rollout.Source
+	}{
+		{"SELECT reward FROM records WHERE reward > 0.5", rollout.SourceFragments},
+		{"SELECT id FROM records WHERE reward > 0.5", rollout.SourceWAL},
+	} {
+		if res := f.query(t, "exp", tc.sql, tc.src); res.Scans[0].late {
+			t.Fatalf("%s (%s): read late", tc.sql, tc.src)
+		}
+	}
+	// all is the base table alone while nothing is pending; a pending
+	// generation (here rewriting an id) makes it the store's own scan.
+	const q = "SELECT id, reward, content FROM records WHERE reward > 0.95 ORDER BY id"
+	if res := f.query(t, "exp", q, rollout.SourceAll); !res.Scans[0].late {
+		t.Fatal("all with nothing pending: not read late")
+	}
+	if _, err := s.Append(ctx, []rollout.Record{{ID: "exp-0299", RolloutID: "r", ProblemID: "p", Role: "user", Reward: ptr(float32(0.999)), Content: ptr("pending")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res := f.query(t, "exp", q, rollout.SourceAll)
+	plain := f.query(t, "exp", strings.Replace(q, "FROM records", "FROM (SELECT * FROM records)", 1), rollout.SourceAll)
+	if res.Scans[0].late || fmt.Sprint(res.Rows) != fmt.Sprint(plain.Rows) || !strings.Contains(fmt.Sprint(res.Rows), "pending") {
+		t.Fatalf("all with a pending generation: late %v\n got %v\nwant %v", res.Scans[0].late, res.Rows, plain.Rows)
+	}
+}
+
+// The content fallback of the charts also holds on a fragments scan, where
+// the content of rows with a token count is not read.
+func TestChartsLengthFromContentOnFragments(t *testing.T) {
+	f := newFixture(t, Limits{})
+	ctx := context.Background()
+	s, err := f.cat.Create(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, []rollout.Record{
+		{ID: "a", RolloutID: "r", ProblemID: "p", Role: "assistant", Content: ptr("hello"), NumOutputTokens: ptr(int32(2))},
+		{ID: "b", RolloutID: "r", ProblemID: "p", Role: "assistant", Content: ptr("hello world")},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Merge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := f.eng.Charts(ctx, "c", rollout.SourceFragments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lens []int64
+	for _, b := range ch.LengthHist {
+		for i := int64(0); i < b.Count; i++ {
+			lens = append(lens, b.Lo)
+		}
+	}
+	if !slices.Equal(lens, []int64{2, 11}) {
+		t.Fatalf("lengths %v (hist %+v), want 2 and 11", lens, ch.LengthHist)
+	}
+}
+
+// A late scan under ORDER BY column LIMIT n takes only rows that can be in
+// the first n; every query gives the result of the same query whose shape
+// the scan cannot see, with ties, NULL and NaN sort values, OFFSET,
+// ascending and descending orders, and aliases that must disable it.
+func TestTopNBoundKeepsResults(t *testing.T) {
+	f := newFixture(t, Limits{})
+	s := f.store(t, "exp", 400, true)
+	ctx := context.Background()
+	var extra []rollout.Record
+	for i := 0; i < 30; i++ {
+		r := rollout.Record{ID: fmt.Sprintf("t-%02d", i), RolloutID: "r", ProblemID: "p", Role: "user", PolicyVersion: ptr("v7"),
+			NumOutputTokens: ptr(int32(i % 3))}
+		switch i % 3 {
+		case 0:
+			r.Reward = ptr(float32(0.995)) // ties
+		case 1:
+			r.Reward = ptr(float32(math.NaN()))
+		}
+		extra = append(extra, r)
+	}
+	if _, err := s.Append(ctx, extra); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Merge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		sql     string
+		bounded bool
+	}{
+		{"SELECT id, policy_version, reward FROM records WHERE reward > 0.5 ORDER BY reward DESC, id LIMIT 5", true},
+		{"SELECT id, policy_version, reward FROM records WHERE reward > 0.5 ORDER BY reward DESC, id LIMIT 12", true},
+		{"SELECT id, reward FROM records ORDER BY reward DESC, id LIMIT 3", true},
+		{"SELECT id, reward FROM records ORDER BY reward, id LIMIT 7 OFFSET 4", true},
+		{"SELECT id, reward FROM records ORDER BY reward ASC, id LIMIT 450", false}, // more than the rows: nothing to drop
+		{"SELECT id, reward FROM records r ORDER BY r.reward DESC, id LIMIT 1", true},
+		{"SELECT id, num_output_tokens FROM records WHERE policy_version = 'v7' ORDER BY num_output_tokens DESC, id LIMIT 4", true},
+		{"SELECT id, reward FROM records WHERE reward IS NULL ORDER BY num_output_tokens, id LIMIT 2", false}, // all tie
+		{"SELECT id, reward FROM records WHERE policy_version = 'v7' ORDER BY num_output_tokens, id LIMIT 2", true},
+		{"SELECT id, reward FROM records WHERE reward < 0.3 AND policy_version = 'v1' ORDER BY reward DESC, id LIMIT 3", true},
+		{"SELECT id, reward FROM records ORDER BY reward DESC NULLS FIRST, id LIMIT 3", false},
+		{"SELECT id, reward FROM records WHERE reward > 0.5 AND content LIKE '%x%' ORDER BY reward DESC, id LIMIT 3", false},
+		{"SELECT id, -reward AS reward FROM records ORDER BY reward DESC, id LIMIT 3", false},
+		{"SELECT id, num_output_tokens AS reward, reward AS r2 FROM records ORDER BY reward DESC, id LIMIT 3", false},
+		{"SELECT DISTINCT policy_version, reward FROM records ORDER BY reward DESC LIMIT 3", false},
+		{"SELECT policy_version, max(reward) FROM records GROUP BY 1 ORDER BY 2 DESC LIMIT 3", false},
+	} {
+		got := f.query(t, "exp", tc.sql, rollout.SourceFragments)
+		plain := f.query(t, "exp", strings.Replace(tc.sql, "FROM records", "FROM (SELECT * FROM records)", 1), rollout.SourceFragments)
+		if fmt.Sprint(got.Rows) != fmt.Sprint(plain.Rows) {
+			t.Fatalf("%s:\nbounded %v\nplain   %v", tc.sql, got.Rows, plain.Rows)
+		}
+		// Bounded: fewer rows kept than the same query without its LIMIT.
+		unlimited := f.query(t, "exp", tc.sql[:strings.Index(tc.sql, " LIMIT")], rollout.SourceFragments)
+		st := got.Scans[0]
+		if bounded := st.late && st.RowsKept < unlimited.Scans[0].RowsKept; bounded != tc.bounded {
+			t.Fatalf("%s: bounded %v (late %v, kept %d of %d, without LIMIT %d)", tc.sql, bounded, st.late, st.RowsKept, st.Rows, unlimited.Scans[0].RowsKept)
+		}
+	}
+}

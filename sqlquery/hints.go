@@ -33,13 +33,16 @@ import (
 // strings only for equality (byte-wise, as DuckDB's default collation).
 type hint struct {
 	Column string
-	Op     string // "=", ">", ">=", "<", "<="
+	Op     string // "=", ">", ">=", "<", "<=", or "IS NULL"
 	Num    float64
 	Str    string
 	IsStr  bool
 }
 
 func (h hint) String() string {
+	if h.Op == opIsNull {
+		return h.Column + " IS NULL"
+	}
 	if h.IsStr {
 		return fmt.Sprintf("%s %s %q", h.Column, h.Op, h.Str)
 	}
@@ -47,16 +50,17 @@ func (h hint) String() string {
 }
 
 // queryHints returns the scan hints of text, by table name (as the
-// replacement scan sees it), or nil. Any parse surprise means no hints.
-func queryHints(ctx context.Context, c *duckdb.Conn, text string) (string, []hint) {
+// replacement scan sees it), or nil, and its top-N bound, or nil. Any
+// parse surprise means neither.
+func queryHints(ctx context.Context, c *duckdb.Conn, text string) (string, []hint, *topN) {
 	rows, err := c.QueryContext(ctx, "SELECT json_serialize_sql(CAST($1 AS VARCHAR))", []driver.NamedValue{{Ordinal: 1, Value: text}})
 	if err != nil {
-		return "", nil
+		return "", nil, nil
 	}
 	defer rows.Close()
 	v := make([]driver.Value, 1)
 	if err := rows.Next(v); err != nil && !errors.Is(err, io.EOF) {
-		return "", nil
+		return "", nil, nil
 	}
 	var raw []byte
 	switch x := v[0].(type) {
@@ -67,11 +71,19 @@ func queryHints(ctx context.Context, c *duckdb.Conn, text string) (string, []hin
 	default:
 		b, err := json.Marshal(x)
 		if err != nil {
-			return "", nil
+			return "", nil, nil
 		}
 		raw = b
 	}
-	return hintsFromAST(raw)
+	table, hs := hintsFromAST(raw)
+	if table == "" {
+		return "", nil, nil
+	}
+	top := topFromAST(raw, len(hs))
+	if len(hs) == 0 && top == nil {
+		return "", nil, nil
+	}
+	return table, hs, top
 }
 
 type astNode struct {
@@ -98,6 +110,7 @@ type astNode struct {
 }
 
 type expr struct {
+	Alias       string   `json:"alias"`
 	Class       string   `json:"class"`
 	Type        string   `json:"type"`
 	Children    []*expr  `json:"children"`
@@ -129,8 +142,11 @@ func hintsFromAST(raw []byte) (string, []hint) {
 	n := a.Statements[0].Node
 	ft := n.FromTable
 	if n.Type != "SELECT_NODE" || len(n.CTEMap.Map) > 0 || ft == nil || ft.Type != "BASE_TABLE" ||
-		ft.Schema != "" || ft.Catalog != "" || !isNull(ft.Sample) || !isNull(ft.AtClause) || !isNull(n.Sample) || n.Where == nil {
+		ft.Schema != "" || ft.Catalog != "" || !isNull(ft.Sample) || !isNull(ft.AtClause) || !isNull(n.Sample) {
 		return "", nil
+	}
+	if n.Where == nil {
+		return ft.TableName, nil
 	}
 	var conj []*expr
 	if n.Where.Class == "CONJUNCTION" && n.Where.Type == "CONJUNCTION_AND" {
@@ -147,6 +163,9 @@ func hintsFromAST(raw []byte) (string, []hint) {
 	return ft.TableName, out
 }
 
+// opIsNull is the operator of a hint column IS NULL.
+const opIsNull = "IS NULL"
+
 var flipped = map[string]string{"=": "=", ">": "<", ">=": "<=", "<": ">", "<=": ">="}
 
 var compareOps = map[string]string{
@@ -157,6 +176,13 @@ var compareOps = map[string]string{
 func comparison(e *expr, table, alias string) (hint, bool) {
 	if e == nil {
 		return hint{}, false
+	}
+	if e.Class == "OPERATOR" && e.Type == "OPERATOR_IS_NULL" && len(e.Children) == 1 {
+		name, ok := columnName(e.Children[0], table, alias)
+		if !ok {
+			return hint{}, false
+		}
+		return hint{Column: name, Op: opIsNull}, true
 	}
 	op, ok := compareOps[e.Type]
 	if e.Class != "COMPARISON" || !ok || e.Left == nil || e.Right == nil {
@@ -169,24 +195,11 @@ func comparison(e *expr, table, alias string) (hint, bool) {
 	if col.Class != "COLUMN_REF" || lit.Class != "CONSTANT" || lit.Value == nil || lit.Value.IsNull {
 		return hint{}, false
 	}
-	var name string
-	switch len(col.ColumnNames) {
-	case 1:
-		name = col.ColumnNames[0]
-	case 2:
-		q := col.ColumnNames[0]
-		if !strings.EqualFold(q, table) && (alias == "" || !strings.EqualFold(q, alias)) {
-			return hint{}, false
-		}
-		name = col.ColumnNames[1]
-	default:
+	name, ok := columnName(col, table, alias)
+	if !ok {
 		return hint{}, false
 	}
-	name = strings.ToLower(name)
 	i := slices.IndexFunc(scanColumns, func(f arrow.Field) bool { return f.Name == name })
-	if i < 0 {
-		return hint{}, false
-	}
 	h := hint{Column: name, Op: op}
 	switch scanColumns[i].Type.(type) {
 	case *arrow.StringType, *arrow.LargeStringType:
@@ -224,6 +237,32 @@ func comparison(e *expr, table, alias string) (hint, bool) {
 	return h, true
 }
 
+// columnName is the scan column a COLUMN_REF names (bare, or qualified by
+// the table's name or alias).
+func columnName(col *expr, table, alias string) (string, bool) {
+	if col == nil || col.Class != "COLUMN_REF" {
+		return "", false
+	}
+	var name string
+	switch len(col.ColumnNames) {
+	case 1:
+		name = col.ColumnNames[0]
+	case 2:
+		q := col.ColumnNames[0]
+		if !strings.EqualFold(q, table) && (alias == "" || !strings.EqualFold(q, alias)) {
+			return "", false
+		}
+		name = col.ColumnNames[1]
+	default:
+		return "", false
+	}
+	name = strings.ToLower(name)
+	if !slices.ContainsFunc(scanColumns, func(f arrow.Field) bool { return f.Name == name }) {
+		return "", false
+	}
+	return name, true
+}
+
 // tolerance widens numeric hints: the engine may compare a FLOAT column
 // with the literal rounded to float32.
 func tolerance(c float64) float64 { return 1e-6 * max(1, math.Abs(c)) }
@@ -259,35 +298,28 @@ func selection(hs []hint, cols []string, b arrow.RecordBatch) []int32 {
 }
 
 func applyHint(h hint, arr arrow.Array, keep []bool) {
-	num := func(get func(int) float64) {
-		lo, hi := math.Inf(-1), math.Inf(1)
-		switch h.Op {
-		case ">", ">=":
-			lo = h.Num - tolerance(h.Num)
-		case "<", "<=":
-			hi = h.Num + tolerance(h.Num)
-		}
+	if h.Op == opIsNull {
 		for i := range keep {
-			if keep[i] {
-				if arr.IsNull(i) {
-					keep[i] = false
-					continue
-				}
-				v := get(i)
-				// NaN sorts above every number in DuckDB: keep it.
-				keep[i] = math.IsNaN(v) || (v >= lo && v <= hi)
-			}
+			keep[i] = keep[i] && arr.IsNull(i)
 		}
+		return
+	}
+	lo, hi := math.Inf(-1), math.Inf(1)
+	switch h.Op {
+	case ">", ">=":
+		lo = h.Num - tolerance(h.Num)
+	case "<", "<=":
+		hi = h.Num + tolerance(h.Num)
 	}
 	switch a := arr.(type) {
 	case *array.Float32:
-		num(func(i int) float64 { return float64(a.Value(i)) })
+		keepRange(a.Float32Values(), a, keep, lo, hi)
 	case *array.Float64:
-		num(a.Value)
+		keepRange(a.Float64Values(), a, keep, lo, hi)
 	case *array.Int32:
-		num(func(i int) float64 { return float64(a.Value(i)) })
+		keepRange(a.Int32Values(), a, keep, lo, hi)
 	case *array.Int64:
-		num(func(i int) float64 { return float64(a.Value(i)) })
+		keepRange(a.Int64Values(), a, keep, lo, hi)
 	case *array.String:
 		for i := range keep {
 			keep[i] = keep[i] && !a.IsNull(i) && a.Value(i) == h.Str
@@ -296,5 +328,22 @@ func applyHint(h hint, arr arrow.Array, keep []bool) {
 		for i := range keep {
 			keep[i] = keep[i] && !a.IsNull(i) && a.Value(i) == h.Str
 		}
+	}
+}
+
+// keepRange keeps the rows of vals within [lo, hi]; NaN, which sorts above
+// every number in DuckDB, is kept; NULL is not.
+func keepRange[T float32 | float64 | int32 | int64](vals []T, arr arrow.Array, keep []bool, lo, hi float64) {
+	nulls := arr.NullN() > 0
+	for i, v := range vals {
+		if !keep[i] {
+			continue
+		}
+		if nulls && arr.IsNull(i) {
+			keep[i] = false
+			continue
+		}
+		f := float64(v)
+		keep[i] = f != f || (f >= lo && f <= hi)
 	}
 }

@@ -95,9 +95,10 @@ func registerScan(conn *sql.Conn, q *query) error {
 			if err != nil {
 				return nil, q.fail(fmt.Errorf("store %q: %w", name, err))
 			}
-			s := &scanSource{q: q, store: name, source: q.source, table: t, infos: infos, card: estimate(q.ctx, t, q.source)}
+			s := &scanSource{q: q, store: name, source: q.source, table: t, infos: infos}
+			s.card, s.stats = estimate(q.ctx, t, q.source)
 			if name == q.hintStore {
-				s.hints = q.hints
+				s.hints, s.top = q.hints, q.top
 			}
 			q.mu.Lock()
 			if q.binds == nil {
@@ -120,10 +121,13 @@ type scanSource struct {
 	table  Table
 	infos  []duckdb.ColumnInfo
 	card   *duckdb.CardinalityInfo
+	stats  *rollout.Stats // read when bound, or nil
 
 	hints     []hint
+	top       *topN    // ORDER BY ... LIMIT bound (late scans only), or nil
 	projected []string // columns read, learnt on the first FillChunk
 	proj      []int    // their positions in scanColumns
+	late      bool     // set before done closes: the scan materialized late
 	rows      atomic.Int64
 	kept      atomic.Int64
 	batches   chan scanBatch
@@ -155,15 +159,16 @@ type statser interface {
 }
 
 // estimate is the row count DuckDB plans with (join order, build side):
-// from the store's manifests, without reading data; nil when unknown.
-func estimate(ctx context.Context, t Table, src rollout.Source) *duckdb.CardinalityInfo {
+// from the store's manifests, without reading data; nil when unknown. It
+// returns the statistics it read too (nil when none).
+func estimate(ctx context.Context, t Table, src rollout.Source) (*duckdb.CardinalityInfo, *rollout.Stats) {
 	st, ok := t.(statser)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	stats, err := st.Stats(ctx)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	n := stats.BaseRows
 	switch src {
@@ -172,7 +177,7 @@ func estimate(ctx context.Context, t Table, src rollout.Source) *duckdb.Cardinal
 	case rollout.SourceAll:
 		n += stats.PendingRows
 	}
-	return &duckdb.CardinalityInfo{Cardinality: uint(max(n, 0))}
+	return &duckdb.CardinalityInfo{Cardinality: uint(max(n, 0))}, stats
 }
 func (s *scanSource) Init() {}
 
@@ -190,7 +195,7 @@ func (s *scanSource) start(chunk duckdb.DataChunk) {
 	// The hints hold for the query's one scan of the store; a store read
 	// twice (a subquery) would get them on a scan they do not describe.
 	if s.q.binds[s.store] != 1 {
-		s.hints = nil
+		s.hints, s.top = nil, nil
 	}
 	s.q.mu.Unlock()
 	s.batches = make(chan scanBatch, 2)
@@ -203,32 +208,49 @@ func (s *scanSource) start(chunk duckdb.DataChunk) {
 	go func() {
 		defer s.q.wg.Done()
 		defer close(s.done)
-		err := s.table.Scan(s.q.ctx, rollout.ScanOptions{Source: s.source, Columns: cols}, func(b arrow.RecordBatch) error {
-			n := b.NumRows()
-			s.rows.Add(n)
-			if total := s.q.scanned.Add(n); total > s.q.limits.MaxRowsScanned {
-				return s.q.fail(&LimitError{Limit: "max_rows_scanned", Value: fmt.Sprint(s.q.limits.MaxRowsScanned),
-					Hint: "query a smaller store or source, or raise the limit"})
-			}
-			sb := scanBatch{rec: b, sel: selection(s.hints, s.projected, b)}
-			if sb.len() == 0 {
-				return nil
-			}
-			s.kept.Add(int64(sb.len()))
-			b.Retain()
-			select {
-			case s.batches <- sb:
-				return nil
-			case <-s.q.ctx.Done():
-				b.Release()
-				return s.q.ctx.Err()
-			}
-		})
+		var err error
+		if base, filter := s.lateBase(); base != nil {
+			s.late = true
+			err = s.scanLate(base, filter)
+		} else {
+			err = s.table.Scan(s.q.ctx, rollout.ScanOptions{Source: s.source, Columns: cols}, func(b arrow.RecordBatch) error {
+				if err := s.count(b.NumRows()); err != nil {
+					return err
+				}
+				return s.push(scanBatch{rec: b, sel: selection(s.hints, s.projected, b)})
+			})
+		}
 		if err != nil {
 			s.scanErr = s.q.fail(fmt.Errorf("scan %s: %w", s.store, err))
 		}
 		close(s.batches)
 	}()
+}
+
+// count adds n rows read from storage, failing past max_rows_scanned.
+func (s *scanSource) count(n int64) error {
+	s.rows.Add(n)
+	if total := s.q.scanned.Add(n); total > s.q.limits.MaxRowsScanned {
+		return s.q.fail(&LimitError{Limit: "max_rows_scanned", Value: fmt.Sprint(s.q.limits.MaxRowsScanned),
+			Hint: "query a smaller store or source, or raise the limit"})
+	}
+	return nil
+}
+
+// push hands the rows of a batch the hints kept to FillChunk.
+func (s *scanSource) push(sb scanBatch) error {
+	if sb.len() == 0 {
+		return nil
+	}
+	s.kept.Add(int64(sb.len()))
+	sb.rec.Retain()
+	select {
+	case s.batches <- sb:
+		return nil
+	case <-s.q.ctx.Done():
+		sb.rec.Release()
+		return s.q.ctx.Err()
+	}
 }
 
 func (s *scanSource) FillChunk(chunk duckdb.DataChunk) error {
@@ -268,38 +290,54 @@ func (s *scanSource) FillChunk(chunk duckdb.DataChunk) error {
 }
 
 // fill copies rows [from, from+k) of arr (of its selection sel, when not
-// nil) into column col of chunk at row to.
+// nil) into column col of chunk at row to. The type is switched on once
+// per column, not per cell.
 func fill(chunk duckdb.DataChunk, col int, arr arrow.Array, sel []int32, from, to, k int) error {
+	switch a := arr.(type) {
+	case *array.String:
+		return fillWith(chunk, col, arr, sel, from, to, k, a.Value)
+	case *array.LargeString:
+		return fillWith(chunk, col, arr, sel, from, to, k, a.Value)
+	case *array.Int32:
+		return fillWith(chunk, col, arr, sel, from, to, k, a.Value)
+	case *array.Int64:
+		return fillWith(chunk, col, arr, sel, from, to, k, a.Value)
+	case *array.Float32:
+		return fillWith(chunk, col, arr, sel, from, to, k, a.Value)
+	case *array.Boolean:
+		return fillWith(chunk, col, arr, sel, from, to, k, a.Value)
+	case *array.Timestamp:
+		return fillWith(chunk, col, arr, sel, from, to, k, func(r int) time.Time { return time.UnixMicro(int64(a.Value(r))).UTC() })
+	}
 	var err error
 	for i := 0; i < k && err == nil; i++ {
-		r, dst := from+i, to+i
+		r := from + i
 		if sel != nil {
 			r = int(sel[r])
 		}
-		if arr.IsNull(r) {
-			err = chunk.SetValue(col, dst, nil)
-			continue
-		}
-		switch a := arr.(type) {
-		case *array.String:
-			err = duckdb.SetChunkValue(chunk, col, dst, a.Value(r))
-		case *array.LargeString:
-			err = duckdb.SetChunkValue(chunk, col, dst, a.Value(r))
-		case *array.Int32:
-			err = duckdb.SetChunkValue(chunk, col, dst, a.Value(r))
-		case *array.Int64:
-			err = duckdb.SetChunkValue(chunk, col, dst, a.Value(r))
-		case *array.Float32:
-			err = duckdb.SetChunkValue(chunk, col, dst, a.Value(r))
-		case *array.Boolean:
-			err = duckdb.SetChunkValue(chunk, col, dst, a.Value(r))
-		case *array.Timestamp:
-			err = duckdb.SetChunkValue(chunk, col, dst, time.UnixMicro(int64(a.Value(r))).UTC())
-		default:
-			err = chunk.SetValue(col, dst, goValue(arr, r))
-		}
+		err = chunk.SetValue(col, to+i, goValue(arr, r))
 	}
 	return err
+}
+
+func fillWith[T any](chunk duckdb.DataChunk, col int, arr arrow.Array, sel []int32, from, to, k int, value func(int) T) error {
+	nulls := arr.NullN() > 0
+	for i := 0; i < k; i++ {
+		r := from + i
+		if sel != nil {
+			r = int(sel[r])
+		}
+		var err error
+		if nulls && arr.IsNull(r) {
+			err = chunk.SetValue(col, to+i, nil)
+		} else {
+			err = duckdb.SetChunkValue(chunk, col, to+i, value(r))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // goValue converts one non-scalar cell (a list, a struct) to the Go value

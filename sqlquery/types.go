@@ -118,6 +118,8 @@ type ScanStat struct {
 	Filters  []string `json:"filters"`
 	Rows     int64    `json:"rows"`
 	RowsKept int64    `json:"rows_kept"`
+
+	late bool // the scan read the filter columns first (lateBase)
 }
 
 // Result is a query result. Rows hold the driver's Go values; JSONRows

@@ -3,7 +3,7 @@
 // (lancedb_query.mjs). See bench/README.md.
 //
 //	go run ./bench/sql make  --dir DIR --rows N    write store "bench" (merged into fragments)
-//	go run ./bench/sql query --dir DIR --q groupby|topk|charts [--runs 3]
+//	go run ./bench/sql query --dir DIR --q groupby|topk|charts [--runs 3] [--store bench] [--source fragments]
 //
 // query prints one JSON line: the query, rows, seconds of each run, the best
 // and median, peak RSS of the process (VmHWM) and the first result rows.
@@ -48,6 +48,8 @@ func main() {
 	runs := fs.Int("runs", 3, "runs of the query")
 	threads := fs.Int("threads", 2, "DuckDB threads")
 	adhoc := fs.String("sql", "", "run this SQL instead of --q (query)")
+	store := fs.String("store", "bench", "store to query (query)")
+	source := fs.String("source", "fragments", "source of the query: fragments, wal or all (query)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile here")
 	_ = fs.Parse(os.Args[2:])
 	if *cpuprofile != "" {
@@ -71,7 +73,7 @@ func main() {
 		if *adhoc != "" {
 			Queries["adhoc"], *q = *adhoc, "adhoc"
 		}
-		err = query(*dir, *q, *runs, *threads)
+		err = query(*dir, *store, rollout.Source(*source), *q, *runs, *threads)
 	default:
 		err = fmt.Errorf("unknown mode %q", os.Args[1])
 	}
@@ -148,7 +150,7 @@ func makeStore(dir string, rows int) error {
 		"secs": time.Since(start).Seconds(), "table": dir + "/bench.rollout.lance"})
 }
 
-func query(dir, name string, runs, threads int) error {
+func query(dir, store string, src rollout.Source, name string, runs, threads int) error {
 	ctx := context.Background()
 	c, err := catalog(dir)
 	if err != nil {
@@ -162,7 +164,7 @@ func query(dir, name string, runs, threads int) error {
 	for i := 0; i < runs; i++ {
 		start := time.Now()
 		if name == "charts" {
-			ch, err := eng.Charts(ctx, "bench", rollout.SourceFragments)
+			ch, err := eng.Charts(ctx, store, src)
 			if err != nil {
 				return err
 			}
@@ -173,7 +175,7 @@ func query(dir, name string, runs, threads int) error {
 			if !ok {
 				return fmt.Errorf("unknown query %q", name)
 			}
-			res, err := eng.Query(ctx, sqlquery.Request{Store: "bench", SQL: sql})
+			res, err := eng.Query(ctx, sqlquery.Request{Store: store, SQL: sql, Source: src})
 			if err != nil {
 				return err
 			}

@@ -307,6 +307,30 @@ async function checkCharts(page) {
   check('records (empty store): Fragments tab says the store is empty', /No (records|merged records)/.test((await empty.textContent()) ?? ''));
 }
 
+/** The overview's storage panel: the dev worker's WAL and seal metrics, read by the master from its /metrics. */
+async function checkStorage(page) {
+  await page.goto(`${BASE_URL}${storeHref(STORE)}`, { waitUntil: 'domcontentloaded' });
+  await page.getByTestId('experiment-stats').waitFor();
+  await chartsSettled(page); // the screenshot shows the whole overview
+  const row = page.getByTestId('storage-table').getByTestId('storage-row').first();
+  await row.waitFor();
+  const text = (await row.textContent()) ?? '';
+  check('storage: the worker answers', !text.includes('unreachable'), { row: text });
+  check('storage: the worker that wrote the store is marked', text.includes('this store'), { row: text });
+  // The test appended with flush: at least one seal, caused by a flush.
+  check('storage: seals by cause', /[1-9][\d,]* \(.*flush [1-9]/.test(text), { row: text });
+  check('storage: no endpoint error', (await page.getByTestId('storage-error').count()) === 0);
+  await page.getByTestId('storage-panel').scrollIntoViewIfNeeded();
+  await shot(page, 'storage');
+
+  await page.goto(`${BASE_URL}${storeHref(EMPTY_STORE)}`, { waitUntil: 'domcontentloaded' });
+  await page.getByTestId('experiment-stats').waitFor();
+  await page.getByTestId('storage-table').getByTestId('storage-row').first().waitFor();
+  const emptyText = (await page.getByTestId('storage-table').textContent()) ?? '';
+  check('storage (empty store): no worker marked as writing it', !emptyText.includes('this store'), { table: emptyText });
+  check('storage (empty store): no endpoint error', (await page.getByTestId('storage-error').count()) === 0);
+}
+
 /** The SQL console: a GROUP BY matched against a scan through the records API, and a refused escape. */
 async function checkSql(page) {
   // Expected from the records API (source all): mean reward and count by policy_version.
@@ -503,6 +527,7 @@ async function run() {
       for (const [name, part] of [
         ['conversation', () => checkConversation(page, browser)],
         ['charts', () => checkCharts(page)],
+        ['storage', () => checkStorage(page)],
         ['sql', () => checkSql(page)],
       ]) {
         try {

@@ -30,6 +30,28 @@ export interface Experiment {
   error?: string;
 }
 
+/** One worker's storage metrics (GET /api/v1/workers/storage): counts since it started, means over them. */
+export interface WorkerStorage {
+  instance_id: string;
+  shard_id: string;
+  endpoint: string;
+  /** Why the worker's metrics could not be read; the numbers are then zero. */
+  error?: string;
+  wal_puts: number;
+  wal_put_mean_ms: number;
+  wal_syncs: number;
+  wal_sync_mean_ms: number;
+  /** Memtables sealed, by cause (memtable_full, flush, claim, close). */
+  seals: Record<string, number> | null;
+  seal_mean_ms: number;
+  fenced_writers: number;
+  failed_writers: number;
+  replay_corruptions: number;
+  pending_generations: number;
+  unsealed_rows: number;
+  entry_rows_total: number;
+}
+
 export interface ExperimentList {
   experiments: Experiment[];
   total: number;
@@ -398,6 +420,9 @@ export const api = {
   },
   listWorkers(signal?: AbortSignal): Promise<{ workers: Worker[] }> {
     return request(`${API_BASE}/workers`, { signal });
+  },
+  workerStorage(signal?: AbortSignal): Promise<{ workers: WorkerStorage[] }> {
+    return request(`${API_BASE}/workers/storage`, { signal });
   },
 };
 

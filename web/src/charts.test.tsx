@@ -206,7 +206,7 @@ describe('overview charts', () => {
     await waitFor(() => expect(screen.getByTestId('charts').getAttribute('data-loading')).toBe('false'));
     expect(f.last('/api/v1/experiments/demo/charts')!.url.searchParams.get('source')).toBe('all');
     // The drawing is loaded on demand: it shows up once its chunk is in.
-    expect((await screen.findByTestId('chart-reward-version')).querySelector('svg')).not.toBeNull();
+    expect((await screen.findByTestId('chart-reward-version', {}, { timeout: 5000 })).querySelector('svg')).not.toBeNull();
   });
 
   it('asks for the statistics and the charts at once, and refreshes the charts less often', async () => {

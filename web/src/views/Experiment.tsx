@@ -6,6 +6,7 @@ import { usePoll } from '../live';
 import { Link } from '../router';
 import { experimentHref } from './Experiments';
 import { OverviewCharts } from './Charts';
+import { StoragePanel } from './Storage';
 import { pendingRows, PENDING_WARN } from './pending';
 import { RecordsView } from './Records';
 import { SqlView } from './Sql';
@@ -165,6 +166,7 @@ function Overview({ name }: { name: string }) {
       <ErrorBanner error={actionError} />
       {/* Not gated on the statistics: both requests go out at once. */}
       <OverviewCharts name={name} />
+      <StoragePanel exp={data} />
     </div>
   );
 }
@@ -220,6 +222,9 @@ function Stats({ exp, updatedAt }: { exp: Experiment; updatedAt: number | undefi
                 Watermark
               </th>
               <th className="num">Pending generations</th>
+              <th className="num" title="Rows in this shard's sealed, un-merged generations">
+                Pending rows
+              </th>
             </tr>
           </thead>
           <tbody>
@@ -236,11 +241,12 @@ function Stats({ exp, updatedAt }: { exp: Experiment; updatedAt: number | undefi
                     </Badge>
                   ) : null}
                 </td>
+                <td className="num">{fmtInt(s.pending_rows)}</td>
               </tr>
             ))}
             {shards.length === 0 ? (
               <tr>
-                <td colSpan={4} className="empty">
+                <td colSpan={5} className="empty">
                   No shard has written to this store yet.
                 </td>
               </tr>

@@ -1,0 +1,127 @@
+//go:build cgo
+
+package sqlquery
+
+import (
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/lance-context/lance-context/lance/table"
+	"github.com/lance-context/lance-context/objstore"
+	"github.com/lance-context/lance-context/rollout"
+)
+
+// baseStore is a store whose base table the engine can open itself (a
+// rollout.Store): the dataset root, and the version a checkout pinned.
+type baseStore interface {
+	Root() objstore.Store
+	Pinned() uint64
+}
+
+// lateBase decides whether the scan materializes late: it reads the hinted
+// columns of every row first and the other projected columns only for the
+// rows the hints keep (table.ScanLate), so a selective filter never decodes
+// the strings of the rows it drops; with a top-N bound, only rows that can
+// still be in the result are taken. It applies to a fragments scan (the
+// base table only), or an all scan of a store with no pending generation,
+// whose hints and sort column name some but not all projected columns,
+// when the base table holds every projected column in the scan's type (an
+// older or reference table reads through the store's own scan, which
+// converts). It returns the base table at the version the store's own scan
+// would read, and the hinted columns; nil when the scan reads normally.
+func (s *scanSource) lateBase() (*table.Dataset, []string) {
+	if len(s.hints) == 0 && s.top == nil {
+		return nil, nil
+	}
+	// all is the base table alone when no generation is pending: checked
+	// on the statistics read at bind, whose base version the base opened
+	// below must match (a merge since then falls back).
+	var wantVersion uint64
+	switch s.source {
+	case rollout.SourceFragments, "":
+	case rollout.SourceAll:
+		if s.stats == nil || s.stats.PendingGenerations != 0 {
+			return nil, nil
+		}
+		wantVersion = s.stats.Version
+	default:
+		return nil, nil
+	}
+	bs, ok := s.table.(baseStore)
+	if !ok {
+		return nil, nil
+	}
+	var filter []string
+	for _, h := range s.hints {
+		if slices.Contains(s.projected, h.Column) && !slices.Contains(filter, h.Column) {
+			filter = append(filter, h.Column)
+		}
+	}
+	if s.top != nil && slices.Contains(s.projected, s.top.Column) && !slices.Contains(filter, s.top.Column) {
+		filter = append(filter, s.top.Column)
+	}
+	if len(filter) == 0 || len(filter) == len(s.projected) {
+		return nil, nil
+	}
+	var (
+		d   *table.Dataset
+		err error
+	)
+	if v := bs.Pinned(); v != 0 {
+		d, err = table.Checkout(s.q.ctx, bs.Root(), v)
+	} else {
+		d, err = table.Open(s.q.ctx, bs.Root())
+	}
+	if err != nil || (wantVersion != 0 && d.Version() != wantVersion) {
+		return nil, nil // the store's own scan reports an error
+	}
+	for i, name := range s.projected {
+		f := d.Schema().Field(name)
+		if f == nil {
+			return nil, nil
+		}
+		t := f.ArrowField().Type
+		if dt, ok := t.(*arrow.DictionaryType); ok {
+			t = dt.ValueType // read plain
+		}
+		if !arrow.TypeEqual(t, scanColumns[s.proj[i]].Type) {
+			return nil, nil
+		}
+	}
+	return d, filter
+}
+
+// scanLate streams the base table's rows the hints keep, and of those the
+// rows that can be in the query's first N (topN), reading the hinted and
+// sort columns first.
+func (s *scanSource) scanLate(d *table.Dataset, filter []string) error {
+	var bound *topBound
+	if s.top != nil {
+		bound = &topBound{t: s.top}
+	}
+	return d.ScanLate(s.q.ctx, table.LateScan{
+		Filter: filter, Columns: s.projected, BatchRows: 32 << 10, PlainDictionaries: true,
+		Keep: func(b arrow.RecordBatch) ([]int, error) {
+			if err := s.count(b.NumRows()); err != nil {
+				return nil, err
+			}
+			sel := selection(s.hints, filter, b)
+			out := make([]int, 0, len(sel))
+			if sel == nil {
+				for i := range int(b.NumRows()) {
+					out = append(out, i)
+				}
+			}
+			for _, i := range sel {
+				out = append(out, int(i))
+			}
+			if bound != nil {
+				out = bound.prune(s.hints, filter, b, out)
+			}
+			return out, nil
+		},
+	}, func(b arrow.RecordBatch) error {
+		return s.push(scanBatch{rec: b})
+	})
+}
