@@ -178,7 +178,7 @@ func fillDefaults(mem memory.Allocator, rs *arrowRows, now time.Time) {
 			case defaultNewID:
 				replace(cols, ci, fillStrings(mem, a, n, 36, func(int) string { return uuid.Must(uuid.NewV7()).String() }))
 			case defaultCopy:
-				src := cols[schemaIndex[c.def.from]].(*array.String)
+				src := cols[c.def.fromCol].(*array.String)
 				if a == nil {
 					src.Retain() // share the source column
 					cols[ci] = src

@@ -80,9 +80,18 @@ const (
 )
 
 type deflt struct {
-	kind defaultKind
-	text string // defaultText
-	from string // defaultCopy
+	kind    defaultKind
+	text    string // defaultText
+	from    string // defaultCopy
+	fromCol int    // the position of from (set at init)
+}
+
+func init() {
+	for i := range columns {
+		if d := &columns[i].def; d.kind == defaultCopy {
+			d.fromCol = schemaIndex[d.from]
+		}
+	}
 }
 
 // columns is the rollout schema, in Schema's order.

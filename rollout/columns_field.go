@@ -3,6 +3,7 @@ package rollout
 import (
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -28,6 +29,7 @@ type (
 		text(r *Record) string // valid when !null(r)
 		setText(r *Record, s string)
 		size(r *Record) int // bytes the value adds to the column
+		badUTF8(r *Record) bool
 	}
 	int32Field interface{ int32Of(r *Record) int32 }
 	int64Field interface {
@@ -45,6 +47,7 @@ func (f reqText) add(b array.Builder, r *Record) { appendString(b, *f(r)) }
 func (f reqText) text(r *Record) string          { return *f(r) }
 func (f reqText) setText(r *Record, s string)    { *f(r) = s }
 func (f reqText) size(r *Record) int             { return len(*f(r)) }
+func (f reqText) badUTF8(r *Record) bool         { return !utf8.ValidString(*f(r)) }
 func (f reqText) set(a arrow.Array, out []Record) {
 	get := stringValues(a)
 	for i := range out {
@@ -60,6 +63,10 @@ type optText func(r *Record) **string
 func (f optText) null(r *Record) bool         { return *f(r) == nil }
 func (f optText) text(r *Record) string       { return **f(r) }
 func (f optText) setText(r *Record, s string) { *f(r) = &s }
+func (f optText) badUTF8(r *Record) bool {
+	v := *f(r)
+	return v != nil && !utf8.ValidString(*v)
+}
 func (f optText) size(r *Record) int {
 	if v := *f(r); v != nil {
 		return len(*v)

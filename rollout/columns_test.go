@@ -106,9 +106,13 @@ func TestOneRuleBothPaths(t *testing.T) {
 			recs[2].SequenceOrder = -1
 			return recs
 		}(), "record 1: metadata must be JSON"},
-		{"same row, table order", with(func(r *Record) { r.Metadata, r.SequenceOrder, r.Content = ptr("{"), -1, ptr("\xff") }),
+		{"same row, checks in table order", with(func(r *Record) { r.Metadata, r.SequenceOrder = ptr("{"), -1 }),
 			"record 1: sequence_order must be >= 0"},
-		{"table order: id before rollout_id", with(func(r *Record) { r.RolloutID, r.ID = "", "\xff" }), `record 1: column "id" is not valid UTF-8`},
+		{"same row, UTF-8 before checks", with(func(r *Record) { r.Metadata, r.SequenceOrder, r.Content = ptr("{"), -1, ptr("\xff") }),
+			`record 1: column "content" is not valid UTF-8`},
+		{"same row, text in table order", with(func(r *Record) { r.Metadata, r.Content = ptr("\xff"), ptr("\xff") }),
+			`record 1: column "content" is not valid UTF-8`},
+		{"same row, required first", with(func(r *Record) { r.RolloutID, r.ID = "", "\xff" }), "record 1: rollout_id is required"},
 	}
 	// Every text column refuses text that is not UTF-8.
 	for i, c := range columns {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 	"unicode/utf8"
 	"unsafe"
@@ -34,39 +35,40 @@ type rows interface {
 	name(c int) string
 	// sum is the sha256 of row i's payload (computed once).
 	sum(i int) *[sha256.Size]byte
-	// badText returns the first row below limit whose text in column c is
-	// not UTF-8, and what is wrong; limit when there is none.
-	badText(c, limit int) (int, string)
+	// badText returns the first row below limit with text that is not
+	// UTF-8 (in it, the first text column in table order), and what is
+	// wrong; limit when there is none.
+	badText(limit int) (int, string)
 }
 
 // validate runs the rules of columns on rs and returns the first
 // violation as a *ValidationError "record N: what", N counted from base:
-// the lowest row, and in it the first column of columns, and for a column
-// first "is required", then UTF-8, then its check. Both append paths call
-// it, so a rule gives the same message whichever path a row came by.
+// the lowest bad row, and in it, in this order, a required column without
+// a value, text that is not UTF-8, the columns' checks (each in table
+// order). Both append paths call it, so a rule gives the same message
+// whichever path a row came by.
 //
-// It scans column by column; each scan stops at the lowest bad row found
-// so far, so the whole costs one pass over the checked columns.
+// Each rule scans only the rows below the lowest bad row found so far, so
+// the whole costs one pass over the checked columns.
 func validate(rs rows, base int) error {
 	worst, msg := rs.len(), ""
-	for ci := range columns {
-		c := &columns[ci]
-		if c.required && c.def.kind == noDefault {
+	for _, r := range rules {
+		switch r.kind {
+		case ruleRequired:
 			for i := range worst {
-				if rs.null(ci, i) || (isText(c) && rs.text(ci, i) == "") {
-					worst, msg = i, c.name+" is required"
+				if rs.null(r.col, i) || rs.text(r.col, i) == "" {
+					worst, msg = i, columns[r.col].name+" is required"
 					break
 				}
 			}
-		}
-		if isText(c) {
-			if i, m := rs.badText(ci, worst); i < worst {
+		case ruleUTF8:
+			if i, m := rs.badText(worst); i < worst {
 				worst, msg = i, m
 			}
-		}
-		if c.check != nil {
+		case ruleCheck:
+			check := columns[r.col].check
 			for i := range worst {
-				if m := c.check(rs, ci, i); m != "" {
+				if m := check(rs, r.col, i); m != "" {
 					worst, msg = i, m
 					break
 				}
@@ -78,6 +80,51 @@ func validate(rs rows, base int) error {
 	}
 	return nil
 }
+
+// rule is one step of validate: a kind of rule on the column at col.
+type rule struct {
+	col  int
+	kind ruleKind
+}
+
+type ruleKind uint8
+
+const (
+	ruleRequired ruleKind = iota // a required text column without a default has a value
+	ruleUTF8                     // all text (textCols) is UTF-8
+	ruleCheck                    // the column's check
+)
+
+// rules are the steps of validate, derived once from columns.
+var rules = func() []rule {
+	var out []rule
+	for i := range columns {
+		if c := &columns[i]; c.required && c.def.kind == noDefault {
+			if c.typ.ID() != arrow.STRING {
+				panic("rollout: a required column without a default must be utf8: " + c.name)
+			}
+			out = append(out, rule{i, ruleRequired})
+		}
+	}
+	out = append(out, rule{-1, ruleUTF8})
+	for i := range columns {
+		if columns[i].check != nil {
+			out = append(out, rule{i, ruleCheck})
+		}
+	}
+	return out
+}()
+
+// textCols are the positions of the text columns, in table order.
+var textCols = func() []int {
+	var out []int
+	for i := range columns {
+		if isText(&columns[i]) {
+			out = append(out, i)
+		}
+	}
+	return out
+}()
 
 // The checks of columns.
 
@@ -161,6 +208,9 @@ func fieldViews[V any]() []V {
 	return out
 }
 
+// recordRowsPool saves an allocation per append of a few records.
+var recordRowsPool = sync.Pool{New: func() any { return new(recordRows) }}
+
 // recordRows are the rows of a JSON (or multipart) append.
 type recordRows struct {
 	recs []Record
@@ -181,23 +231,32 @@ func (rs *recordRows) sum(i int) *[sha256.Size]byte {
 	return rs.sums.get(len(rs.recs), i, func(i int) []byte { return rs.recs[i].BinaryPayload })
 }
 
-func (rs *recordRows) badText(c, limit int) (int, string) {
-	if columns[c].name == ColRelationships {
-		for i := range limit {
-			for k := range 2 { // target_ids first, as the Arrow path scans
-				for _, r := range rs.recs[i].Relationships {
-					if s := [2]*string{r.TargetID, r.Relation}[k]; s != nil && !utf8.ValidString(*s) {
-						return i, relationNotUTF8(c, k)
+func (rs *recordRows) badText(limit int) (int, string) {
+	for i := range limit {
+		r := &rs.recs[i]
+		for _, c := range textCols {
+			switch f := columns[c].field.(type) {
+			case optText:
+				if v := *f(r); v != nil && !utf8.ValidString(*v) {
+					return i, notUTF8(c)
+				}
+			case reqText:
+				if !utf8.ValidString(*f(r)) {
+					return i, notUTF8(c)
+				}
+			case relationsField:
+				for k := range 2 { // target_ids first, as the Arrow path scans
+					for _, rel := range r.Relationships {
+						if s := [2]*string{rel.TargetID, rel.Relation}[k]; s != nil && !utf8.ValidString(*s) {
+							return i, relationNotUTF8(c, k)
+						}
 					}
 				}
+			default:
+				if textFields[c].badUTF8(r) {
+					return i, notUTF8(c)
+				}
 			}
-		}
-		return limit, ""
-	}
-	f, tf := columns[c].field, textFields[c]
-	for i := range limit {
-		if r := &rs.recs[i]; !f.null(r) && !utf8.ValidString(tf.text(r)) {
-			return i, notUTF8(c)
 		}
 	}
 	return limit, ""
@@ -211,7 +270,12 @@ func relationNotUTF8(c, k int) string {
 // place: what an append does before the records go to Arrow. base is the
 // index of recs[0] in its request, for messages.
 func prepareRecords(recs []Record, base int, now time.Time) error {
-	rs := &recordRows{recs: recs}
+	rs := recordRowsPool.Get().(*recordRows)
+	defer func() {
+		*rs = recordRows{}
+		recordRowsPool.Put(rs)
+	}()
+	rs.recs = recs
 	if err := validate(rs, base); err != nil {
 		return err
 	}
@@ -221,7 +285,11 @@ func prepareRecords(recs []Record, base int, now time.Time) error {
 			c := &columns[ci]
 			switch c.def.kind {
 			case defaultNewID, defaultText, defaultCopy:
-				if c.field.null(r) {
+				if f, ok := c.field.(reqText); ok { // the common kind, one call
+					if p := f(r); *p == "" {
+						*p = textDefault(c, r)
+					}
+				} else if c.field.null(r) {
 					textFields[ci].setText(r, textDefault(c, r))
 				}
 			case defaultNow:
@@ -250,7 +318,7 @@ func textDefault(c *column, r *Record) string {
 	case defaultNewID:
 		return uuid.Must(uuid.NewV7()).String()
 	case defaultCopy:
-		return textFields[schemaIndex[c.def.from]].text(r)
+		return textFields[c.def.fromCol].text(r)
 	}
 	return c.def.text
 }
@@ -309,15 +377,21 @@ func (rs *arrowRows) sum(i int) *[sha256.Size]byte {
 	return rs.sums.get(rs.n, i, rs.cols[payloadCol].(*array.LargeBinary).Value)
 }
 
-func (rs *arrowRows) badText(c, limit int) (int, string) {
-	a := rs.cols[c]
-	if a == nil {
-		return limit, ""
-	}
-	if columns[c].name == ColRelationships {
+func (rs *arrowRows) badText(limit int) (int, string) {
+	row, msg := limit, ""
+	for _, c := range textCols {
+		a := rs.cols[c]
+		if a == nil {
+			continue
+		}
+		if columns[c].name != ColRelationships {
+			if i := invalidUTF8(a); i >= 0 && i < row {
+				row, msg = i, notUTF8(c)
+			}
+			continue
+		}
 		l := a.(*array.List)
 		st := l.ListValues().(*array.Struct)
-		row, msg := limit, ""
 		for k := range 2 {
 			if j := invalidUTF8(st.Field(k)); j >= 0 {
 				// The row whose list holds the bad item.
@@ -327,10 +401,6 @@ func (rs *arrowRows) badText(c, limit int) (int, string) {
 				}
 			}
 		}
-		return row, msg
 	}
-	if i := invalidUTF8(a); i >= 0 && i < limit {
-		return i, notUTF8(c)
-	}
-	return limit, ""
+	return row, msg
 }
