@@ -232,14 +232,15 @@ func fillDefaults(mem memory.Allocator, rs *arrowRows, now time.Time) {
 // field differs only in name or nullability; relationships' struct fields
 // by position. Anything else is a *ValidationError naming the column.
 func toSchemaType(mem memory.Allocator, c *column, col arrow.Array) (arrow.Array, error) {
+	if dt := col.DataType(); dt == c.typ || arrow.TypeEqual(dt, c.typ) {
+		return retained(col), nil // the common case: Schema's own type
+	}
 	f := arrow.Field{Name: c.name, Type: c.typ}
 	if c.name == ColRelationships {
 		return conformRelations(f, col)
 	}
-	want := f.Type.String()
 	switch f.Type.ID() {
 	case arrow.STRING, arrow.LARGE_STRING:
-		want = "utf8 or large_utf8"
 		switch a := col.(type) {
 		case *array.String:
 			if f.Type.ID() == arrow.STRING {
@@ -269,7 +270,6 @@ func toSchemaType(mem memory.Allocator, c *column, col arrow.Array) (arrow.Array
 			return b.NewArray(), nil
 		}
 	case arrow.LARGE_BINARY:
-		want = "large_binary or binary"
 		switch a := col.(type) {
 		case *array.LargeBinary:
 			return retained(a), nil
@@ -289,7 +289,6 @@ func toSchemaType(mem memory.Allocator, c *column, col arrow.Array) (arrow.Array
 			return b.NewArray(), nil
 		}
 	case arrow.TIMESTAMP:
-		want = "timestamp (any unit)"
 		if a, ok := col.(*array.Timestamp); ok {
 			return conformTimestamps(mem, a), nil
 		}
@@ -303,7 +302,21 @@ func toSchemaType(mem memory.Allocator, c *column, col arrow.Array) (arrow.Array
 			return retained(col), nil
 		}
 	}
-	return nil, invalid("column %q: want %s, got %s", f.Name, want, col.DataType())
+	return nil, invalid("column %q: want %s, got %s", f.Name, wantType(f.Type), col.DataType())
+}
+
+// wantType names the types a column of type t is accepted in, for
+// messages.
+func wantType(t arrow.DataType) string {
+	switch t.ID() {
+	case arrow.STRING, arrow.LARGE_STRING:
+		return "utf8 or large_utf8"
+	case arrow.LARGE_BINARY:
+		return "large_binary or binary"
+	case arrow.TIMESTAMP:
+		return "timestamp (any unit)"
+	}
+	return t.String()
 }
 
 func retained(a arrow.Array) arrow.Array {

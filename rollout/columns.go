@@ -57,8 +57,8 @@ type column struct {
 	meta     arrow.Metadata
 	def      deflt
 	// check is the column's rule on an appended row's value (nil: none);
-	// it returns what is wrong, for "record N: <what>". Text columns are
-	// checked for UTF-8 besides, by validate.
+	// it returns what is wrong, for "record N: <what>". Besides, validate
+	// checks every text column for UTF-8.
 	check func(rs rows, c, i int) string
 	// field is the Record field the column maps to: how the JSON path
 	// reads and writes it, and how it is built from and read into Arrow.
@@ -172,7 +172,10 @@ var primaryKeyMeta = arrow.NewMetadata(
 	[]string{"true", "0"},
 )
 
-// Schema is the rollout table schema: columns, as Arrow fields.
+// Schema is the rollout table schema: columns, as Arrow fields. Columns
+// are only ever added (as nullable), never changed or removed: stores
+// opened by a newer version gain the new columns, and older rows read them
+// as null.
 var Schema = func() *arrow.Schema {
 	fields := make([]arrow.Field, len(columns))
 	for i, c := range columns {
@@ -200,7 +203,7 @@ var (
 	sumCol     = schemaIndex[ColPayloadSum]
 )
 
-// isText reports whether values of type t are strings (or hold strings, as
+// isText reports whether c's values are strings or hold strings (as
 // relationships do): validate checks them for UTF-8.
 func isText(c *column) bool {
 	switch c.typ.ID() {

@@ -48,3 +48,31 @@ func BenchmarkDefaults(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRecordsFromBatch: a page of 25 and a batch of 1000 records read
+// back from Arrow (what a list or get returns), records of ~1 KB of text
+// with tokens, scores and metadata.
+func BenchmarkRecordsFromBatch(b *testing.B) {
+	text := strings.Repeat("t", 1024)
+	now := time.Now()
+	for _, n := range []int{25, 1000} {
+		recs := make([]Record, n)
+		for i := range recs {
+			recs[i] = Record{RolloutID: "r", SequenceOrder: int32(i), Content: &text, Metadata: ptr(`{"k":1}`),
+				InputTokens: make([]int32, 64), OutputLogprobs: make([]float32, 64), Reward: ptr[float32](1), PolicyVersion: ptr("v1")}
+			if err := applyDefaults(&recs[i], i, now); err != nil {
+				b.Fatal(err)
+			}
+		}
+		batch := buildBatch(recs)
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := recordsFromBatch(batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		batch.Release()
+	}
+}
