@@ -3,10 +3,8 @@ package rollout
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"slices"
-	"sort"
 	"time"
 	"unicode/utf8"
 	"unsafe"
@@ -18,40 +16,16 @@ import (
 	"github.com/google/uuid"
 )
 
-// Positions in Schema of the columns ConformArrow fills or checks.
-var (
-	schemaIndex = func() map[string]int {
-		m := make(map[string]int, Schema.NumFields())
-		for i, f := range Schema.Fields() {
-			m[f.Name] = i
-		}
-		return m
-	}()
-	idCol          = schemaIndex[ColID]
-	rolloutCol     = schemaIndex[ColRolloutID]
-	problemCol     = schemaIndex[ColProblemID]
-	seqCol         = schemaIndex[ColSequenceOrder]
-	roleCol        = schemaIndex[ColRole]
-	createdCol     = schemaIndex[ColCreatedAt]
-	contentTypeCol = schemaIndex[ColContentType]
-	sizeCol        = schemaIndex[ColPayloadSize]
-	sumCol         = schemaIndex[ColPayloadSum]
-	metadataCol    = schemaIndex["metadata"]
-)
-
 // ConformArrow turns an appended batch whose columns are any subset of
 // Schema's (matched by name, in any order) into a batch with exactly Schema,
-// filling defaults and validating rows as applyDefaults does for JSON
-// records. It returns the batch (release it) and the ids in row order.
+// validated by the same validate as JSON records and with the same
+// defaults (both from the column table, columns.go). It returns the batch
+// (release it) and the ids in row order.
 //
 // Columns already of the schema's type are shared with rec, not copied;
 // a column is rebuilt only when some row needs a default (created_at: now,
-// in microseconds). Besides the exact types it accepts what RecordsFromArrow
-// does: utf8 and large_utf8 for each other (value bytes shared), string_view
-// (copied), any timestamp unit, binary for the payload (shared; binary_view
-// and fixed_size_binary copied), lists whose item field differs only in name
-// or nullability, relationships' struct fields by position. Text must be
-// UTF-8. Bad input is a *ValidationError.
+// in microseconds). Other types are accepted as toSchemaType converts
+// them. Bad input is a *ValidationError.
 func ConformArrow(rec arrow.RecordBatch, now time.Time) (arrow.RecordBatch, []string, error) {
 	out, ids, err := conformAppended(rec, now, 0)
 	if err == nil && out == nil {
@@ -105,7 +79,7 @@ func conformArrow(mem memory.Allocator, rec arrow.RecordBatch, now time.Time, ba
 			col = array.NewSlice(col, 0, int64(n))
 			defer col.Release()
 		}
-		c, err := conformColumn(mem, Schema.Field(i), col, base)
+		c, err := toSchemaType(mem, &columns[i], col)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -114,78 +88,11 @@ func conformArrow(mem memory.Allocator, rec arrow.RecordBatch, now time.Time, ba
 	if n == 0 {
 		return nil, nil, nil
 	}
-
-	rollout, _ := cols[rolloutCol].(*array.String)
-	if rollout == nil {
-		return nil, nil, invalid("record %d: rollout_id is required", base)
+	rs := &arrowRows{n: n, cols: cols}
+	if err := validate(rs, base); err != nil {
+		return nil, nil, err
 	}
-	payload, _ := cols[payloadCol].(*array.LargeBinary)
-	size, _ := cols[sizeCol].(*array.Int64)
-	sumArr, _ := cols[sumCol].(*array.String)
-	var sums [][sha256.Size]byte
-	if payload != nil && payload.NullN() < n {
-		sums = make([][sha256.Size]byte, n)
-		for i := range n {
-			if payload.IsValid(i) {
-				sums[i] = sha256.Sum256(payload.Value(i))
-			}
-		}
-	}
-
-	// Report the first bad row, and for it the first check applyDefaults
-	// would fail: each check scans only the rows before the worst so far.
-	e := rowErr{row: n}
-	e.add(checkRollout(rollout, e.row))
-	if a, _ := cols[seqCol].(*array.Int32); a != nil {
-		e.add(checkSequence(a, e.row))
-	}
-	if sums != nil {
-		e.add(checkPayload(payload, size, sumArr, sums, e.row))
-	}
-	if a, _ := cols[metadataCol].(*array.LargeString); a != nil {
-		e.add(checkMetadata(a, e.row))
-	}
-	if e.err != nil {
-		return nil, nil, invalid("record %d: %s", base+e.row, e.err)
-	}
-
-	if a, _ := cols[idCol].(*array.String); a == nil || hasBlank(a) {
-		replace(cols, idCol, fillStrings(mem, a, n, 36, func(int) string { return uuid.Must(uuid.NewV7()).String() }))
-	}
-	if a, _ := cols[problemCol].(*array.String); a == nil {
-		rollout.Retain() // the default is rollout_id: share the column
-		cols[problemCol] = rollout
-	} else if hasBlank(a) {
-		replace(cols, problemCol, fillStrings(mem, a, n, 0, rollout.Value))
-	}
-	for _, d := range [...]struct {
-		col int
-		def string
-	}{{roleCol, defaultRole}, {contentTypeCol, defaultContentType}} {
-		if a, _ := cols[d.col].(*array.String); a == nil {
-			cols[d.col] = constStrings(mem, d.def, n)
-		} else if hasBlank(a) {
-			replace(cols, d.col, fillStrings(mem, a, n, len(d.def), func(int) string { return d.def }))
-		}
-	}
-	if a, _ := cols[createdCol].(*array.Timestamp); a == nil {
-		cols[createdCol] = constFixed(mem, tsUTC, arrow.Timestamp(now.UnixMicro()), n)
-	} else if a.NullN() > 0 {
-		replace(cols, createdCol, fillTimestamps(mem, a, n, arrow.Timestamp(now.UnixMicro())))
-	}
-	if a, _ := cols[seqCol].(*array.Int32); a == nil {
-		cols[seqCol] = constFixed(mem, arrow.PrimitiveTypes.Int32, int32(0), n)
-	} else if a.NullN() > 0 {
-		replace(cols, seqCol, fillInt32(mem, a, n))
-	}
-	if sums != nil {
-		if payloadSizeChanges(payload, size) {
-			replace(cols, sizeCol, payloadSizes(mem, payload, size))
-		}
-		if payloadSumChanges(payload, sumArr) {
-			replace(cols, sumCol, payloadSums(mem, payload, sumArr, sums))
-		}
-	}
+	fillDefaults(mem, rs, now)
 	nullColumns(mem, cols, n)
 
 	// One copy for all ids: they outlive the batch's buffers.
@@ -255,31 +162,85 @@ func replace(cols []arrow.Array, i int, a arrow.Array) {
 	cols[i] = a
 }
 
-// rowErr keeps the error of the lowest row.
-type rowErr struct {
-	row int
-	err error
-}
-
-func (e *rowErr) add(row int, err error) {
-	if err != nil && row < e.row {
-		e.row, e.err = row, err
+// fillDefaults fills, column by column, what the column table gives rows
+// without a value (rs is validated: rollout_id is there).
+func fillDefaults(mem memory.Allocator, rs *arrowRows, now time.Time) {
+	cols, n := rs.cols, rs.n
+	for _, ci := range defaulted {
+		c := &columns[ci]
+		switch c.def.kind {
+		case defaultNewID, defaultText, defaultCopy:
+			a, _ := cols[ci].(*array.String)
+			if a != nil && !hasBlank(a) {
+				continue
+			}
+			switch c.def.kind {
+			case defaultNewID:
+				replace(cols, ci, fillStrings(mem, a, n, 36, func(int) string { return uuid.Must(uuid.NewV7()).String() }))
+			case defaultCopy:
+				src := cols[c.def.fromCol].(*array.String)
+				if a == nil {
+					src.Retain() // share the source column
+					cols[ci] = src
+				} else {
+					replace(cols, ci, fillStrings(mem, a, n, 0, src.Value))
+				}
+			default:
+				if a == nil {
+					cols[ci] = constStrings(mem, c.def.text, n)
+				} else {
+					replace(cols, ci, fillStrings(mem, a, n, len(c.def.text), func(int) string { return c.def.text }))
+				}
+			}
+		case defaultNow:
+			if a, _ := cols[ci].(*array.Timestamp); a == nil {
+				cols[ci] = constFixed(mem, tsUTC, arrow.Timestamp(now.UnixMicro()), n)
+			} else if a.NullN() > 0 {
+				replace(cols, ci, fillTimestamps(mem, a, n, arrow.Timestamp(now.UnixMicro())))
+			}
+		case defaultZero:
+			if a, _ := cols[ci].(*array.Int32); a == nil {
+				cols[ci] = constFixed(mem, arrow.PrimitiveTypes.Int32, int32(0), n)
+			} else if a.NullN() > 0 {
+				replace(cols, ci, fillInt32(mem, a, n))
+			}
+		case defaultSize:
+			if p, _ := cols[payloadCol].(*array.LargeBinary); p != nil {
+				size, _ := cols[ci].(*array.Int64)
+				if payloadSizeChanges(p, size) {
+					replace(cols, ci, payloadSizes(mem, p, size))
+				}
+			}
+		case defaultSum:
+			if p, _ := cols[payloadCol].(*array.LargeBinary); p != nil {
+				sum, _ := cols[ci].(*array.String)
+				if payloadSumChanges(p, sum) {
+					replace(cols, ci, payloadSums(mem, rs, p, sum))
+				}
+			}
+		}
 	}
 }
 
-// conformColumn returns col (a new reference) as an array of f's type,
-// after checking its type and that its text is UTF-8.
-func conformColumn(mem memory.Allocator, f arrow.Field, col arrow.Array, base int) (arrow.Array, error) {
-	if f.Name == "relationships" {
-		return conformRelations(f, col, base)
+// toSchemaType returns col (a new reference) as an array of column c's
+// type. These are the types a column is accepted in, appended or read:
+// its own; utf8 and large_utf8 for each other (value bytes shared),
+// string_view (copied), a dictionary of strings (decoded: a reference
+// table's role); any timestamp unit and time zone, or none (a reference
+// table's created_at), as UTC microseconds; binary for the payload
+// (shared; binary_view and fixed_size_binary copied); lists whose item
+// field differs only in name or nullability; relationships' struct fields
+// by position. Anything else is a *ValidationError naming the column.
+func toSchemaType(mem memory.Allocator, c *column, col arrow.Array) (arrow.Array, error) {
+	if dt := col.DataType(); dt == c.typ || arrow.TypeEqual(dt, c.typ) {
+		return retained(col), nil // the common case: Schema's own type
 	}
-	want := f.Type.String()
+	f := arrow.Field{Name: c.name, Type: c.typ}
+	if c.name == ColRelationships {
+		return conformRelations(f, col)
+	}
 	switch f.Type.ID() {
 	case arrow.STRING, arrow.LARGE_STRING:
-		want = "utf8 or large_utf8"
-		if row := invalidUTF8(col); row >= 0 {
-			return nil, invalid("record %d: column %q is not valid UTF-8", base+row, f.Name)
-		}
 		switch a := col.(type) {
 		case *array.String:
 			if f.Type.ID() == arrow.STRING {
@@ -291,7 +252,11 @@ func conformColumn(mem memory.Allocator, f arrow.Field, col arrow.Array, base in
 				return retained(a), nil
 			}
 			return reoffset[int64, int32](mem, f, a, a.ValueOffsets)
-		case interface{ Value(int) string }: // string_view, as RecordsFromArrow takes it
+		case *array.Dictionary:
+			if out := decodeDictionary(mem, a, f.Type); out != nil {
+				return out, nil
+			}
+		case interface{ Value(int) string }: // string_view
 			b := array.NewBuilder(mem, f.Type)
 			defer b.Release()
 			b.Reserve(col.Len())
@@ -305,7 +270,6 @@ func conformColumn(mem memory.Allocator, f arrow.Field, col arrow.Array, base in
 			return b.NewArray(), nil
 		}
 	case arrow.LARGE_BINARY:
-		want = "large_binary or binary"
 		switch a := col.(type) {
 		case *array.LargeBinary:
 			return retained(a), nil
@@ -325,7 +289,6 @@ func conformColumn(mem memory.Allocator, f arrow.Field, col arrow.Array, base in
 			return b.NewArray(), nil
 		}
 	case arrow.TIMESTAMP:
-		want = "timestamp (any unit)"
 		if a, ok := col.(*array.Timestamp); ok {
 			return conformTimestamps(mem, a), nil
 		}
@@ -339,7 +302,21 @@ func conformColumn(mem memory.Allocator, f arrow.Field, col arrow.Array, base in
 			return retained(col), nil
 		}
 	}
-	return nil, invalid("column %q: want %s, got %s", f.Name, want, col.DataType())
+	return nil, invalid("column %q: want %s, got %s", f.Name, wantType(f.Type), col.DataType())
+}
+
+// wantType names the types a column of type t is accepted in, for
+// messages.
+func wantType(t arrow.DataType) string {
+	switch t.ID() {
+	case arrow.STRING, arrow.LARGE_STRING:
+		return "utf8 or large_utf8"
+	case arrow.LARGE_BINARY:
+		return "large_binary or binary"
+	case arrow.TIMESTAMP:
+		return "timestamp (any unit)"
+	}
+	return t.String()
 }
 
 func retained(a arrow.Array) arrow.Array {
@@ -347,18 +324,9 @@ func retained(a arrow.Array) arrow.Array {
 	return a
 }
 
-func appendString(b array.Builder, s string) {
-	switch b := b.(type) {
-	case *array.StringBuilder:
-		b.Append(s)
-	case *array.LargeStringBuilder:
-		b.Append(s)
-	}
-}
-
 // conformRelations accepts list<struct<utf8, utf8, float32>> with any field
-// names, by position, as RecordsFromArrow does.
-func conformRelations(f arrow.Field, col arrow.Array, base int) (arrow.Array, error) {
+// names, by position.
+func conformRelations(f arrow.Field, col arrow.Array) (arrow.Array, error) {
 	l, ok := col.(*array.List)
 	var st *array.Struct
 	if ok {
@@ -366,13 +334,6 @@ func conformRelations(f arrow.Field, col arrow.Array, base int) (arrow.Array, er
 	}
 	if !ok || st.NumField() != 3 || st.Field(0).DataType().ID() != arrow.STRING || st.Field(1).DataType().ID() != arrow.STRING || st.Field(2).DataType().ID() != arrow.FLOAT32 {
 		return nil, invalid("column %q: want list<struct<target_id: utf8, relation: utf8, weight: float32>>, got %s", f.Name, col.DataType())
-	}
-	for k := range 2 {
-		if j := invalidUTF8(st.Field(k)); j >= 0 {
-			// Name the row whose list holds the bad item.
-			row := sort.Search(l.Len(), func(i int) bool { _, end := l.ValueOffsets(i); return int(end) > j })
-			return nil, invalid("record %d: column %q: %s is not valid UTF-8", base+row, f.Name, relationsTy.Field(k).Name)
-		}
 	}
 	return retypedAs(l, f.Type), nil
 }
@@ -635,56 +596,6 @@ func fillInt32(mem memory.Allocator, a *array.Int32, n int) arrow.Array {
 	return b.NewArray()
 }
 
-func checkRollout(a *array.String, limit int) (int, error) {
-	for i := range limit {
-		if a.IsNull(i) || a.ValueLen(i) == 0 {
-			return i, fmt.Errorf("rollout_id is required")
-		}
-	}
-	return limit, nil
-}
-
-func checkSequence(a *array.Int32, limit int) (int, error) {
-	for i := range limit {
-		if a.IsValid(i) && a.Value(i) < 0 {
-			return i, fmt.Errorf("sequence_order must be >= 0")
-		}
-	}
-	return limit, nil
-}
-
-// checkPayload checks payload_size, then payload_checksum, where a payload
-// is given; size and sum may be nil (absent).
-func checkPayload(p *array.LargeBinary, size *array.Int64, sum *array.String, sums [][sha256.Size]byte, limit int) (int, error) {
-	for i := range limit {
-		if p.IsNull(i) {
-			continue
-		}
-		n := int64(p.ValueLen(i))
-		if size != nil && size.IsValid(i) && size.Value(i) != n {
-			return i, fmt.Errorf("payload_size %d does not match the %d payload bytes", size.Value(i), n)
-		}
-		if sum != nil && sum.IsValid(i) {
-			var hx [2 * sha256.Size]byte
-			hex.Encode(hx[:], sums[i][:])
-			if s := sum.Value(i); s != string(hx[:]) && s != "sha256:"+string(hx[:]) {
-				return i, fmt.Errorf("payload_checksum does not match the payload (sha256 %s)", hx[:])
-			}
-		}
-	}
-	return limit, nil
-}
-
-func checkMetadata(a *array.LargeString, limit int) (int, error) {
-	data, offs := a.ValueBytes(), a.ValueOffsets()
-	for i := range limit {
-		if a.IsValid(i) && !json.Valid(data[offs[i]-offs[0]:offs[i+1]-offs[0]]) {
-			return i, fmt.Errorf("metadata must be JSON")
-		}
-	}
-	return limit, nil
-}
-
 // payloadSizeChanges reports whether a row with a payload lacks its size
 // (a wrong one was rejected before).
 func payloadSizeChanges(p *array.LargeBinary, size *array.Int64) bool {
@@ -728,7 +639,7 @@ func payloadSizes(mem memory.Allocator, p *array.LargeBinary, size *array.Int64)
 
 // payloadSums returns payload_checksum: the payload's sha256 in hex where
 // there is one, else the given checksum (sum may be nil).
-func payloadSums(mem memory.Allocator, p *array.LargeBinary, sum *array.String, sums [][sha256.Size]byte) arrow.Array {
+func payloadSums(mem memory.Allocator, rs rows, p *array.LargeBinary, sum *array.String) arrow.Array {
 	b := array.NewStringBuilder(mem)
 	defer b.Release()
 	b.Reserve(p.Len())
@@ -737,7 +648,7 @@ func payloadSums(mem memory.Allocator, p *array.LargeBinary, sum *array.String, 
 	for i := range p.Len() {
 		switch {
 		case p.IsValid(i):
-			hex.Encode(hx[:], sums[i][:])
+			hex.Encode(hx[:], rs.sum(i)[:])
 			b.BinaryBuilder.Append(hx[:])
 		case sum != nil && sum.IsValid(i):
 			b.Append(sum.Value(i))

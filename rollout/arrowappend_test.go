@@ -453,7 +453,9 @@ func TestConformArrowErrors(t *testing.T) {
 		name string
 		cols func(memory.Allocator) []inCol
 		want string
-		// same: the Record path fails with the same message
+		// same: the Record path (RecordsFromArrow, then the JSON path's
+		// validation) fails with the same message: one conversion and one
+		// validation serve both
 		same bool
 	}{
 		{"no rows", func(m memory.Allocator) []inCol { return []inCol{{"rollout_id", js(m, utf8T, `[]`)}} }, "no records: send at least one", true},
@@ -464,7 +466,7 @@ func TestConformArrowErrors(t *testing.T) {
 				return array.MakeFromData(d)
 			}
 			return []inCol{{"rollout_id", bare(largeUTF8T)}, {"content", bare(utf8T)}, {ColPayload, bare(arrow.BinaryTypes.Binary)}}
-		}, "no records: send at least one", false},
+		}, "no records: send at least one", true},
 		{"no rollout_id column", func(m memory.Allocator) []inCol { return []inCol{{"id", js(m, utf8T, `["a"]`)}} }, "record 0: rollout_id is required", true},
 		{"null rollout_id", func(m memory.Allocator) []inCol { return []inCol{{"rollout_id", js(m, utf8T, `["r",null]`)}} }, "record 1: rollout_id is required", true},
 		{"empty rollout_id", func(m memory.Allocator) []inCol { return []inCol{{"rollout_id", js(m, utf8T, `["r","r",""]`)}} }, "record 2: rollout_id is required", true},
@@ -490,30 +492,30 @@ func TestConformArrowErrors(t *testing.T) {
 		{"duplicate column", func(m memory.Allocator) []inCol { return []inCol{r2(m), r2(m)} }, `column "rollout_id" appears twice`, false},
 		{"int64 sequence_order", func(m memory.Allocator) []inCol {
 			return []inCol{r2(m), {"sequence_order", js(m, arrow.PrimitiveTypes.Int64, `[1,2]`)}}
-		}, `column "sequence_order": want int32, got int64`, false},
-		{"int content", func(m memory.Allocator) []inCol { return []inCol{r2(m), {"content", js(m, int32T, `[1,2]`)}} }, `column "content": want utf8 or large_utf8, got int32`, false},
+		}, `column "sequence_order": want int32, got int64`, true},
+		{"int content", func(m memory.Allocator) []inCol { return []inCol{r2(m), {"content", js(m, int32T, `[1,2]`)}} }, `column "content": want utf8 or large_utf8, got int32`, true},
 		{"binary rollout_id", func(m memory.Allocator) []inCol {
 			return []inCol{{"rollout_id", js(m, arrow.BinaryTypes.Binary, `["`+b64("r")+`"]`)}}
-		}, `column "rollout_id": want utf8 or large_utf8, got binary`, false},
-		{"string created_at", func(m memory.Allocator) []inCol { return []inCol{r2(m), {"created_at", js(m, utf8T, `["x","y"]`)}} }, `column "created_at": want timestamp`, false},
-		{"string payload", func(m memory.Allocator) []inCol { return []inCol{r2(m), {ColPayload, js(m, utf8T, `["x","y"]`)}} }, `column "binary_payload": want large_binary or binary, got utf8`, false},
+		}, `column "rollout_id": want utf8 or large_utf8, got binary`, true},
+		{"string created_at", func(m memory.Allocator) []inCol { return []inCol{r2(m), {"created_at", js(m, utf8T, `["x","y"]`)}} }, `column "created_at": want timestamp`, true},
+		{"string payload", func(m memory.Allocator) []inCol { return []inCol{r2(m), {ColPayload, js(m, utf8T, `["x","y"]`)}} }, `column "binary_payload": want large_binary or binary, got utf8`, true},
 		{"list of int64 tokens", func(m memory.Allocator) []inCol {
 			return []inCol{r2(m), {"input_tokens", lt(m, arrow.ListOf(arrow.PrimitiveTypes.Int64), `[[1],[2]]`)}}
-		}, `column "input_tokens": want list<item: int32, nullable>, got list<item: int64, nullable>`, false},
-		{"tokens not a list", func(m memory.Allocator) []inCol { return []inCol{r2(m), {"input_tokens", js(m, int32T, `[1,2]`)}} }, `column "input_tokens": want list<item: int32`, false},
+		}, `column "input_tokens": want list<item: int32, nullable>, got list<item: int64, nullable>`, true},
+		{"tokens not a list", func(m memory.Allocator) []inCol { return []inCol{r2(m), {"input_tokens", js(m, int32T, `[1,2]`)}} }, `column "input_tokens": want list<item: int32`, true},
 		{"relationships of another struct", func(m memory.Allocator) []inCol {
 			return []inCol{r2(m), {"relationships", lt(m, arrow.ListOf(arrow.StructOf(arrow.Field{Name: "target_id", Type: utf8T})), `[null,null]`)}}
-		}, `column "relationships": want list<struct<target_id: utf8, relation: utf8, weight: float32>>`, false},
+		}, `column "relationships": want list<struct<target_id: utf8, relation: utf8, weight: float32>>`, true},
 		{"invalid UTF-8", func(m memory.Allocator) []inCol {
 			return []inCol{r2(m), {"content", rawStrings(m, largeUTF8T, []string{"ok", "bad \xff"})}}
-		}, `record 1: column "content" is not valid UTF-8`, false},
+		}, `record 1: column "content" is not valid UTF-8`, true},
 		{"rune split across values", func(m memory.Allocator) []inCol {
 			// Together the bytes are "€": only the values are invalid.
 			return []inCol{{"rollout_id", rawStrings(m, utf8T, []string{"a\xe2\x82", "\xac"})}}
-		}, `record 0: column "rollout_id" is not valid UTF-8`, false},
+		}, `record 0: column "rollout_id" is not valid UTF-8`, true},
 		{"invalid UTF-8 converted to utf8", func(m memory.Allocator) []inCol {
 			return []inCol{r2(m), {"role", rawStrings(m, largeUTF8T, []string{"user", "\xc3("})}}
-		}, `record 1: column "role" is not valid UTF-8`, false},
+		}, `record 1: column "role" is not valid UTF-8`, true},
 		{"invalid UTF-8 in a relationship", func(m memory.Allocator) []inCol {
 			b := array.NewListBuilder(m, relationsTy)
 			defer b.Release()
@@ -528,7 +530,7 @@ func TestConformArrowErrors(t *testing.T) {
 				}
 			}
 			return []inCol{{"rollout_id", js(m, utf8T, `["r","r","r"]`)}, {"relationships", b.NewArray()}}
-		}, `record 2: column "relationships": target_id is not valid UTF-8`, false},
+		}, `record 2: column "relationships": target_id is not valid UTF-8`, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())

@@ -15,15 +15,36 @@
 // "lance-context.merged.{shard}" = the highest generation of that shard
 // folded into the base, and "lance-context.last-compaction".
 //
+// # The schema
+//
+// The row schema lives in one place, the column table in columns.go: per
+// column its name, Arrow type, whether a stored row always has a value,
+// its default, its check, and the Record field it maps to. Schema, the
+// JSON path's batch builder (buildBatch), the reader (recordsFromBatch),
+// the types a column is accepted in (toSchemaType: also a reference
+// table's dictionary role and zone-less created_at, reftypes.go), the
+// defaults, and the one validation (validate) are all derived from it.
+// The wire type Record is package api's; the table maps its fields.
+//
 // # Writes
 //
 // A process writes only to its own shard (ShardID of its instance id).
-// Append validates and converts records to one Arrow batch (JSON and Arrow
-// appends share the defaults and checks), hands it to the shard's WAL
-// writer, and returns once the WAL entry is durable: an acknowledged row is
-// never lost and, written again with the same id, never duplicated in a
-// read (newest write wins). Rows become readable when the memtable is
+// Append validates and converts records to one Arrow batch, hands it to
+// the shard's WAL writer, and returns once the WAL entry is durable: an
+// acknowledged row is never lost and, written again with the same id,
+// never duplicated in a read (newest write wins). Rows become readable when the memtable is
 // sealed into a generation (Flush, the worker's sweeper, a full memtable).
+//
+// Both append paths run one validation: Append (JSON and multipart
+// records) calls validate on the Records, AppendArrow on the batch's
+// columns converted to Schema's types. A rule is written once, so a bad
+// value gets the same message whichever way it came: "record N: what",
+// for the lowest bad row, and in it the first of: a required value
+// missing, text that is not UTF-8, a column's check (in table order),
+// nothing stored. Defaults
+// (id: a new UUIDv7, problem_id: rollout_id, role, content_type,
+// created_at: now, sequence_order: 0, payload_size and payload_checksum
+// from the payload) come from the same table.
 //
 // # Snapshots and sources
 //

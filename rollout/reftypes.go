@@ -13,8 +13,10 @@ import (
 //
 //   - reads ask the table for plain dictionaries (ScanOptions.
 //     PlainDictionaries, TakePlain: no bound on distinct roles per batch)
-//     and asSchemaType converts what differs from Schema (naive times are
-//     read as UTC; a dictionary that still shows up is decoded);
+//     and the column table's conversion (toSchemaType, used by reads and
+//     appends alike) turns what differs from Schema into Schema's types
+//     (naive times are read as UTC; a dictionary that still shows up is
+//     decoded);
 //   - merges and compactions write the table's types: the fragment writer
 //     stores Schema-typed WAL rows as the table's column types (a per-page
 //     dictionary for role), so every fragment of the table has the same
@@ -27,72 +29,33 @@ import (
 // roles between them. The reference's own roles are a handful.
 
 // asSchemaType returns column a of the named Schema column converted to
-// Schema's type: a dictionary of strings is decoded, a timestamp of another
-// time zone retyped. Anything else (including a column Schema lacks) comes
-// back as it is. The caller releases the result.
+// Schema's type, as toSchemaType converts it (a dictionary of strings is
+// decoded, a timestamp of another time zone or none retyped). A column
+// Schema lacks, or of a type toSchemaType refuses, comes back as it is.
+// The caller releases the result.
 func asSchemaType(name string, a arrow.Array) arrow.Array {
-	idx := Schema.FieldIndices(name)
-	if len(idx) != 1 {
-		a.Retain()
-		return a
-	}
-	return convertColumn(a, Schema.Field(idx[0]).Type)
-}
-
-// convertColumn converts a to type want when a is a dictionary of strings
-// and want its plain type, or both are timestamps of one unit; otherwise it
-// returns a as it is.
-func convertColumn(a arrow.Array, want arrow.DataType) arrow.Array {
-	have := a.DataType()
-	switch {
-	case arrow.TypeEqual(have, want):
-	case have.ID() == arrow.DICTIONARY && want.ID() != arrow.DICTIONARY:
-		if out := decodeDictionary(a.(*array.Dictionary), want); out != nil {
+	if i, ok := schemaIndex[name]; ok {
+		if out, err := toSchemaType(memory.DefaultAllocator, &columns[i], a); err == nil {
 			return out
 		}
-	case have.ID() == arrow.TIMESTAMP && want.ID() == arrow.TIMESTAMP &&
-		have.(*arrow.TimestampType).Unit == want.(*arrow.TimestampType).Unit:
-		d := a.Data()
-		nd := array.NewData(want, d.Len(), d.Buffers(), nil, d.NullN(), d.Offset())
-		defer nd.Release()
-		return array.MakeFromData(nd)
 	}
 	a.Retain()
 	return a
 }
 
-func addString(b array.Builder, s string) {
-	switch b := b.(type) {
-	case *array.StringBuilder:
-		b.Append(s)
-	case *array.LargeStringBuilder:
-		b.Append(s)
-	}
-}
-
-// stringGetter returns element i of a utf8 or large_utf8 array.
-func stringGetter(a arrow.Array) (func(int) string, bool) {
-	switch v := a.(type) {
+// decodeDictionary returns the values of d as an array of type want (utf8
+// or large_utf8), or nil when d is not a dictionary of strings.
+func decodeDictionary(mem memory.Allocator, d *array.Dictionary, want arrow.DataType) arrow.Array {
+	var get func(int) string
+	switch v := d.Dictionary().(type) {
 	case *array.String:
-		return v.Value, true
+		get = v.Value
 	case *array.LargeString:
-		return v.Value, true
-	}
-	return nil, false
-}
-
-// decodeDictionary returns the values of d as an array of type want (d's
-// value type, utf8 or large_utf8), or nil when d is not such a dictionary.
-func decodeDictionary(d *array.Dictionary, want arrow.DataType) arrow.Array {
-	dt := d.DataType().(*arrow.DictionaryType)
-	if !arrow.TypeEqual(dt.ValueType, want) {
+		get = v.Value
+	default:
 		return nil
 	}
-	get, ok := stringGetter(d.Dictionary())
-	if !ok {
-		return nil
-	}
-	b := array.NewBuilder(memory.DefaultAllocator, want)
+	b := array.NewBuilder(mem, want)
 	defer b.Release()
 	b.Reserve(d.Len())
 	vals := d.Dictionary()
@@ -101,7 +64,7 @@ func decodeDictionary(d *array.Dictionary, want arrow.DataType) arrow.Array {
 			b.AppendNull()
 			continue
 		}
-		addString(b, get(d.GetValueIndex(i)))
+		appendString(b, get(d.GetValueIndex(i)))
 	}
 	return b.NewArray()
 }

@@ -395,8 +395,8 @@ func TestRegression_PendingRowListsAreTheirOwn(t *testing.T) {
 // with every field set has a value in every column, one with none in no
 // nullable column, and a batch of both keeps each row's values in place.
 func TestBuildBatchColumns(t *testing.T) {
-	if len(recordColumns) != Schema.NumFields() {
-		t.Fatalf("%d record columns for %d schema fields", len(recordColumns), Schema.NumFields())
+	if len(columns) != Schema.NumFields() {
+		t.Fatalf("%d columns for %d schema fields", len(columns), Schema.NumFields())
 	}
 	at := time.Now()
 	full := Record{ID: "f", RolloutID: "r", ProblemID: "p", Dataset: ptr("d"), SequenceOrder: 1, Role: "user", CreatedAt: &at,

@@ -347,12 +347,11 @@ func (s *Store) Append(ctx context.Context, recs []Record) ([]string, error) {
 	if len(recs) == 0 {
 		return nil, invalid("no records: send at least one")
 	}
-	now := time.Now().UTC()
+	if err := prepareRecords(recs, 0, time.Now().UTC()); err != nil {
+		return nil, err
+	}
 	ids := make([]string, len(recs))
 	for i := range recs {
-		if err := applyDefaults(&recs[i], i, now); err != nil {
-			return nil, err
-		}
 		ids[i] = recs[i].ID
 	}
 	if len(recs) < combineBelowRecords {
