@@ -290,7 +290,7 @@ func StreamNewest(ctx context.Context, refs []GenRef, load Loader, fn func(g *Lo
 // Read-ahead of StreamNewest: at S3 latencies a merge of many small
 // generations waits on requests, not on decoding.
 const (
-	readAhead      = 4
+	readAhead      = 16
 	readAheadBytes = 256 << 20
 )
 
