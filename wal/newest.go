@@ -70,31 +70,40 @@ func (r GenRef) Key() string { return GenerationKey(r.Shard, r.Gen) }
 // given later. refs must list each shard's generations in ascending
 // number order (as a manifest does); the result is a new slice.
 func NewestFirst(refs []GenRef) []GenRef {
-	// A merge of the shards' runs, each walked from its newest end, so that
-	// a clock step between two seals of one shard never reorders them.
-	var runs [][]GenRef
+	out := make([]GenRef, len(refs))
+	for i, k := range newestFirst(refs) {
+		out[i] = refs[k]
+	}
+	return out
+}
+
+// newestFirst returns the indexes of refs in NewestFirst order: a merge of
+// the shards' runs, each walked from its newest end, so that a clock step
+// between two seals of one shard never reorders them.
+func newestFirst(refs []GenRef) []int {
+	type run struct{ from, to int } // refs[from:to], taken from the end
+	var runs []run
 	for i := 0; i < len(refs); {
 		j := i + 1
 		for j < len(refs) && refs[j].Shard == refs[i].Shard && refs[j].Gen.Generation > refs[j-1].Gen.Generation {
 			j++
 		}
-		runs = append(runs, refs[i:j])
+		runs = append(runs, run{i, j})
 		i = j
 	}
-	out := make([]GenRef, 0, len(refs))
+	out := make([]int, 0, len(refs))
 	for len(out) < len(refs) {
 		best := -1
-		for k, run := range runs {
-			if len(run) == 0 {
+		for k, r := range runs {
+			if r.to == r.from {
 				continue
 			}
-			if best < 0 || !run[len(run)-1].Gen.SealedAt.Before(runs[best][len(runs[best])-1].Gen.SealedAt) {
+			if best < 0 || !refs[r.to-1].Gen.SealedAt.Before(refs[runs[best].to-1].Gen.SealedAt) {
 				best = k
 			}
 		}
-		run := runs[best]
-		out = append(out, run[len(run)-1])
-		runs[best] = run[:len(run)-1]
+		runs[best].to--
+		out = append(out, runs[best].to)
 	}
 	return out
 }
@@ -113,18 +122,15 @@ func (r Row) Key() string { return r.Gen.Key(r.Row) }
 // first and in row order within one, and the set of their keys.
 func NewestRows(gens []*LoadedGeneration) ([]Row, map[string]struct{}) {
 	refs := make([]GenRef, len(gens))
-	byRef := make(map[GenRef]*LoadedGeneration, len(gens))
 	total := 0
 	for i, g := range gens {
 		refs[i] = g.Ref
-		byRef[g.Ref] = g
 		total += g.NumRows()
 	}
-	order := NewestFirst(refs)
 	n := NewNewest(total, false) // the loaded generations hold the keys
 	out := make([]Row, 0, total)
-	for _, ref := range order {
-		g := byRef[ref]
+	for _, k := range newestFirst(refs) {
+		g := gens[k]
 		for r := g.NumRows() - 1; r >= 0; r-- {
 			if n.Offer(g.Key(r)) {
 				out = append(out, Row{g, r})
