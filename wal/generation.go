@@ -219,12 +219,13 @@ func LoadGeneration(ctx context.Context, store objstore.Reader, ref GenRef, o Re
 	return g, nil
 }
 
-// StreamNewest reads the generations refs (of one shard, oldest first) one
-// at a time, newest first, and hands fn each one with the rows that hold
-// the newest write of their key (keep; nil when all do). A generation is
-// read once; memory holds the generations being read ahead (at most
-// readAhead of them, readAheadBytes in all, and always one) and a copy of
-// every key. Reads ahead run concurrently. It returns the set of keys.
+// StreamNewest reads the generations refs (listed as NewestFirst takes
+// them) and hands them to fn one at a time, newest first, each with the
+// rows that hold the newest write of their key (keep; nil when all do). A
+// generation is read once, through load. Reads run concurrently ahead of
+// fn, so memory holds at most readAhead generations (readAheadBytes of
+// files in all, and always one) besides a copy of every key. It returns
+// the set of keys.
 func StreamNewest(ctx context.Context, refs []GenRef, load Loader, fn func(g *LoadedGeneration, keep []bool) error) (map[string]struct{}, error) {
 	order := NewestFirst(refs)
 	var rows int64
