@@ -292,7 +292,7 @@ func StreamNewest(ctx context.Context, refs []GenRef, load Loader, fn func(g *Lo
 // generations waits on requests, not on decoding.
 const (
 	readAhead      = 16
-	readAheadBytes = 256 << 20
+	readAheadBytes = 64 << 20
 )
 
 // OpenGeneration opens a generation file for reading.
