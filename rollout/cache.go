@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -14,15 +15,18 @@ import (
 	"github.com/lance-context/lance-context/wal"
 )
 
-// GenCache keeps decoded generations (every column but the payload) in
-// memory, bounded by bytes. Generations are immutable, so an entry never goes
-// stale; it is keyed by the generation file's key.
+// GenCache keeps decoded generations (every column but the payload, as
+// wal.LoadedGeneration with its id index) in memory, bounded by bytes.
+// Generations are immutable, so an entry never goes stale; it is keyed by
+// the generation file's key.
 type GenCache struct {
 	mu      sync.Mutex
 	max     int64
 	size    int64
 	order   *list.List // front = most recently used
 	entries map[cacheKey]*list.Element
+
+	hits, misses, loaded atomic.Int64 // for the metrics (loaded: bytes)
 }
 
 type cacheKey struct {
@@ -30,17 +34,9 @@ type cacheKey struct {
 	key  string
 }
 
-// genData is one decoded generation.
-type genData struct {
-	rec   arrow.RecordBatch // listColumns, in Schema order
-	ids   []string
-	index map[string]int // id -> last row with it
-	bytes int64
-}
-
 type cacheEntry struct {
 	k cacheKey
-	d *genData
+	d *wal.LoadedGeneration
 }
 
 // NewGenCache returns a cache holding up to maxBytes of decoded generations.
@@ -48,87 +44,54 @@ func NewGenCache(maxBytes int64) *GenCache {
 	return &GenCache{max: maxBytes, order: list.New(), entries: map[cacheKey]*list.Element{}}
 }
 
-func (c *GenCache) get(ctx context.Context, root objstore.Store, shard string, g wal.Generation) (*genData, error) {
-	k := cacheKey{root, wal.GenerationKey(shard, g)}
+func (c *GenCache) get(ctx context.Context, root objstore.Store, ref wal.GenRef) (*wal.LoadedGeneration, error) {
+	k := cacheKey{root, ref.Key()}
 	c.mu.Lock()
 	if e, ok := c.entries[k]; ok {
 		c.order.MoveToFront(e)
 		d := e.Value.(*cacheEntry).d
 		c.mu.Unlock()
+		c.hits.Add(1)
 		return d, nil
 	}
 	c.mu.Unlock()
-	d, err := loadGeneration(ctx, root, shard, g)
+	c.misses.Add(1)
+	d, err := wal.LoadGeneration(ctx, root, ref, wal.ReadOptions{
+		KeyColumn: ColID, Columns: listColumns,
+		Project: func(rec arrow.RecordBatch) (arrow.RecordBatch, error) { return project(rec, listColumns) },
+	})
 	if err != nil {
 		return nil, err
 	}
+	c.loaded.Add(d.Bytes())
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.entries[k]; ok { // loaded concurrently
 		return e.Value.(*cacheEntry).d, nil
 	}
 	c.entries[k] = c.order.PushFront(&cacheEntry{k, d})
-	c.size += d.bytes
+	c.size += d.Bytes()
 	for c.size > c.max && c.order.Len() > 1 {
 		e := c.order.Back()
 		ce := e.Value.(*cacheEntry)
 		c.order.Remove(e)
 		delete(c.entries, ce.k)
-		c.size -= ce.d.bytes
+		c.size -= ce.d.Bytes()
 		// Readers may still hold ce.d; arrow memory is garbage collected.
 	}
 	return d, nil
 }
 
-// peek returns a cached generation, or nil; it never loads one.
-func (c *GenCache) peek(root objstore.Store, shard string, g wal.Generation) *genData {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.entries[cacheKey{root, wal.GenerationKey(shard, g)}]; ok {
-		return e.Value.(*cacheEntry).d
-	}
-	return nil
+// loader returns the cache as a wal.Loader of root's generations.
+func (c *GenCache) loader(root objstore.Store) wal.Loader {
+	return func(ctx context.Context, ref wal.GenRef) (*wal.LoadedGeneration, error) { return c.get(ctx, root, ref) }
 }
 
-func loadGeneration(ctx context.Context, root objstore.Store, shard string, g wal.Generation) (*genData, error) {
-	r, err := wal.OpenGeneration(ctx, root, shard, g)
-	if err != nil {
-		return nil, err
-	}
-	fs := r.Schema()
-	var ids []int32
-	var names []string
-	for _, name := range listColumns {
-		if f := fs.Field(name); f != nil {
-			ids = append(ids, f.ID)
-			names = append(names, name)
-		}
-	}
-	rec, err := r.Read(ctx, ids, 0, r.NumRows())
-	if err != nil {
-		return nil, fmt.Errorf("rollout: read generation %s: %w", g.Path, err)
-	}
-	defer rec.Release()
-	full, err := project(rec, listColumns)
-	if err != nil {
-		return nil, err
-	}
-	d := &genData{rec: full, index: make(map[string]int, full.NumRows())}
-	idCol := full.Column(0).(*array.String)
-	d.ids = make([]string, idCol.Len())
-	for i := range d.ids {
-		d.ids[i] = idCol.Value(i)
-		d.index[d.ids[i]] = i
-	}
-	for _, c := range full.Columns() {
-		d.bytes += int64(c.Data().Len()) * 8
-		for _, b := range c.Data().Buffers() {
-			if b != nil {
-				d.bytes += int64(b.Len())
-			}
-		}
-	}
-	return d, nil
+// bytes returns the bytes of decoded generations held.
+func (c *GenCache) bytes() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.size
 }
 
 // project returns rec's columns named cols, in that order, filling columns

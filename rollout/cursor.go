@@ -91,7 +91,7 @@ func (s *Store) listByID(ctx context.Context, snap *snapshot, o ListOptions) (*L
 		exclude = ids
 		for i := range rows {
 			r := &rows[i]
-			id := r.gen.ids[r.row]
+			id := r.id()
 			if id <= o.After || !r.matches(o.Filters) {
 				continue
 			}

@@ -72,22 +72,46 @@
 // # Merge
 //
 // A merge folds the oldest pending generations of one shard into the base
-// table, capped per pass (Options.MergeMaxGenerations and MergeMaxBytes; the
-// generation that crosses the byte cap is included whole):
+// table, capped per pass (Options.MergeMaxBytes, default 1 GiB of
+// generation files; the generation that crosses it is included whole; and
+// Options.MergeMaxGenerations, default 1024, which a backlog of small
+// generations does not reach):
 //
 //  1. claim or hold the shard (its owner, or an orphan merge that claims
 //     it and so fences a stalled owner at storage);
-//  2. write the generations' rows, newest write of each id, as one new
-//     data fragment;
-//  3. commit in one Lance commit: the new fragment, deletion of base rows
+//  2. open the base table once; that version gives the watermark, the new
+//     file's schema and the first commit attempt;
+//  3. stream the generations newest first, each read once and whole
+//     (wal.StreamNewest), writing each one's rows that hold the newest
+//     write of their id straight into one new data fragment (so it holds
+//     the newest generation's rows first); memory holds the few
+//     generations read ahead and the set of ids;
+//  4. commit in one Lance commit: the new fragment, deletion of base rows
 //     whose ids the fragment rewrites, and the shard's watermark = the last
 //     generation merged; a commit that finds the watermark already there
 //     (a crashed earlier pass committed it) changes nothing;
-//  4. drain: drop the merged generations from the shard manifest, then
-//     delete their files. A crash between 3 and 4 leaves readers correct
+//  5. drain: drop the merged generations from the shard manifest, then
+//     delete their files. A crash between 4 and 5 leaves readers correct
 //     (they skip generations at or below the watermark) and the next merge
 //     finishes the drain;
-//  5. index upkeep: a delta index segment over the new fragment.
+//  6. index upkeep: a delta index segment over the new fragment.
+//
+// Requests per pass: one read per generation, the fragment's writes, the
+// commit, and one delete per generation file; not a multiple of passes.
+//
+// Reads of the tier (wal, all, get, blob, trajectory) follow wal's newest
+// wins rule (wal.NewestRows, wal.FindNewest) over generations decoded in
+// the GenCache, bounded by bytes, keyed by file.
+//
+// # Metrics
+//
+// Besides the WAL's (package wal), a catalog registers, in the
+// lance_context namespace: merge_seconds, merge_rows_total,
+// merge_generations_total, merge_replaced_rows_total,
+// merge_failures_total, compaction_seconds, compaction_rows_total,
+// compaction_fragments_removed_total, compaction_failures_total, and the
+// generation cache's generation_cache_hits_total, _misses_total,
+// _loaded_bytes_total and generation_cache_bytes (metrics.go).
 //
 // # Compaction and indexes
 //

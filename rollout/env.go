@@ -8,7 +8,7 @@ import (
 
 // OptionsFromEnv reads the store options a deployment sets in the
 // environment, for every process that opens stores (workers, masters):
-// ROLLOUT_MERGE_MAX_GENERATIONS (8; 0: no cap), ROLLOUT_MERGE_MAX_BYTES
+// ROLLOUT_MERGE_MAX_GENERATIONS (1024; 0: no cap), ROLLOUT_MERGE_MAX_BYTES
 // (1 GiB; 0: no cap), ROLLOUT_WAL_PENDING_WARN_GENERATIONS (256),
 // ROLLOUT_WAL_PENDING_MAX_GENERATIONS (4096) and LC_INDEX_COLUMNS.
 func OptionsFromEnv() (Options, error) {
@@ -26,7 +26,7 @@ func OptionsFromEnv() (Options, error) {
 		}
 		return n
 	}
-	o.MergeMaxGenerations = int(num("ROLLOUT_MERGE_MAX_GENERATIONS", 8))
+	o.MergeMaxGenerations = int(num("ROLLOUT_MERGE_MAX_GENERATIONS", DefaultMergeMaxGenerations))
 	o.MergeMaxBytes = num("ROLLOUT_MERGE_MAX_BYTES", 1<<30)
 	o.PendingWarn = int(num("ROLLOUT_WAL_PENDING_WARN_GENERATIONS", 256))
 	o.PendingMax = int(num("ROLLOUT_WAL_PENDING_MAX_GENERATIONS", 4096))

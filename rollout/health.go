@@ -116,6 +116,7 @@ func StoreRoot(root objstore.Store, name string) objstore.Store {
 // stores'. They register as one collector.
 type metrics struct {
 	wal     *wal.Metrics
+	ops     *opMetrics // merges, compactions, the generation cache (metrics.go)
 	damaged *prometheus.GaugeVec
 	// stores lists the catalog's open stores for the per-store gauges,
 	// read at collection (set by NewCatalog).
@@ -129,9 +130,10 @@ var (
 		"Rows this process acknowledged to the store and not yet sealed.", []string{"store"}, nil)
 )
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+func newMetrics(reg prometheus.Registerer, cache *GenCache) *metrics {
 	m := &metrics{
 		wal: wal.NewMetrics(nil),
+		ops: newOpMetrics(cache),
 		damaged: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: wal.Namespace, Subsystem: "store", Name: "wal_damaged",
 			Help: "1 while the store refuses writes because its shard's WAL is corrupt (see /api/v1/health)."}, []string{"store"}),
 	}
@@ -152,6 +154,7 @@ func (m *metrics) register(reg prometheus.Registerer) error {
 
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.wal.Describe(ch)
+	m.ops.Describe(ch)
 	m.damaged.Describe(ch)
 	ch <- pendingDesc
 	ch <- unsealedDesc
@@ -159,6 +162,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 
 func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	m.wal.Collect(ch)
+	m.ops.Collect(ch)
 	m.damaged.Collect(ch)
 	if m.stores == nil {
 		return

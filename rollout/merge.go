@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -61,10 +60,21 @@ func (s *Store) MergeShard(ctx context.Context, shard string) (*MergeResult, err
 }
 
 func (s *Store) mergeWith(ctx context.Context, w *wal.Writer) (*MergeResult, error) {
+	res, err := s.mergePass(ctx, w)
+	if err != nil {
+		s.opts.metrics.ops.mergeFailures.Inc()
+	}
+	return res, err
+}
+
+func (s *Store) mergePass(ctx context.Context, w *wal.Writer) (*MergeResult, error) {
 	s.mergeMu.Lock()
 	defer s.mergeMu.Unlock()
+	start := time.Now()
 	shard := w.Manifest()
 	id := w.ShardID()
+	// The pass's one table open: the watermark, the schema of the new
+	// fragment and the first commit attempt all use this version.
 	base, err := table.Open(ctx, s.root)
 	if err != nil {
 		return nil, err
@@ -83,20 +93,27 @@ func (s *Store) mergeWith(ctx context.Context, w *wal.Writer) (*MergeResult, err
 	if len(pending) == 0 {
 		return res, nil
 	}
-	if err := s.evolve(ctx); err != nil {
-		return nil, err
+	if !s.evolved.Load() {
+		// The store's first merge adds Schema's new columns to an older
+		// base (a commit), and goes on from the evolved version.
+		if err := s.evolve(ctx); err != nil {
+			return nil, err
+		}
+		if base, err = table.Open(ctx, s.root); err != nil {
+			return nil, err
+		}
 	}
 	pick := s.pickGenerations(pending)
 	res.Generations = len(pick)
 	res.Remaining = len(pending) - len(pick)
 	target := pick[len(pick)-1].Generation
 
-	frag, ids, rows, err := s.writeMerged(ctx, id, pick)
+	frag, ids, rows, err := s.writeMerged(ctx, base, id, pick)
 	if err != nil {
 		return nil, err
 	}
 	res.Rows = rows
-	nd, err := table.Commit(ctx, s.root, func(ctx context.Context, latest *table.Dataset) (*table.Change, error) {
+	nd, err := table.CommitFrom(ctx, s.root, base, func(ctx context.Context, latest *table.Dataset) (*table.Change, error) {
 		if Watermark(latest, id) >= target {
 			return nil, errStale
 		}
@@ -142,9 +159,16 @@ func (s *Store) mergeWith(ctx context.Context, w *wal.Writer) (*MergeResult, err
 	if res.Rows > 0 {
 		s.indexAfter(ctx, "merge", true)
 	}
+	s.opts.metrics.ops.merged(start, res)
 	s.opts.Logger.Info("rollout: merged", "store", s.name, "shard", id, "generations", res.Generations, "rows", res.Rows, "replaced", res.Replaced, "watermark", target, "remaining", res.Remaining)
 	return res, nil
 }
+
+// DefaultMergeMaxGenerations caps the generations of a merge pass. A pass
+// streams its generations one at a time, so the byte cap (MergeMaxBytes)
+// is what bounds it; this cap only keeps one pass's manifest drain and id
+// set finite when generations are tiny.
+const DefaultMergeMaxGenerations = 1024
 
 // pickGenerations takes the oldest generations up to the caps; the one that
 // crosses the byte cap is included (a generation is never split).
@@ -161,123 +185,64 @@ func (s *Store) pickGenerations(pending []wal.Generation) []wal.Generation {
 }
 
 // writeMerged writes the newest row of every id in gens as one base data
-// file. Memory holds one generation at a time plus the id set.
-func (s *Store) writeMerged(ctx context.Context, shard string, gens []wal.Generation) (*pb.DataFragment, map[string]struct{}, int64, error) {
-	// Pass 1: which (generation, row) holds the newest write of each id.
-	type loc struct{ gen, row int }
-	newest := map[string]loc{}
-	for gi, g := range gens {
-		gids, err := s.generationIDs(ctx, shard, g)
-		if err != nil {
-			return nil, nil, 0, err
-		}
-		for r, id := range gids {
-			newest[id] = loc{gi, r}
-		}
+// file (a table of base's schema) and returns it with the set of its ids.
+// Each generation is read once, whole, newest first (wal.StreamNewest), and
+// its winning rows go straight into the file: memory holds the generations
+// read ahead and the id set, not the pass. So the file holds the newest
+// generation's rows first.
+func (s *Store) writeMerged(ctx context.Context, base *table.Dataset, shard string, gens []wal.Generation) (*pb.DataFragment, map[string]struct{}, int64, error) {
+	refs := make([]wal.GenRef, len(gens))
+	for i, g := range gens {
+		refs[i] = wal.GenRef{Shard: shard, Gen: g}
 	}
-	ids := make(map[string]struct{}, len(newest))
-	for id := range newest {
-		ids[id] = struct{}{}
-	}
-	// Pass 2: stream each generation's winning rows, every column.
-	base, err := table.Open(ctx, s.root)
-	if err != nil {
-		return nil, nil, 0, err
+	names := schemaNames()
+	load := func(ctx context.Context, ref wal.GenRef) (*wal.LoadedGeneration, error) {
+		return wal.LoadGeneration(ctx, s.root, ref, wal.ReadOptions{
+			KeyColumn: ColID, Whole: true, NoIndex: true,
+			Project: func(rec arrow.RecordBatch) (arrow.RecordBatch, error) { return project(rec, names) },
+		})
 	}
 	var fw *table.FragmentWriter
 	var rows int64
-	for gi, g := range gens {
-		r, err := wal.OpenGeneration(ctx, s.root, shard, g)
-		if err != nil {
-			return nil, nil, 0, err
-		}
-		fieldIDs := make([]int32, 0, len(Schema.Fields()))
-		for _, f := range r.Schema().Fields {
-			fieldIDs = append(fieldIDs, f.ID)
-		}
-		rec, err := r.Read(ctx, fieldIDs, 0, r.NumRows())
-		if err != nil {
-			return nil, nil, 0, err
-		}
-		full, err := project(rec, schemaNames())
-		rec.Release()
-		if err != nil {
-			return nil, nil, 0, err
-		}
-		keep := make([]bool, full.NumRows())
-		idCol := full.Column(0).(*array.String)
-		n := 0
-		for i := range keep {
-			if l := newest[idCol.Value(i)]; l.gen == gi && l.row == i {
-				keep[i] = true
-				n++
-			}
-		}
-		out := full
-		if n < len(keep) {
+	ids, err := wal.StreamNewest(ctx, refs, load, func(g *wal.LoadedGeneration, keep []bool) error {
+		defer g.Rec.Release()
+		out := g.Rec
+		if keep != nil {
 			mb := array.NewBooleanBuilder(memory.DefaultAllocator)
 			mb.AppendValues(keep, nil)
 			mask := mb.NewArray()
-			out, err = compute.FilterRecordBatch(ctx, full, mask, compute.DefaultFilterOptions())
+			mb.Release()
+			var err error
+			out, err = compute.FilterRecordBatch(ctx, g.Rec, mask, compute.DefaultFilterOptions())
 			mask.Release()
-			full.Release()
 			if err != nil {
-				return nil, nil, 0, err
+				return err
+			}
+			defer out.Release()
+		}
+		if out.NumRows() == 0 {
+			return nil
+		}
+		if fw == nil {
+			var err error
+			if fw, err = table.NewFragmentWriter(ctx, s.root, base.Schema(), Schema, file.WriterOptions{}); err != nil {
+				return err
 			}
 		}
-		if out.NumRows() > 0 {
-			if fw == nil {
-				if fw, err = table.NewFragmentWriter(ctx, s.root, base.Schema(), Schema, file.WriterOptions{}); err != nil {
-					out.Release()
-					return nil, nil, 0, err
-				}
-			}
-			err = fw.Write(out)
-			rows += out.NumRows()
+		rows += out.NumRows()
+		return fw.Write(out)
+	})
+	if err != nil {
+		if fw != nil {
+			_ = fw.Abort()
 		}
-		out.Release()
-		if err != nil {
-			return nil, nil, 0, err
-		}
+		return nil, nil, 0, err
 	}
 	if fw == nil {
 		return nil, ids, 0, nil
 	}
 	frag, err := fw.Finish()
 	return frag, ids, rows, err
-}
-
-// generationIDs returns the ids of a generation in row order: from the
-// generation cache when it holds the generation, else by reading the id
-// column alone. A merge must not load whole generations it is about to drop
-// into the read cache: that costs memory (up to the cache's size) and evicts
-// what readers use.
-func (s *Store) generationIDs(ctx context.Context, shard string, g wal.Generation) ([]string, error) {
-	if d := s.opts.Cache.peek(s.root, shard, g); d != nil {
-		return d.ids, nil
-	}
-	r, err := wal.OpenGeneration(ctx, s.root, shard, g)
-	if err != nil {
-		return nil, err
-	}
-	f := r.Schema().Field(ColID)
-	if f == nil {
-		return nil, fmt.Errorf("rollout: generation %s has no %s column", g.Path, ColID)
-	}
-	rec, err := r.Read(ctx, []int32{f.ID}, 0, r.NumRows())
-	if err != nil {
-		return nil, fmt.Errorf("rollout: read generation %s: %w", g.Path, err)
-	}
-	defer rec.Release()
-	col, ok := rec.Column(0).(*array.String)
-	if !ok {
-		return nil, fmt.Errorf("rollout: generation %s: %s is %s, not utf8", g.Path, ColID, rec.Column(0).DataType())
-	}
-	ids := make([]string, col.Len())
-	for i := range ids {
-		ids[i] = strings.Clone(col.Value(i))
-	}
-	return ids, nil
 }
 
 func schemaNames() []string {
@@ -303,6 +268,7 @@ func (s *Store) Compact(ctx context.Context, o CompactOptions) (*table.CompactRe
 		return nil, fmt.Errorf("%w: store %s", ErrCompacting, s.name)
 	}
 	defer s.compactMu.Unlock()
+	start := time.Now()
 	if o.TargetRows <= 0 {
 		o.TargetRows = s.opts.CompactTargetRows
 	}
@@ -316,6 +282,7 @@ func (s *Store) Compact(ctx context.Context, o CompactOptions) (*table.CompactRe
 	})
 	s.cmu.Lock()
 	if err != nil {
+		s.opts.metrics.ops.compactFailures.Inc()
 		msg := err.Error()
 		s.compactErr = &msg
 		s.cmu.Unlock()
@@ -331,6 +298,7 @@ func (s *Store) Compact(ctx context.Context, o CompactOptions) (*table.CompactRe
 		// Rebuild the indexes over the rewritten fragments (the commit
 		// already stopped them claiming the removed ones).
 		s.indexAfter(ctx, "compaction", false)
+		s.opts.metrics.ops.compacted(start, res)
 	}
 	return res, nil
 }

@@ -196,66 +196,56 @@ func (s *Store) readRetry(ctx context.Context, withWAL bool, read func(*snapshot
 
 // walRow is one winning row of the WAL tier.
 type walRow struct {
-	gen *genData
+	gen *wal.LoadedGeneration
 	row int
 }
 
-// walRows returns the pending rows, one per id (the newest), ordered by
-// shard, generation and row.
+func (w walRow) id() string { return w.gen.Key(w.row) }
+
+// walRows returns the pending rows, one per id (the newest, by wal's
+// Newest rule), oldest generation first and in row order within one, and
+// the set of their ids.
 func (s *Store) walRows(ctx context.Context, snap *snapshot) ([]walRow, map[string]struct{}, error) {
-	datas, err := s.loadPending(ctx, snap)
+	gens, err := s.loadPending(ctx, snap)
 	if err != nil {
 		return nil, nil, err
 	}
-	var all []walRow
-	for _, d := range datas {
-		for r := range d.ids {
-			all = append(all, walRow{d, r})
+	rows, ids := wal.NewestRows(gens)
+	out := make([]walRow, len(rows))
+	for i, r := range rows {
+		out[i] = walRow{r.Gen, r.Row}
+	}
+	return out, ids, nil
+}
+
+// pendingRefs lists the snapshot's pending generations, each shard's in
+// ascending order.
+func (snap *snapshot) pendingRefs() []wal.GenRef {
+	var refs []wal.GenRef
+	for _, sh := range snap.shards {
+		for _, g := range sh.pending {
+			refs = append(refs, wal.GenRef{Shard: sh.id, Gen: g})
 		}
 	}
-	seen := make(map[string]struct{}, len(all))
-	keep := make([]bool, len(all))
-	for i := len(all) - 1; i >= 0; i-- {
-		id := all[i].gen.ids[all[i].row]
-		if _, dup := seen[id]; !dup {
-			seen[id] = struct{}{}
-			keep[i] = true
-		}
-	}
-	out := all[:0]
-	for i, r := range all {
-		if keep[i] {
-			out = append(out, r)
-		}
-	}
-	return out, seen, nil
+	return refs
 }
 
 // loadPending returns every pending generation, decoded, in (shard,
 // generation) order. Cold generations are read concurrently: with a long
 // backlog, one-by-one reads would dominate a cold list.
-func (s *Store) loadPending(ctx context.Context, snap *snapshot) ([]*genData, error) {
-	type job struct {
-		shard string
-		g     wal.Generation
-	}
-	var jobs []job
-	for _, sh := range snap.shards {
-		for _, g := range sh.pending {
-			jobs = append(jobs, job{sh.id, g})
-		}
-	}
-	out := make([]*genData, len(jobs))
-	errs := make([]error, len(jobs))
+func (s *Store) loadPending(ctx context.Context, snap *snapshot) ([]*wal.LoadedGeneration, error) {
+	refs := snap.pendingRefs()
+	out := make([]*wal.LoadedGeneration, len(refs))
+	errs := make([]error, len(refs))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 16)
-	for i, j := range jobs {
+	for i, ref := range refs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			out[i], errs[i] = s.opts.Cache.get(ctx, s.root, j.shard, j.g)
+			out[i], errs[i] = s.opts.Cache.get(ctx, s.root, ref)
 		}()
 	}
 	wg.Wait()
@@ -264,7 +254,7 @@ func (s *Store) loadPending(ctx context.Context, snap *snapshot) ([]*genData, er
 
 func (w walRow) matches(fs []Filter) bool {
 	for _, f := range fs {
-		col := w.gen.rec.Column(slices.Index(listColumns, f.Column))
+		col := w.gen.Rec.Column(slices.Index(listColumns, f.Column))
 		if col.IsNull(w.row) {
 			return false
 		}
@@ -285,7 +275,7 @@ func (w walRow) matches(fs []Filter) bool {
 }
 
 func (w walRow) record() (Record, error) {
-	rec := w.gen.rec.NewSlice(int64(w.row), int64(w.row)+1)
+	rec := w.gen.Rec.NewSlice(int64(w.row), int64(w.row)+1)
 	defer rec.Release()
 	rs, err := recordsFromBatch(rec)
 	if err != nil {
@@ -357,32 +347,14 @@ type pendingRef struct {
 	gen   wal.Generation
 }
 
-// findPending looks id up in every pending generation, newest first.
+// findPending looks id up in the pending generations, newest first (wal's
+// Newest rule), through the generation cache.
 func (s *Store) findPending(ctx context.Context, snap *snapshot, id string) (pendingRef, bool, error) {
-	type cand struct {
-		shard string
-		g     wal.Generation
+	r, ok, err := wal.FindNewest(ctx, snap.pendingRefs(), id, s.opts.Cache.loader(s.root))
+	if err != nil || !ok {
+		return pendingRef{}, false, err
 	}
-	var cands []cand
-	for _, sh := range snap.shards {
-		for _, g := range sh.pending {
-			if g.MinID != "" && (id < g.MinID || id > g.MaxID) {
-				continue // the id range rules this generation out
-			}
-			cands = append(cands, cand{sh.id, g})
-		}
-	}
-	sort.SliceStable(cands, func(i, j int) bool { return cands[i].g.SealedAt.After(cands[j].g.SealedAt) })
-	for _, c := range cands {
-		d, err := s.opts.Cache.get(ctx, s.root, c.shard, c.g)
-		if err != nil {
-			return pendingRef{}, false, err
-		}
-		if row, ok := d.index[id]; ok {
-			return pendingRef{walRow{d, row}, c.shard, c.g}, true, nil
-		}
-	}
-	return pendingRef{}, false, nil
+	return pendingRef{walRow{r.Gen, r.Row}, r.Gen.Ref.Shard, r.Gen.Ref.Gen}, true, nil
 }
 
 // Blob returns a record's payload and content type. ErrNotFound when the

@@ -577,3 +577,46 @@ func TestDeleteLeavesNoDirectory(t *testing.T) {
 		t.Fatalf("open after delete: %v", err)
 	}
 }
+
+// TestMergeByteCapBindsAndDefaultTakesABacklogInOnePass: by default a
+// backlog of small generations merges in one pass (the generation count
+// cap does not bind); a byte cap stops a pass at the generation that
+// crosses it, included whole, and newest still wins across passes.
+func TestMergeByteCapBindsAndDefaultTakesABacklogInOnePass(t *testing.T) {
+	ctx := context.Background()
+	s := mustStore(t, newCatalog(t, objstore.NewMemory(), "w1", quiet(Options{})), "exp")
+	for g := range 20 {
+		appendFlush(t, s, recs(fmt.Sprintf("g%02d", g), 3, "r"))
+	}
+	if res, err := s.Merge(ctx); err != nil || res.Generations != 20 || res.Remaining != 0 || res.Rows != 60 {
+		t.Fatalf("default merge of 20 generations: %+v %v", res, err)
+	}
+
+	capped := mustStore(t, newCatalog(t, objstore.NewMemory(), "w1", quiet(Options{})), "capped")
+	// x is written in generations 3 and 5, merged by different passes:
+	// the newer wins.
+	for g := range 6 {
+		rs := recs(fmt.Sprintf("g%d", g), 3, "r")
+		switch g {
+		case 3:
+			rs = append(rs, Record{ID: "x", RolloutID: "r", Content: ptr("old")})
+		case 5:
+			rs = append(rs, Record{ID: "x", RolloutID: "r", Content: ptr("new")})
+		}
+		appendFlush(t, capped, rs)
+	}
+	gens := capped.writer.Manifest().Generations
+	capped.opts.MergeMaxBytes = gens[0].Bytes + gens[1].Bytes/2 // crossed by the second
+	for _, want := range []int{2, 2, 2} {
+		res, err := capped.Merge(ctx)
+		if err != nil || res.Generations != want {
+			t.Fatalf("capped pass: %+v %v, want %d generations", res, err, want)
+		}
+	}
+	if got := mustCounts(t, capped); got != [3]int{19, 0, 19} {
+		t.Fatalf("counts after the capped passes %v", got)
+	}
+	if r, err := capped.Get(ctx, "x"); err != nil || *r.Content != "new" {
+		t.Fatalf("x: %+v %v", r, err)
+	}
+}

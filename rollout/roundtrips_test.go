@@ -40,7 +40,10 @@ var roundTripPins = map[string]int{
 	"trajectory 10 records (cold)": 55,
 	// A merge now also writes a delta index segment over its fragment and
 	// commits it (index upkeep).
-	"merge 16 generations (warm)": 225,
+	"merge 16 generations (warm)": 78,
+	// One pass: each generation read once, newest first, into one fragment;
+	// the drain deletes each file (one request each).
+	"merge 50 generations (warm)": 170,
 }
 
 // roundTripLatency is the latency of every counted request, so that
@@ -212,15 +215,19 @@ func TestRoundTrips(t *testing.T) {
 		measure(cc.name, c, cc.op(cs))
 	}
 
-	// A merge of 16 pending generations (2 passes of the default 8).
-	{
+	// Merges of 16 and of 50 pending generations: one pass each (the byte
+	// cap binds, not the count), every generation read once.
+	for _, gens := range []int{16, 50} {
 		c := objstore.NewCounting(mem, roundTripLatency)
-		ms := mustStore(t, newCatalog(t, c, "m", quiet(Options{})), "merge")
-		for g := range 16 {
+		name := fmt.Sprintf("merge %d generations (warm)", gens)
+		ms := mustStore(t, newCatalog(t, c, "m", quiet(Options{})), fmt.Sprintf("merge%d", gens))
+		for g := range gens {
 			appendFlush(t, ms, recs(fmt.Sprintf("m%02d", g), 100, "m"))
 		}
-		measure("merge 16 generations (warm)", c, func() error {
+		var passes int
+		measure(name, c, func() error {
 			for range 100 {
+				passes++
 				res, err := ms.Merge(ctx)
 				if err != nil || res.Remaining == 0 {
 					return err
@@ -228,6 +235,12 @@ func TestRoundTrips(t *testing.T) {
 			}
 			return fmt.Errorf("merge did not finish in 100 passes")
 		})
+		if passes != 1 {
+			t.Errorf("%s took %d passes, want 1", name, passes)
+		}
+		if got := mustCounts(t, ms); got != [3]int{gens * 100, 0, gens * 100} {
+			t.Errorf("%s: counts %v", name, got)
+		}
 	}
 
 	var b strings.Builder

@@ -89,7 +89,7 @@ func (s *Store) scan(ctx context.Context, snap *snapshot, src Source, cols []str
 			for j < len(rows) && rows[j].gen == rows[i].gen && rows[j].row == rows[j-1].row+1 {
 				j++
 			}
-			full, err := project(rows[i].gen.rec, cols)
+			full, err := project(rows[i].gen.Rec, cols)
 			if err != nil {
 				return err
 			}

@@ -62,7 +62,7 @@ func Watermark(base *table.Dataset, shard string) uint64 {
 
 // Options tunes a store. Zero values take the documented defaults.
 type Options struct {
-	MergeMaxGenerations int   // generations per merge pass; default 8; <0 means no cap
+	MergeMaxGenerations int   // generations per merge pass; default DefaultMergeMaxGenerations; <0 means no cap
 	MergeMaxBytes       int64 // generation bytes per merge pass; default 1 GiB; <0 no cap
 	PendingWarn         int   // warn above this many pending generations per shard; default 256
 	PendingMax          int   // refuse wal/all reads above this (per shard or total); default 4096
@@ -93,7 +93,7 @@ type Options struct {
 
 func (o *Options) setDefaults() {
 	if o.MergeMaxGenerations == 0 {
-		o.MergeMaxGenerations = 8
+		o.MergeMaxGenerations = DefaultMergeMaxGenerations
 	}
 	if o.MergeMaxBytes == 0 {
 		o.MergeMaxBytes = 1 << 30
@@ -120,7 +120,7 @@ func (o *Options) setDefaults() {
 		o.IndexMaxSegments = 16
 	}
 	if o.metrics == nil {
-		o.metrics = newMetrics(o.Registerer)
+		o.metrics = newMetrics(o.Registerer, o.Cache)
 	}
 }
 

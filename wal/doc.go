@@ -186,6 +186,35 @@
 // entry at p was durable before the claim, so the new owner's replay, which
 // starts after the claim, reads it.
 //
+// # Reading generations: newest wins
+//
+// A generation is an immutable Lance data file of the rows of one sealed
+// memtable, with the store's row schema. Its manifest entry carries its
+// row count, byte size, key range (min_id, max_id) and seal time.
+//
+// One rule decides which write of a key is its newest, and every reader of
+// the tier goes through it (Newest): writes are offered newest first and
+// the first offer of a key wins. The order is: within a memtable or a
+// generation, later rows are newer; within a shard, higher generation
+// numbers are newer; across shards the later seal time wins, and at equal
+// times the shard listed later (NewestFirst). So a seal keeps only the
+// newest row of each key, and a generation holds each key at most once.
+//
+// LoadGeneration reads a generation into memory (the columns asked for,
+// brought to the caller's shape by a projection) with an index from each
+// key to its newest row (LoadedGeneration: Key, Lookup). On it:
+//
+//	NewestRows    the newest row of every key in a set of loaded
+//	              generations (a list of the tier)
+//	FindNewest    the newest row of one key, loading generations newest
+//	              first and only those whose key range may hold it (get)
+//	StreamNewest  every generation of a merge read once, newest first,
+//	              handed over with its winning rows, a few read ahead
+//	              concurrently: memory holds those and the key set
+//
+// A file of up to 1 MiB, or any file a reader wants whole (a merge), is
+// read with one request; a larger one range by range.
+//
 // # Garbage collection, and why a stalled writer cannot lose an acknowledged write
 //
 // After a seal commits replay_after = R, object entries at positions <= R are
@@ -217,7 +246,9 @@
 //
 // writer.go: options, the Writer and its methods; claim.go: claiming a
 // shard and replay; loop.go: the writer goroutine and group commit; put.go:
-// putting entries, adopting others' and the fence check; entrylog.go: the
+// putting entries, adopting others' and the fence check; generation.go:
+// writing and loading generations, StreamNewest; newest.go: the newest-wins
+// rule and the lookups on it; entrylog.go: the
 // entryLog interface of the object log and the segment log; seal.go: the seal
 // pipeline and the memtable; hints.go: manifest hints; gc.go: collection;
 // drop.go: dropping merged generations; segment.go: the segment log (its

@@ -3,6 +3,7 @@ package wal
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -93,51 +94,213 @@ func writeGeneration(ctx context.Context, store objstore.Store, shard string, ge
 }
 
 // newestPerKey returns, per batch, a keep-mask (nil when every row is kept)
-// that keeps only the last occurrence of each key across all batches.
+// that keeps only the newest write of each key across all batches (later
+// batches and later rows are newer: the Newest rule).
 func newestPerKey(batches []arrow.RecordBatch, keyCol string) ([]*array.Boolean, error) {
-	seen := make(map[string]struct{})
-	keep := make([][]bool, len(batches))
-	for i := len(batches) - 1; i >= 0; i-- {
-		idx := batches[i].Schema().FieldIndices(keyCol)
-		if len(idx) != 1 {
-			return nil, fmt.Errorf("wal: batch has no key column %q", keyCol)
-		}
-		keys, ok := batches[i].Column(idx[0]).(*array.String)
-		if !ok {
-			return nil, fmt.Errorf("wal: key column %q must be utf8", keyCol)
-		}
-		k := make([]bool, keys.Len())
-		dropped := false
-		for r := keys.Len() - 1; r >= 0; r-- {
-			if keys.IsNull(r) {
-				return nil, fmt.Errorf("wal: null key in column %q", keyCol)
-			}
-			if _, dup := seen[keys.Value(r)]; dup {
-				dropped = true
-				continue
-			}
-			seen[keys.Value(r)] = struct{}{}
-			k[r] = true
-		}
-		if dropped {
-			keep[i] = k
-		}
-	}
+	n := NewNewest(0, false) // the batches outlive it
 	out := make([]*array.Boolean, len(batches))
-	for i, k := range keep {
-		if k == nil {
-			continue
+	for i := len(batches) - 1; i >= 0; i-- {
+		keys, err := keyColumn(batches[i], keyCol)
+		if err != nil {
+			return nil, err
 		}
-		b := array.NewBooleanBuilder(memory.DefaultAllocator)
-		b.AppendValues(k, nil)
-		out[i] = b.NewBooleanArray()
-		b.Release()
+		if keys.NullN() > 0 {
+			return nil, fmt.Errorf("wal: null key in column %q", keyCol)
+		}
+		if k := n.offerRows(keys.Len(), keys.Value); k != nil {
+			b := array.NewBooleanBuilder(memory.DefaultAllocator)
+			b.AppendValues(k, nil)
+			out[i] = b.NewBooleanArray()
+			b.Release()
+		}
 	}
 	return out, nil
 }
 
+// keyColumn returns rec's key column, which must be utf8.
+func keyColumn(rec arrow.RecordBatch, keyCol string) (*array.String, error) {
+	idx := rec.Schema().FieldIndices(keyCol)
+	if len(idx) != 1 {
+		return nil, fmt.Errorf("wal: batch has no key column %q", keyCol)
+	}
+	keys, ok := rec.Column(idx[0]).(*array.String)
+	if !ok {
+		return nil, fmt.Errorf("wal: key column %q must be utf8, is %s", keyCol, rec.Column(idx[0]).DataType())
+	}
+	return keys, nil
+}
+
+// LoadedGeneration is a generation read into memory: the columns a reader
+// asked for and an index from each key to its newest row. Like the file, it
+// never changes, so readers share it (a cache holds it by file key).
+type LoadedGeneration struct {
+	Ref   GenRef
+	Rec   arrow.RecordBatch // the columns asked for, as ReadOptions.Project made them
+	keys  *array.String
+	index map[string]int
+	bytes int64
+}
+
+// NumRows returns the generation's number of rows.
+func (g *LoadedGeneration) NumRows() int { return g.keys.Len() }
+
+// Key returns the key of a row.
+func (g *LoadedGeneration) Key(row int) string { return g.keys.Value(row) }
+
+// Lookup returns the newest row of key in the generation.
+func (g *LoadedGeneration) Lookup(key string) (int, bool) {
+	row, ok := g.index[key]
+	return row, ok
+}
+
+// Bytes returns the memory the decoded columns take.
+func (g *LoadedGeneration) Bytes() int64 { return g.bytes }
+
+// ReadOptions says what LoadGeneration reads.
+type ReadOptions struct {
+	KeyColumn string   // the utf8 key column; it must be among the result's columns
+	Columns   []string // the columns to read, when the file has them; nil: all
+	// Project, when set, turns the columns read (the file's, in the file's
+	// order) into the caller's shape: its order, its types, absent
+	// columns as nulls. It must not release its argument.
+	Project func(arrow.RecordBatch) (arrow.RecordBatch, error)
+	// Whole reads the file with one request whatever its size: a reader of
+	// every column needs every byte anyway.
+	Whole bool
+	// NoIndex skips the key index (Lookup then finds nothing): a merge
+	// only walks the rows.
+	NoIndex bool
+}
+
+// LoadGeneration reads a generation into memory.
+func LoadGeneration(ctx context.Context, store objstore.Reader, ref GenRef, o ReadOptions) (*LoadedGeneration, error) {
+	r, err := openGeneration(ctx, store, ref.Shard, ref.Gen, o.Whole)
+	if err != nil {
+		return nil, err
+	}
+	var ids []int32
+	for _, f := range r.Schema().Fields {
+		if o.Columns == nil || slices.Contains(o.Columns, f.Name) {
+			ids = append(ids, f.ID)
+		}
+	}
+	rec, err := r.Read(ctx, ids, 0, r.NumRows())
+	if err != nil {
+		return nil, fmt.Errorf("wal: read generation %s: %w", ref.Key(), err)
+	}
+	if o.Project != nil {
+		out, err := o.Project(rec)
+		rec.Release()
+		if err != nil {
+			return nil, fmt.Errorf("wal: generation %s: %w", ref.Key(), err)
+		}
+		rec = out
+	}
+	keys, err := keyColumn(rec, o.KeyColumn)
+	if err != nil {
+		rec.Release()
+		return nil, fmt.Errorf("wal: generation %s: %w", ref.Key(), err)
+	}
+	g := &LoadedGeneration{Ref: ref, Rec: rec, keys: keys}
+	if !o.NoIndex {
+		g.index = make(map[string]int, keys.Len())
+		for i := 0; i < keys.Len(); i++ {
+			g.index[keys.Value(i)] = i // the last row of a key is its newest
+		}
+	}
+	for _, c := range rec.Columns() {
+		g.bytes += int64(c.Data().Len()) * 8
+		for _, b := range c.Data().Buffers() {
+			if b != nil {
+				g.bytes += int64(b.Len())
+			}
+		}
+	}
+	return g, nil
+}
+
+// StreamNewest reads the generations refs (listed as NewestFirst takes
+// them) and hands them to fn one at a time, newest first, each with the
+// rows that hold the newest write of their key (keep; nil when all do). A
+// generation is read once, through load. Reads run concurrently ahead of
+// fn, so memory holds at most readAhead generations (readAheadBytes of
+// files in all, and always one) besides a copy of every key. It returns
+// the set of keys.
+func StreamNewest(ctx context.Context, refs []GenRef, load Loader, fn func(g *LoadedGeneration, keep []bool) error) (map[string]struct{}, error) {
+	order := NewestFirst(refs)
+	var rows int64
+	for _, r := range order {
+		rows += r.Gen.Rows
+	}
+	n := NewNewest(int(rows), true)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type loaded struct {
+		g   *LoadedGeneration
+		err error
+	}
+	results := make([]chan loaded, len(order))
+	for i := range results {
+		results[i] = make(chan loaded, 1)
+	}
+	// Reads run ahead of fn by up to readAhead generations and
+	// readAheadBytes of files, concurrently; a generation's budget is
+	// released once fn is done with it.
+	done := make(chan int64, len(order))
+	go func() {
+		var inFlight int64
+		ahead := 0
+		for i, ref := range order {
+			for ahead > 0 && (ahead >= readAhead || inFlight+ref.Gen.Bytes > readAheadBytes) {
+				select {
+				case b := <-done:
+					inFlight -= b
+					ahead--
+				case <-ctx.Done():
+					return
+				}
+			}
+			inFlight += ref.Gen.Bytes
+			ahead++
+			go func() {
+				g, err := load(ctx, ref)
+				results[i] <- loaded{g, err}
+			}()
+		}
+	}()
+	for i, ref := range order {
+		var l loaded
+		select {
+		case l = <-results[i]:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if l.err != nil {
+			return nil, l.err
+		}
+		keep := n.offerRows(l.g.NumRows(), l.g.Key)
+		err := fn(l.g, keep)
+		done <- ref.Gen.Bytes
+		if err != nil {
+			return nil, err
+		}
+	}
+	return n.Keys(), nil
+}
+
+// Read-ahead of StreamNewest: at S3 latencies a merge of many small
+// generations waits on requests, not on decoding.
+const (
+	readAhead      = 16
+	readAheadBytes = 64 << 20
+)
+
 // OpenGeneration opens a generation file for reading.
 func OpenGeneration(ctx context.Context, store objstore.Reader, shard string, g Generation) (*file.Reader, error) {
+	return openGeneration(ctx, store, shard, g, false)
+}
+
+func openGeneration(ctx context.Context, store objstore.Reader, shard string, g Generation, whole bool) (*file.Reader, error) {
 	key := GenerationKey(shard, g)
 	size := g.Bytes
 	if size <= 0 {
@@ -148,7 +311,7 @@ func OpenGeneration(ctx context.Context, store objstore.Reader, shard string, g 
 		size = info.Size
 	}
 	var src file.Source = rangeSource{store, key}
-	if size <= smallGeneration {
+	if size <= smallGeneration || whole {
 		b, err := store.Get(ctx, key)
 		if err != nil {
 			return nil, fmt.Errorf("wal: generation %s: %w", key, err)

@@ -25,7 +25,7 @@ type Config struct {
 
 	FlushInterval         time.Duration // ROLLOUT_FLUSH_INTERVAL_SECS, default 30 (0 disables the sweeper)
 	MergeAfterGenerations int           // ROLLOUT_MERGE_AFTER_GENERATIONS, default 0 (off)
-	MergeMaxGenerations   int           // ROLLOUT_MERGE_MAX_GENERATIONS, default 8 (0: no cap)
+	MergeMaxGenerations   int           // ROLLOUT_MERGE_MAX_GENERATIONS, default 1024 (0: no cap)
 	MergeMaxBytes         int64         // ROLLOUT_MERGE_MAX_BYTES, default 1073741824 (0: no cap)
 	CleanupInterval       time.Duration // ROLLOUT_CLEANUP_INTERVAL_SECS, default 0 (off)
 	PendingWarn           int           // ROLLOUT_WAL_PENDING_WARN_GENERATIONS, default 256
@@ -62,7 +62,7 @@ func FromEnv() (Config, error) {
 	}
 	c.FlushInterval = secs("ROLLOUT_FLUSH_INTERVAL_SECS", 30)
 	c.MergeAfterGenerations = int(envInt("ROLLOUT_MERGE_AFTER_GENERATIONS", 0, &err))
-	c.MergeMaxGenerations = int(envInt("ROLLOUT_MERGE_MAX_GENERATIONS", 8, &err))
+	c.MergeMaxGenerations = int(envInt("ROLLOUT_MERGE_MAX_GENERATIONS", rollout.DefaultMergeMaxGenerations, &err))
 	c.MergeMaxBytes = envInt("ROLLOUT_MERGE_MAX_BYTES", 1<<30, &err)
 	c.CleanupInterval = secs("ROLLOUT_CLEANUP_INTERVAL_SECS", 0)
 	c.PendingWarn = int(envInt("ROLLOUT_WAL_PENDING_WARN_GENERATIONS", 256, &err))
