@@ -237,7 +237,10 @@
 // When an ambiguous put's position is later found free, a successor may
 // have adopted the lost entry, sealed it and collected the name: a put
 // there lands where no replay looks. Such a put is followed by the fence
-// check as on the segment log (TestReusedPositionIsFenceChecked). The
+// check as on the segment log (TestReusedPositionIsFenceChecked); and
+// one found to hold an entry of a newer epoch (a fence entry) fences the
+// writer, which must not adopt it and write on past it unchecked
+// (TestPendingResolvesToFence). The
 // races of this argument have tests: a claim between a writer's put and its
 // acknowledgement (TestClaimBetweenPutAndAck), a put landing between a
 // claim's replay and its fence entry (TestDeposedPutLandsBeforeFence), a

@@ -219,3 +219,61 @@ func TestReusedPositionIsFenceChecked(t *testing.T) {
 		t.Fatalf("rows %v", got)
 	}
 }
+
+// TestPendingResolvesToFence: a writer's put fails without landing; a claim
+// puts its fence entry at that position, writes past it, seals and
+// collects. The writer, resolving its position, finds the fence entry: it
+// is fenced, rather than adopting it and putting its next entry on a
+// collected name unchecked.
+func TestPendingResolvesToFence(t *testing.T) {
+	ctx := context.Background()
+	store := objstore.NewMemory()
+	var mu sync.Mutex
+	failing := false
+	f := objstore.NewFaulty(store, objstore.FaultConfig{})
+	f.SetHook(func(op objstore.Op, key string, _ int) objstore.Fault {
+		mu.Lock()
+		defer mu.Unlock()
+		if failing && op == objstore.OpPutIfAbsent && strings.Contains(key, "/wal/") {
+			return objstore.FaultError
+		}
+		return objstore.FaultNone
+	})
+	a := claim(t, opts(f))
+	defer a.Abandon()
+	if err := appendIDs(t, a, "a1"); err != nil { // position 1
+		t.Fatal(err)
+	}
+	mu.Lock()
+	failing = true
+	mu.Unlock()
+	if err := appendIDs(t, a, "failed"); err == nil { // position 2, never lands
+		t.Fatal("append acknowledged although every put failed")
+	}
+	mu.Lock()
+	failing = false
+	mu.Unlock()
+	b := claim(t, opts(store)) // fence entry at 2
+	defer b.Abandon()
+	for i := range 3 { // positions 3, 4, 5, sealed and collected
+		if err := appendIDs(t, b, fmt.Sprintf("b%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Seal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.WaitCollect()
+	if _, err := store.Head(ctx, entryKey("s1", 3)); !errors.Is(err, objstore.ErrNotFound) {
+		t.Fatalf("position 3 not collected: %v", err)
+	}
+	if err := appendIDs(t, a, "zombie"); !errors.Is(err, ErrFenced) {
+		t.Fatalf("deposed writer past the fence entry: %v, want ErrFenced", err)
+	}
+	b.Abandon()
+	c := claim(t, opts(store))
+	defer c.Abandon()
+	if got := sealedIDs(t, store, "s1"); slices.Contains(got, "zombie") || slices.Contains(got, "failed") || !slices.Contains(got, "b2") {
+		t.Fatalf("rows %v", got)
+	}
+}

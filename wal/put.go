@@ -114,6 +114,16 @@ func (w *Writer) resolvePending(ctx context.Context) error {
 		return fmt.Errorf("wal: resolve position %d: %w", w.nextPos, err)
 	}
 	w.pending = false
+	// A newer writer's entry (a claim's fence entry) means we are deposed:
+	// adopting it and writing on past it would put entries where that
+	// writer may already have collected, unchecked.
+	if e, derr := decodeEntry(b); derr == nil {
+		newer := e.epoch > w.epoch
+		e.release()
+		if newer {
+			return w.fence(fmt.Errorf("%w: position %d holds an entry of a newer epoch", ErrFenced, w.nextPos))
+		}
+	}
 	return w.adopt(b)
 }
 
