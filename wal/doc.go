@@ -284,7 +284,7 @@
 // # Code
 //
 // writer.go: options, the Writer and its methods; claim.go: claiming a
-// shard and replay; loop.go: the writer goroutine and group commit; put.go:
+// shard, its fence entry, and replay; loop.go: the writer goroutine and group commit; put.go:
 // putting entries, adopting others' and the fence check; entrylog.go: the
 // entryLog interface of the object log and the segment log; seal.go: the seal
 // pipeline and the memtable; hints.go: manifest hints; gc.go: collection;
