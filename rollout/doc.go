@@ -34,9 +34,12 @@
 // append paying it. Larger JSON appends are built by their callers, in
 // parallel, and Arrow appends are conformed by theirs; both join a group
 // as batches, each append whole in one entry. Two drivers run at most, one
-// group being written while the next is formed; the second waits
-// groupWindow (2 ms) after the first took, so that under load a group
-// carries every append of the window. The WAL writer itself never waits
+// group being written while the next is formed. The second takes its group
+// groupWindow (2 ms) after the first took, or, when writes take longer
+// (a put on S3), shortly before the write in flight is expected to end,
+// and at the latest when it ends: the next group then holds every append
+// that arrived meanwhile and is built while the write runs. The WAL writer
+// itself never waits
 // (wal/doc.go, "Group commit"). An append whose caller has gone (its
 // context ended) before its group is formed is not written.
 //
