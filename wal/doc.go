@@ -32,6 +32,9 @@
 //	 "next_generation": 12,   number of the next sealed generation
 //	 "replay_after": 41,      WAL positions <= this are sealed into generations
 //	 "log_epoch": 3,          segments of lower epochs are dead (absent: 0)
+//	 "claims": [1, 4, 6],     versions that claimed the shard: never collected
+//	 "fences": [9, 30],       positions of claims' fence entries (object log):
+//	                          never collected (see Fencing)
 //	 "generations": [{"generation": 11, "path": "gen/...", "rows": 100,
 //	                  "bytes": 52311, "min_id": "a", "max_id": "z",
 //	                  "sealed_at": "2026-11-29T17:00:00Z"}],
@@ -46,7 +49,8 @@
 // per entry). An entry leaves out the nullable columns that are null in
 // every row of its batches (its schema is the row schema minus those, in
 // order); replay adds them back as null columns. Appends of different
-// column sets go into different entries.
+// column sets go into different entries. A claim's fence entry (see
+// Fencing) is the only entry without batches.
 // Entries sit at dense positions starting at 1 and are written
 // put-if-absent.
 //
