@@ -29,11 +29,29 @@
 // # Writes
 //
 // A process writes only to its own shard (ShardID of its instance id).
-// Append validates and converts records to one Arrow batch, hands it to
-// the shard's WAL writer, and returns once the WAL entry is durable: an
-// acknowledged row is never lost and, written again with the same id,
-// never duplicated in a read (newest write wins). Rows become readable when the memtable is
-// sealed into a generation (Flush, the worker's sweeper, a full memtable).
+// Append validates records (JSON and Arrow appends share the defaults and
+// checks), puts them in the store's append queue, and returns once the WAL
+// entry holding them is durable: an acknowledged row is never lost and,
+// written again with the same id, never duplicated in a read (newest write
+// wins). Rows become readable when the memtable is sealed into a generation
+// (Flush, the worker's sweeper, a full memtable).
+//
+// The append queue is the store's one group commit (store.go, the group*
+// constants). A driver takes every append waiting, up to groupMaxRecords
+// rows and groupMaxBytes, builds the small JSON appends among them (fewer
+// than buildBelowRecords records) into one Arrow batch, and hands the group
+// to the WAL writer as one entry: building a batch of the 38-column schema
+// has a fixed cost (about 170 µs) that a group shares instead of each
+// append paying it. Larger JSON appends are built by their callers, in
+// parallel, and Arrow appends are conformed by theirs; both join a group
+// as batches, each append whole in one entry. Two drivers run at most, one
+// group being written while the next is formed. The second takes its group
+// groupWindow (2 ms) after the first took, or, when writes take longer
+// (a put on S3), shortly before the write in flight is expected to end,
+// and at the latest when it ends: the next group then holds every append
+// that arrived meanwhile and is built while the write runs. The WAL writer
+// itself never waits (wal/doc.go, "Group commit"). An append whose caller
+// has gone (its context ended) before its group is formed is not written.
 //
 // Both append paths run one validation: Append (JSON and multipart
 // records) calls validate on the Records, AppendArrow on the batch's
@@ -41,8 +59,7 @@
 // value gets the same message whichever way it came: "record N: what",
 // for the lowest bad row, and in it the first of: a required value
 // missing, text that is not UTF-8, a column's check (in table order),
-// nothing stored. Defaults
-// (id: a new UUIDv7, problem_id: rollout_id, role, content_type,
+// nothing stored. Defaults (id: a new UUIDv7, problem_id: rollout_id, role, content_type,
 // created_at: now, sequence_order: 0, payload_size and payload_checksum
 // from the payload) come from the same table.
 //

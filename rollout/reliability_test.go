@@ -511,11 +511,13 @@ func (s *stallStore) PutIfAbsent(ctx context.Context, key string, data []byte) e
 
 // TestStalledAppendAfterOrphanMergeAndGC is wal.TestStalledWriterAfterGC
 // through the store: a worker's append stalls inside its WAL put; a master
-// merges the shard as an orphan; the worker's replacement (same instance id)
-// appends, seals past that position (GC deletes the name) and merges; then
-// the stalled put lands on the freed name. The stalled writer must not
-// acknowledge from that entry: it is fenced, the store claims the shard
-// back and retries, and the append is acknowledged once and read once.
+// merges the shard as an orphan (its claim puts a fence entry at the
+// stalled position); the worker's replacement (same instance id) appends,
+// seals past that position and merges, and collection deletes the entries
+// below it but not the fence entry; then the stalled put meets the fence
+// entry. The stalled writer must not acknowledge: it is fenced, the store
+// claims the shard back and retries, and the append is acknowledged once
+// and read once.
 func TestStalledAppendAfterOrphanMergeAndGC(t *testing.T) {
 	ctx := context.Background()
 	mem := objstore.NewMemory()
@@ -543,26 +545,33 @@ func TestStalledAppendAfterOrphanMergeAndGC(t *testing.T) {
 		t.Fatalf("orphan merge: %+v %v", mr, err)
 	}
 	successor := mustStore(t, newCatalog(t, mem, "w", quiet(Options{})), "exp")
-	if _, err := successor.Append(ctx, []Record{{ID: "b1", RolloutID: "r"}}); err != nil { // position 2
+	// The master's fence entry is at 2, the successor's at 3.
+	if _, err := successor.Append(ctx, []Record{{ID: "b1", RolloutID: "r"}}); err != nil { // position 4
 		t.Fatal(err)
 	}
-	if _, err := successor.Merge(ctx); err != nil { // seals replay_after=2, GC deletes position 2
+	if _, err := successor.Merge(ctx); err != nil { // seals replay_after=4, GC deletes positions 1 and 4
 		t.Fatal(err)
 	}
 	successor.writer.WaitCollect()
-	key := "exp" + storeSuffix + "/" + wal.Root + ShardID("w") + fmt.Sprintf("/wal/%020d.arrow", 2)
-	if _, err := mem.Head(ctx, key); !errors.Is(err, objstore.ErrNotFound) {
-		t.Fatalf("position 2 was not collected (%s): %v", key, err)
+	entry := func(p int) string {
+		return "exp" + storeSuffix + "/" + wal.Root + ShardID("w") + fmt.Sprintf("/wal/%020d.arrow", p)
+	}
+	for _, p := range []int{1, 4} {
+		if _, err := mem.Head(ctx, entry(p)); !errors.Is(err, objstore.ErrNotFound) {
+			t.Fatalf("position %d was not collected (%s): %v", p, entry(p), err)
+		}
+	}
+	// The hazard: were position 2 collected, the stalled put would land on
+	// a name no replay reads. The fence entry there is kept.
+	if _, err := mem.Head(ctx, entry(2)); err != nil {
+		t.Fatalf("the orphan merge's fence entry at position 2 was collected: %v", err)
 	}
 	unstall()
 	if err := <-res; err != nil {
 		t.Fatalf("the stalled append, retried after the fence, failed: %v", err)
 	}
-	// The stalled put landed on the collected name (the hazard). The entry
-	// itself may already be gone: the zombie's next claim sweeps the log
-	// below its replay position.
-	if !st.landed.Load() {
-		t.Fatal("the stalled put should have landed on the collected name (the hazard)")
+	if st.landed.Load() {
+		t.Fatal("the stalled put landed on the fence entry's name")
 	}
 	epoch := zombie.writer.Epoch()
 	settle(t, zombie)

@@ -148,18 +148,38 @@ type Store struct {
 	closed bool
 	health storeHealth
 
-	// Small appends waiting to be built into one batch (see appendSmall).
+	// The append queue: appends waiting for a driver to write them as one
+	// WAL entry (see enqueue).
 	amu      sync.Mutex
-	aqueue   []*smallAppend
+	aqueue   []*queuedAppend
 	adrivers int
 	alast    time.Time // when a driver last took from aqueue
+	// The groups being written: how many (one, or two with one queued
+	// in the WAL writer behind the other), when the running one started,
+	// the moving average of a write, and a channel closed when a write
+	// ends (see takeAt).
+	awriting    int
+	awriteStart time.Time
+	awriteAvg   time.Duration
+	awrote      chan struct{}
 }
 
-// smallAppend is one caller's records waiting in Store.aqueue.
-type smallAppend struct {
-	recs []Record
-	size int // approximate bytes: content, payload and the other text
-	done chan error
+// queuedAppend is one caller's append waiting in Store.aqueue: records to
+// be built into the group's shared batch (a small JSON append), or batches
+// the caller built or sent (a large JSON append, an Arrow append).
+type queuedAppend struct {
+	ctx     context.Context
+	recs    []Record
+	batches []arrow.RecordBatch // retained by the queue
+	rows    int
+	size    int // approximate bytes
+	done    chan error
+}
+
+func (a *queuedAppend) release() {
+	for _, b := range a.batches {
+		b.Release()
+	}
 }
 
 func approxSize(recs []Record) int {
@@ -171,6 +191,30 @@ func approxSize(recs []Record) int {
 			if p != nil {
 				n += len(*p)
 			}
+		}
+	}
+	return n
+}
+
+// batchSize is the bytes of rec's buffers. All-null columns count nothing:
+// they may be slices of a shared column far larger than the batch (see
+// buildBatch), and entries carry no bytes for them.
+func batchSize(rec arrow.RecordBatch) int {
+	var n int
+	var walk func(d arrow.ArrayData)
+	walk = func(d arrow.ArrayData) {
+		for _, b := range d.Buffers() {
+			if b != nil {
+				n += b.Len()
+			}
+		}
+		for _, c := range d.Children() {
+			walk(c)
+		}
+	}
+	for _, c := range rec.Columns() {
+		if c.NullN() < c.Len() {
+			walk(c.Data())
 		}
 	}
 	return n
@@ -354,49 +398,76 @@ func (s *Store) Append(ctx context.Context, recs []Record) ([]string, error) {
 	for i := range recs {
 		ids[i] = recs[i].ID
 	}
-	if len(recs) < combineBelowRecords {
-		return ids, s.appendSmall(ctx, recs)
+	if len(recs) < buildBelowRecords {
+		return ids, s.enqueue(ctx, &queuedAppend{recs: recs, rows: len(recs), size: approxSize(recs)})
 	}
+	// Large enough to carry its batch's fixed cost: built here, in
+	// parallel with other callers, not by the driver.
 	rec := buildBatch(recs)
-	defer rec.Release()
-	return ids, s.appendBatch(ctx, rec)
+	return ids, s.enqueue(ctx, &queuedAppend{batches: []arrow.RecordBatch{rec}, rows: len(recs), size: batchSize(rec)})
 }
 
+// The store's group commit (see doc.go, "Writes"): the only place where
+// appends wait for one another.
 const (
-	// combineBelowRecords: appends with fewer records are combined with
-	// concurrent ones into one batch. Building and encoding a batch of the
-	// 38-column schema has a fixed cost far above that of a small row.
-	combineBelowRecords = 64
-	// combineMaxRecords and combineMaxBytes bound one combined batch.
-	combineMaxRecords = 4096
-	combineMaxBytes   = 8 << 20
-	// combineDrivers is how many combined batches may be in flight at
-	// once: one being written while the next is built.
-	combineDrivers = 2
-	// combineTimeout bounds one combined append.
-	combineTimeout = 2 * time.Minute
-	// combineWindow is the least time between two takes from the queue
-	// while appends keep coming: the fixed cost of a batch (building and
-	// encoding 38 columns, about 170 µs) is then shared by every append of
-	// the window instead of the few that arrived during the last take.
-	combineWindow = 2 * time.Millisecond
+	// buildBelowRecords: JSON appends with fewer records are built into
+	// one batch together with the other such appends of their group.
+	// Building and encoding a batch of the 38-column schema has a fixed
+	// cost (about 170 µs) far above that of a small row.
+	buildBelowRecords = 64
+	// groupMaxRecords and groupMaxBytes bound one group (one WAL entry);
+	// an append larger than that is a group of its own.
+	groupMaxRecords = 4096
+	groupMaxBytes   = 8 << 20
+	// groupDrivers is how many groups may be in flight at once: one being
+	// written while the next is formed and built.
+	groupDrivers = 2
+	// groupTimeout bounds the write of one group.
+	groupTimeout = 2 * time.Minute
+	// groupWindow is the least time between two takes from the queue
+	// while the other driver's group is in flight: the fixed costs of a
+	// group (building its batch, encoding, one WAL write) are then shared
+	// by every append of the window instead of the few that arrived
+	// during the last take. An idle store appends at once.
+	groupWindow = 2 * time.Millisecond
+	// groupLead: while a group is being written, the next is taken when
+	// that write is expected to be groupLead (as a fraction of a write)
+	// from its end, or when it ends, so that the next group is built
+	// while the write runs and holds every append that arrived meanwhile:
+	// on S3 (a 20 ms put) the window alone would send the next group 2 ms
+	// after the last, to wait 18 ms in the WAL writer with a tenth of the
+	// appends it could carry.
+	groupLead = 8
 )
 
-// appendSmall queues recs to be appended together with other small appends
-// waiting at the same time, as one batch and one WAL write. It returns when
-// that batch is durable (or failed), or when ctx ends, in which case the
+// takeAt returns when the next group may be taken from the queue while
+// another is in flight (amu held).
+func (s *Store) takeAt() time.Time {
+	at := s.alast.Add(groupWindow)
+	if s.awriting > 0 {
+		if due := s.awriteStart.Add(s.awriteAvg - s.awriteAvg/groupLead); due.After(at) {
+			at = due
+		}
+	}
+	return at
+}
+
+// enqueue puts a in the append queue, to be written together with the
+// other appends waiting at the same time as one WAL entry. It returns when
+// that entry is durable (or failed), or when ctx ends, in which case the
 // rows may still be written but are not acknowledged, as with wal.Append.
-func (s *Store) appendSmall(ctx context.Context, recs []Record) error {
-	a := &smallAppend{recs: recs, size: approxSize(recs), done: make(chan error, 1)}
+// It takes over a's batches.
+func (s *Store) enqueue(ctx context.Context, a *queuedAppend) error {
+	a.ctx, a.done = ctx, make(chan error, 1)
 	s.amu.Lock()
 	s.aqueue = append(s.aqueue, a)
-	start := s.adrivers < combineDrivers
+	start := s.adrivers < groupDrivers
 	if start {
 		s.adrivers++
 	}
 	s.amu.Unlock()
 	if start {
-		go s.driveSmall()
+		go s.drive()
 	}
 	select {
 	case err := <-a.done:
@@ -406,22 +477,29 @@ func (s *Store) appendSmall(ctx context.Context, recs []Record) error {
 	}
 }
 
-// driveSmall appends queued small appends, as many as are waiting (up to
-// combineMaxRecords rows) per batch, until the queue is empty.
-func (s *Store) driveSmall() {
+// drive writes queued appends, as many as are waiting (up to the group
+// bounds) per WAL entry, until the queue is empty.
+func (s *Store) drive() {
 	for {
 		s.amu.Lock()
-		// Wait out the window only while the other driver's batch is in
-		// flight: an idle store appends at once.
-		if wait := combineWindow - time.Since(s.alast); wait > 0 && s.adrivers > 1 && len(s.aqueue) > 0 && len(s.aqueue) < combineMaxRecords/4 {
+		if wait := time.Until(s.takeAt()); wait > 0 && s.adrivers > 1 && len(s.aqueue) > 0 && len(s.aqueue) < groupMaxRecords/4 {
+			if s.awrote == nil {
+				s.awrote = make(chan struct{})
+			}
+			wrote := s.awrote
 			s.amu.Unlock()
-			time.Sleep(wait)
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-wrote: // the WAL writer is free: no reason to wait on
+			}
+			t.Stop()
 			s.amu.Lock()
 		}
 		s.alast = time.Now()
 		n, rows, size := 0, 0, 0
-		for n < len(s.aqueue) && (n == 0 || (rows+len(s.aqueue[n].recs) <= combineMaxRecords && size+s.aqueue[n].size <= combineMaxBytes)) {
-			rows += len(s.aqueue[n].recs)
+		for n < len(s.aqueue) && (n == 0 || (rows+s.aqueue[n].rows <= groupMaxRecords && size+s.aqueue[n].size <= groupMaxBytes)) {
+			rows += s.aqueue[n].rows
 			size += s.aqueue[n].size
 			n++
 		}
@@ -430,24 +508,68 @@ func (s *Store) driveSmall() {
 			s.amu.Unlock()
 			return
 		}
-		group := s.aqueue[:n:n]
+		taken := s.aqueue[:n:n]
 		s.aqueue = s.aqueue[n:]
 		s.amu.Unlock()
-		all := make([]Record, 0, rows)
-		for _, a := range group {
-			all = append(all, a.recs...)
-		}
-		rec := buildBatch(all)
-		// Not a caller's context: the batch carries several callers' rows.
-		// Each caller stops waiting on its own context; the bound keeps a
-		// stuck store from holding the driver forever.
-		ctx, cancel := context.WithTimeout(context.Background(), combineTimeout)
-		err := s.appendBatch(ctx, rec)
-		cancel()
-		rec.Release()
-		for _, a := range group {
+		s.writeGroup(taken)
+	}
+}
+
+// writeGroup writes the appends of one group as one WAL entry and answers
+// each of them.
+func (s *Store) writeGroup(taken []*queuedAppend) {
+	group := taken[:0:0]
+	var small []Record
+	var batches []arrow.RecordBatch
+	for _, a := range taken {
+		if err := a.ctx.Err(); err != nil {
+			// Its caller has gone: not written, not acknowledged.
+			a.release()
 			a.done <- err
+			continue
 		}
+		group = append(group, a)
+		small = append(small, a.recs...)
+		batches = append(batches, a.batches...)
+	}
+	if len(group) == 0 {
+		return
+	}
+	if len(small) > 0 {
+		built := buildBatch(small)
+		defer built.Release()
+		batches = append(batches, built)
+	}
+	// Not a caller's context: the entry carries several callers' rows.
+	// Each caller stops waiting on its own context; the bound keeps a
+	// stuck store from holding the driver forever.
+	s.amu.Lock()
+	if s.awriting == 0 {
+		s.awriteStart = time.Now()
+	}
+	s.awriting++
+	s.amu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
+	err := s.appendBatch(ctx, len(group), batches...)
+	cancel()
+	s.amu.Lock()
+	// The WAL writer takes groups in order: this write ran from
+	// awriteStart (its start, or the end of the write before it), and the
+	// one queued behind it, if any, runs from now.
+	s.awriting--
+	now := time.Now()
+	s.awriteAvg += (now.Sub(s.awriteStart) - s.awriteAvg) / 4
+	if s.awriting > 0 {
+		s.awriteStart = now
+	}
+	if s.awrote != nil {
+		close(s.awrote)
+		s.awrote = nil
+	}
+	s.amu.Unlock()
+	for _, a := range group {
+		a.release()
+		a.done <- err
 	}
 }
 
@@ -459,40 +581,40 @@ func (s *Store) driveSmall() {
 // returns the ids in row order. Rows become readable at the next Flush.
 func (s *Store) AppendArrow(ctx context.Context, recs ...arrow.RecordBatch) ([]string, error) {
 	now := time.Now().UTC()
-	conformed := make([]arrow.RecordBatch, 0, len(recs))
-	defer func() {
-		for _, c := range conformed {
-			c.Release()
-		}
-	}()
+	a := &queuedAppend{}
 	var ids []string
 	for _, rec := range recs {
 		c, cids, err := conformAppended(rec, now, len(ids))
 		if err != nil {
+			a.release()
 			return nil, err
 		}
 		if c != nil { // nil: no rows
-			conformed = append(conformed, c)
+			a.batches = append(a.batches, c)
+			a.size += batchSize(c)
 			ids = append(ids, cids...)
 		}
 	}
 	if len(ids) == 0 {
+		a.release()
 		return nil, invalid("no records: send at least one")
 	}
-	if err := s.appendBatch(ctx, conformed...); err != nil {
+	a.rows = len(ids)
+	if err := s.enqueue(ctx, a); err != nil {
 		return nil, err
 	}
 	return ids, nil
 }
 
-// appendBatch makes recs (with Schema) durable in one WAL entry.
-func (s *Store) appendBatch(ctx context.Context, recs ...arrow.RecordBatch) error {
+// appendBatch makes recs (with Schema), the rows of appends callers, durable
+// in one WAL entry.
+func (s *Store) appendBatch(ctx context.Context, appends int, recs ...arrow.RecordBatch) error {
 	for attempt := 0; ; attempt++ {
 		w, err := s.walWriter(ctx)
 		if err != nil {
 			return err
 		}
-		err = w.Append(ctx, recs...)
+		err = w.AppendGroup(ctx, appends, recs...)
 		if s.forgetDead(w, err) && errors.Is(err, wal.ErrFenced) && attempt == 0 {
 			// Someone claimed our shard (an orphan merge); take it back.
 			// Retrying is safe: ids make the append idempotent.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/lance-context/lance-context/vfs"
@@ -30,6 +31,9 @@ func Claim(ctx context.Context, opts Options) (*Writer, error) {
 		nm = m.clone()
 		nm.Version++
 		nm.Epoch++
+		// A claim version is never collected: it is the version a writer
+		// deposed by this claim finds in its fence check (doc.go).
+		nm.Claims = append(nm.Claims, nm.Version)
 		nm.UpdatedAt = time.Now().UTC()
 		err = commitManifest(ctx, opts.Store, opts.Shard, nm)
 		if err == nil {
@@ -61,6 +65,14 @@ func Claim(ctx context.Context, opts Options) (*Writer, error) {
 	if err := w.replay(ctx); err != nil {
 		w.mem.release()
 		return nil, err
+	}
+	if w.segDir == "" && nm.Epoch > 1 {
+		// The object log: fence the deposed writer at its next position
+		// (the first epoch has no one to fence).
+		if err := w.putFence(ctx); err != nil {
+			w.mem.release()
+			return nil, fmt.Errorf("wal: claim shard %s: fence entry: %w", opts.Shard, err)
+		}
 	}
 	if _, err := w.seal(ctx, SealClaim); err != nil {
 		w.mem.release()
@@ -178,13 +190,40 @@ func (w *Writer) commitLogEpoch(ctx context.Context) error {
 	return nil
 }
 
-// adopt adds the entry at nextPos (already durable) to the memtable.
+// putFence puts this claim's fence entry, an entry without rows, at the
+// first free position of the object log, and records it in the manifest
+// (kept from collection from the next commit on). A deposed writer whose
+// next put lands on it finds an entry of a newer epoch and stops; one
+// whose put landed first is adopted (see doc.go, "Fencing").
+func (w *Writer) putFence(ctx context.Context) error {
+	set := make([]byte, w.opts.Schema.NumFields())
+	for i := range set {
+		set[i] = 1
+	}
+	f, err := w.format(columnSet(set))
+	if err != nil {
+		return err
+	}
+	if err := w.putEntry(ctx, f.header, nil); err != nil {
+		return err
+	}
+	w.man.Fences = append(w.man.Fences, w.nextPos)
+	w.nextPos++
+	return nil
+}
+
+// adopt adds the entry at nextPos (already durable) to the memtable. An
+// entry without batches is a claim's fence: its position is recorded so
+// that it is never collected.
 func (w *Writer) adopt(b []byte) error {
 	e, err := checkEntry(w.opts.Shard, w.nextPos, b)
 	if err != nil {
 		return err
 	}
 	defer e.release()
+	if len(e.batches) == 0 && !slices.Contains(w.man.Fences, w.nextPos) {
+		w.man.Fences = append(w.man.Fences, w.nextPos)
+	}
 	for _, rec := range e.batches {
 		c, ok := widen(rec, w.opts.Schema)
 		if !ok {

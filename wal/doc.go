@@ -32,6 +32,9 @@
 //	 "next_generation": 12,   number of the next sealed generation
 //	 "replay_after": 41,      WAL positions <= this are sealed into generations
 //	 "log_epoch": 3,          segments of lower epochs are dead (absent: 0)
+//	 "claims": [1, 4, 6],     versions that claimed the shard: never collected
+//	 "fences": [9, 30],       positions of claims' fence entries (object log):
+//	                          never collected (see Fencing)
 //	 "generations": [{"generation": 11, "path": "gen/...", "rows": 100,
 //	                  "bytes": 52311, "min_id": "a", "max_id": "z",
 //	                  "sealed_at": "2026-11-29T17:00:00Z"}],
@@ -46,15 +49,27 @@
 // per entry). An entry leaves out the nullable columns that are null in
 // every row of its batches (its schema is the row schema minus those, in
 // order); replay adds them back as null columns. Appends of different
-// column sets go into different entries.
+// column sets go into different entries. A claim's fence entry (see
+// Fencing) is the only entry without batches.
 // Entries sit at dense positions starting at 1 and are written
-// put-if-absent. Group commit: the shard's single writer goroutine takes every
-// append waiting for it, writes them as one entry, and acknowledges each only
-// after that entry is durable and the fence check below has passed. Each
-// appender encodes its own record batch messages; the writer goroutine only
-// concatenates them. Under load (appends were waiting when the last entry
-// finished, and it carried several) it lets GroupWindow (2 ms) pass between
-// the starts of two entries, so an entry carries every append of the window.
+// put-if-absent.
+//
+// # Group commit
+//
+// The shard's single writer goroutine takes every append waiting for it
+// (up to MaxEntryBytes, one column set), writes them as one entry, and
+// acknowledges each only once that entry is durable and the writer still
+// owns the shard (see Fencing). Each appender encodes its own record batch
+// messages; the writer goroutine only concatenates them. The writer never
+// waits for more appends: what arrived while one entry was written forms the
+// next, so a slow put (20 ms on S3) gathers more appends per entry by
+// itself, and a fast one does not hold an append back. Waiting to form
+// larger groups pays only where a group has a fixed cost beyond its write:
+// building one Arrow batch of many callers' rows. That is the caller's
+// (package rollout's append queue, with the only window and group bounds;
+// it hands each group over as one AppendGroup), so there is one group
+// commit, not two in series. lance_context_wal_entry_appends observes the
+// appends (callers) per entry.
 //
 // A full memtable is sealed in the background: its generation file is
 // written off the writer goroutine, which keeps appending and commits the
@@ -176,15 +191,66 @@
 // Claim writes manifest version v+1 with epoch e+1, then replays and seals.
 // Every manifest write by a writer is a put-if-absent of (its last known
 // version)+1; if that name exists, another writer claimed the shard and this
-// one is fenced: it stops and fails everything queued with ErrFenced.
+// one is fenced: it stops and fails everything queued with ErrFenced. A
+// writer's last known version v is the last it committed, so version v+1,
+// if it exists, is a claim's: the manifest lists the versions that claimed
+// ("claims") and collection never deletes them.
 //
-// Before acknowledging an entry at position p, the writer checks that
-// manifest version v+1 (v = its last known version) does not exist. Versions
-// are dense, so a claim after the writer's last manifest write must have
-// created v+1. Either the claim happened before the check, and the writer
-// sees it and does not acknowledge; or it happened after, and then the
-// entry at p was durable before the claim, so the new owner's replay, which
-// starts after the claim, reads it.
+// Segment log. Before acknowledging an entry at position p, the writer
+// checks that manifest version v+1 does not exist (a local stat). Either
+// the claim happened before the check, and the writer sees it and does not
+// acknowledge; or it happened after, and then the entry at p was durable
+// before the claim, so the new owner's replay, which starts after the
+// claim, reads it.
+//
+// Object log: the put is the check. On an object store that check is a
+// second round trip after the put, and it cannot be overlapped with the
+// put: a check answered before the put lands says nothing about a claim
+// made between the two (the put may be stalled in the writer, the network
+// or the server for as long as the claim, a seal and a collection take).
+// Instead a claim fences the deposed writer in the log itself. A claim of
+// an epoch above 1 (the first epoch has no predecessor) replays up to the
+// first free position a, then puts a fence entry there: an entry with no
+// batches, put-if-absent like any other. If the name is taken (a put that
+// landed after replay looked), it adopts that entry and tries a+1. The
+// fence entry's position is recorded in the manifest ("fences", from the
+// claim's first commit on, and by any writer that adopts it) and is never
+// collected, nor are the claim versions: one small object and two numbers
+// per claim, for as long as the shard lives. A writer of the object log
+// then acknowledges an entry when its put-if-absent creates it (or finds
+// its own bytes there after a lost reply), without a fence check:
+//
+//   - Let W be a writer with last known version v at position q (every
+//     position below q resolved: written by W or adopted), and C the first
+//     claim after v, with fence entry at m. C's replay read positions
+//     R+1.. (R is v's replay_after, the start of W's positions) until a
+//     free one; those below q exist (nothing deletes above R without first
+//     replaying them), so q <= a <= m.
+//   - q = m: W's put either landed first, and then C adopted it (replay, or
+//     its fence put found it), or it meets the fence entry, which is an
+//     entry of a newer epoch: W is fenced. The fence entry is never
+//     deleted, so a put stalled for any time still meets it.
+//   - q < m: position q existed when C replayed it, and only W writes at
+//     W's next position (older writers are held below W's own claim's
+//     fence; newer ones start above m). So W's put at q is a retry of
+//     the same bytes (retries repeat the same entry, and whichever copy C
+//     adopted holds the rows W acknowledges), or a new entry put after an
+//     ambiguous failure found the position free, which is the case below.
+//   - q > m: W reached it only by writing at m, which it cannot.
+//
+// When an ambiguous put's position is later found free, a successor may
+// have adopted the lost entry, sealed it and collected the name: a put
+// there lands where no replay looks. Such a put is followed by the fence
+// check as on the segment log (TestReusedPositionIsFenceChecked); and
+// one found to hold an entry of a newer epoch (a fence entry) fences the
+// writer, which must not adopt it and write on past it unchecked
+// (TestPendingResolvesToFence). The
+// races of this argument have tests: a claim between a writer's put and its
+// acknowledgement (TestClaimBetweenPutAndAck), a put landing between a
+// claim's replay and its fence entry (TestDeposedPutLandsBeforeFence), a
+// put stalled across a claim, a seal and a collection
+// (TestStalledWriterAfterGC); an append costs one request
+// (TestAppendIsOneRequest).
 //
 // # Reading generations: newest wins
 //
@@ -218,19 +284,25 @@
 // # Garbage collection, and why a stalled writer cannot lose an acknowledged write
 //
 // After a seal commits replay_after = R, object entries at positions <= R are
-// deleted (without a directory sync: one that comes back after a crash is
-// at or below R, and the next claim's sweep deletes it again). Nobody reads
-// an entry at or below R but a deposed writer, which can no longer
-// acknowledge; and an entry names its shard and position, so a reader
-// refuses one found under another position's name. The known hazard: a writer stalled since before the claim wakes up
-// and puts an entry at a position p <= R that GC already deleted; the
+// deleted, fence entries excepted (without a directory sync: one that comes
+// back after a crash is at or below R, and the next claim's sweep deletes it
+// again). Manifest versions more than 16 behind the hint are deleted, claim
+// versions excepted. Nobody reads an entry at or below R but a deposed
+// writer, which can no longer acknowledge; and an entry names its shard and
+// position, so a reader refuses one found under another position's name.
+// The known hazard: a writer stalled since before the claim wakes up and
+// puts an entry at a position p <= R that GC already deleted; the
 // put-if-absent succeeds (the name is free again), but no replay will ever
-// read p, since replay starts after R. If that writer acknowledged, the write
-// would be lost. It cannot: R was recorded by a manifest version newer than
-// anything that writer has seen (it never sealed p itself, or it would not
-// write p again), so its pre-acknowledgement check of version v+1 finds that
-// version and the writer is fenced instead. The entry it leaves behind is
-// never acknowledged and never read. TestStalledWriterAfterGC covers it.
+// read p, since replay starts after R. If that writer acknowledged, the
+// write would be lost. It cannot: on the object log, p is at or below the
+// claim's fence entry, which is never deleted, and p below it only after an
+// ambiguous put, whose reuse is checked (above); on the segment log, R was
+// recorded by a manifest version newer than anything that writer has seen
+// (it never sealed p itself, or it would not write p again), so its
+// pre-acknowledgement check finds the claim's version v+1, which is never
+// collected, and the writer is fenced instead. The entry it leaves behind
+// is never acknowledged and never read. TestStalledWriterAfterGC and
+// TestReusedPositionIsFenceChecked cover it.
 //
 // Generation files are deleted only after a merge has committed them into the
 // base table together with the shard's merge watermark and the shard manifest
@@ -245,10 +317,10 @@
 // # Code
 //
 // writer.go: options, the Writer and its methods; claim.go: claiming a
-// shard and replay; loop.go: the writer goroutine and group commit; put.go:
-// putting entries, adopting others' and the fence check; generation.go:
-// writing and loading generations, StreamNewest; newest.go: the newest-wins
-// rule and the lookups on it; entrylog.go: the
+// shard, its fence entry, and replay; loop.go: the writer goroutine and
+// group commit; put.go: putting entries, adopting others' and the fence
+// check; generation.go: writing and loading generations, StreamNewest;
+// newest.go: the newest-wins rule and the lookups on it; entrylog.go: the
 // entryLog interface of the object log and the segment log; seal.go: the seal
 // pipeline and the memtable; hints.go: manifest hints; gc.go: collection;
 // drop.go: dropping merged generations; segment.go: the segment log (its

@@ -20,9 +20,12 @@ const keepManifests = 16
 // only leave garbage; a failed generation delete schedules a sweep.
 func (w *Writer) collect(from, to, version uint64, gens []string, sweepUpTo uint64, listed map[string]bool) {
 	store, shard := w.opts.Store, w.opts.Shard
+	fences, claims := keepSet(w.man.Fences), keepSet(w.man.Claims)
 	w.inBackground(func(ctx context.Context) {
 		for p := from; p <= to && p > 0; p++ {
-			_ = objstore.Discard(ctx, store, entryKey(shard, p))
+			if !fences[p] {
+				_ = objstore.Discard(ctx, store, entryKey(shard, p))
+			}
 		}
 		// Garbage only: a file a crash brings back is found again by the
 		// sweeps, so no directory sync is paid for (see objstore.Discard).
@@ -30,7 +33,9 @@ func (w *Writer) collect(from, to, version uint64, gens []string, sweepUpTo uint
 		// from it never meet a gap.
 		if upTo := min(version, w.hinted.Load()); upTo > keepManifests {
 			for v := w.manifestsCollected + 1; v <= upTo-keepManifests; v++ {
-				_ = objstore.Discard(ctx, store, manifestKey(shard, v))
+				if !claims[v] {
+					_ = objstore.Discard(ctx, store, manifestKey(shard, v))
+				}
 			}
 			w.manifestsCollected = max(w.manifestsCollected, upTo-keepManifests)
 		}
@@ -84,18 +89,19 @@ func sweepGenerations(ctx context.Context, store objstore.Store, shard string, u
 // LogEpoch).
 func (w *Writer) sweepLog(replayAfter, version uint64) {
 	store, shard, segDir, logFS, epoch, hinted := w.opts.Store, w.opts.Shard, w.segDir, w.logFS, w.epoch, w.hinted.Load()
+	fences, claims := keepSet(w.man.Fences), keepSet(w.man.Claims)
 	w.inBackground(func(ctx context.Context) {
 		if objs, err := store.List(ctx, shardDir(shard)+"wal/"); err == nil {
 			for _, o := range objs {
 				num, _, _ := strings.Cut(path.Base(o.Key), ".")
-				if p, err := strconv.ParseUint(num, 10, 64); err == nil && p <= replayAfter {
+				if p, err := strconv.ParseUint(num, 10, 64); err == nil && p <= replayAfter && !fences[p] {
 					_ = objstore.Discard(ctx, store, o.Key)
 				}
 			}
 		}
 		if objs, err := store.List(ctx, shardDir(shard)+"manifest/"); err == nil {
 			for _, o := range objs {
-				if v, ok := parseManifestKey(o.Key); ok && v+keepManifests < min(version, hinted) {
+				if v, ok := parseManifestKey(o.Key); ok && v+keepManifests < min(version, hinted) && !claims[v] {
 					_ = objstore.Discard(ctx, store, o.Key)
 				}
 			}
@@ -104,6 +110,16 @@ func (w *Writer) sweepLog(replayAfter, version uint64) {
 			sweepSegments(logFS, segDir, epoch)
 		}
 	})
+}
+
+// keepSet returns the set of xs: claim versions and fence positions,
+// which collection never deletes.
+func keepSet(xs []uint64) map[uint64]bool {
+	m := make(map[uint64]bool, len(xs))
+	for _, x := range xs {
+		m[x] = true
+	}
+	return m
 }
 
 // inBackground runs fn off the loop, one collection at a time, with a

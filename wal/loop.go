@@ -2,7 +2,6 @@ package wal
 
 import (
 	"context"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 )
@@ -52,14 +51,10 @@ func (w *Writer) loop() {
 	defer w.abandonSeal()
 	ctx := context.Background()
 	var queue []*op
-	var lastEntry time.Time // when the last entry started
-	lastOps := 0            // appends in the last entry
 	for {
-		idle := false
 		if len(queue) == 0 {
 			select {
 			case o := <-w.ops:
-				idle = true
 				queue = append(queue, o)
 			case res := <-w.sealDone:
 				w.finishSeal(ctx, res)
@@ -76,16 +71,10 @@ func (w *Writer) loop() {
 			w.finishSeal(ctx, res)
 		default:
 		}
-		// Under load (work was waiting when the last entry finished, and
-		// that entry carried several appends), let the group window fill
-		// before the next entry. An appender that combines its own appends
-		// into one batch (rollout's small appends) has a window of its own.
-		if !idle && lastOps > 1 && queue[0].kind == opAppend && w.opts.GroupWindow > 0 {
-			if wait := w.opts.GroupWindow - time.Since(lastEntry); wait > 0 {
-				time.Sleep(wait)
-			}
-		}
-		// Take everything already waiting: this is the group commit.
+		// Take everything already waiting: whatever arrived while the last
+		// entry was written goes into the next one. The loop never waits
+		// for more: callers that want a window form their groups before
+		// they call (rollout's append queue; see doc.go, "Group commit").
 	drain:
 		for {
 			select {
@@ -108,7 +97,6 @@ func (w *Writer) loop() {
 			}
 		}
 		if n > 0 {
-			lastEntry, lastOps = time.Now(), n
 			w.appendGroup(ctx, queue[:n])
 			queue = queue[n:]
 			continue
@@ -183,9 +171,11 @@ func (w *Writer) failAll(err error) {
 func (w *Writer) appendGroup(ctx context.Context, group []*op) {
 	var recs []arrow.RecordBatch
 	var msgs [][]byte
+	appends := 0
 	for _, o := range group {
 		recs = append(recs, o.recs...)
 		msgs = append(msgs, o.msgs...)
+		appends += o.appends
 	}
 	err := w.writeEntry(ctx, group[0].format, recs, msgs)
 	for _, o := range group {
@@ -193,6 +183,10 @@ func (w *Writer) appendGroup(ctx context.Context, group []*op) {
 		o.done <- err
 	}
 	w.stats.LastGroupLen.Store(int64(len(group)))
+	if err == nil {
+		w.stats.Appends.Add(int64(appends))
+		w.opts.Metrics.EntryAppends.Observe(float64(appends))
+	}
 	if err == nil && w.mem.full(&w.opts) {
 		w.startSeal(ctx, SealFull)
 	}

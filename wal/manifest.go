@@ -48,12 +48,20 @@ type Manifest struct {
 	// LogEpoch: segment files of lower epochs are dead (see doc.go).
 	LogEpoch    uint64       `json:"log_epoch,omitempty"`
 	Generations []Generation `json:"generations"`
-	UpdatedAt   time.Time    `json:"updated_at"`
+	// Claims are the versions that claimed the shard (a new epoch), and
+	// Fences the WAL positions of the claims' fence entries: both are
+	// kept forever, since a writer deposed by that claim may wake at any
+	// time (see doc.go, "Fencing").
+	Claims    []uint64  `json:"claims,omitempty"`
+	Fences    []uint64  `json:"fences,omitempty"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 func (m *Manifest) clone() *Manifest {
 	c := *m
 	c.Generations = append([]Generation(nil), m.Generations...)
+	c.Claims = append([]uint64(nil), m.Claims...)
+	c.Fences = append([]uint64(nil), m.Fences...)
 	return &c
 }
 

@@ -26,6 +26,7 @@ type Metrics struct {
 	PutSeconds    prometheus.Histogram   // object entry put-if-absent
 	EntryBytes    prometheus.Histogram   // bytes per WAL entry (one group commit)
 	EntryRows     prometheus.Histogram   // rows per WAL entry
+	EntryAppends  prometheus.Histogram   // appends acknowledged by one WAL entry: the group commit
 	Seals         *prometheus.CounterVec // committed seals, by cause
 	SealSeconds   prometheus.Histogram   // from a seal's start to its commit
 	FencedWriters prometheus.Counter     // writers stopped by a newer claim
@@ -50,6 +51,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Bytes of a WAL entry: the appends of one group commit.", Buckets: prometheus.ExponentialBuckets(256, 4, 10)}),
 		EntryRows: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: Namespace, Subsystem: "wal", Name: "entry_rows",
 			Help: "Rows of a WAL entry: the appends of one group commit.", Buckets: prometheus.ExponentialBuckets(1, 4, 10)}),
+		EntryAppends: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: Namespace, Subsystem: "wal", Name: "entry_appends",
+			Help: "Appends (callers) acknowledged by one WAL entry: the size of a group commit.", Buckets: prometheus.ExponentialBuckets(1, 2, 12)}),
 		Seals: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "wal", Name: "seals_total",
 			Help: "Memtables sealed into generations, by cause (memtable_full, flush, claim, close)."}, []string{"cause"}),
 		SealSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: Namespace, Subsystem: "wal", Name: "seal_seconds",
@@ -83,7 +86,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 }
 
 func (m *Metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.SyncSeconds, m.PutSeconds, m.EntryBytes, m.EntryRows, m.Seals, m.SealSeconds,
+	return []prometheus.Collector{m.SyncSeconds, m.PutSeconds, m.EntryBytes, m.EntryRows, m.EntryAppends, m.Seals, m.SealSeconds,
 		m.FencedWriters, m.FailedWriters, m.ReplayCorrupt, m.PendingGens, m.UnsealedRows, m.RowsTotal}
 }
 

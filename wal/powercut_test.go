@@ -163,7 +163,6 @@ func powerCutOpts(store objstore.Store, fsys *vfs.MemFS) Options {
 	o.LogFS, o.LogDir = fsys, "/data"
 	o.SegmentBytes = 4 << 10
 	o.MaxMemtableRows = 11
-	o.GroupWindow = -1
 	return o
 }
 
@@ -231,7 +230,6 @@ func TestLogFaults(t *testing.T) {
 			o.LogFS, o.LogDir = faulty, dir
 			o.SegmentBytes = 4 << 10
 			o.MaxMemtableRows = 11
-			o.GroupWindow = -1
 			wl := &cutWorkload{opts: o, perAppender: 20, stop: func() bool { return false }}
 			wl.run(t)
 			diskFaults += faulty.Injected()
@@ -243,7 +241,6 @@ func TestLogFaults(t *testing.T) {
 			faulty := objstore.NewFaulty(inner, objstore.FaultConfig{Seed: seed, Default: objstore.Rates{Error: 0.01, LostAck: 0.01}})
 			o := opts(faulty)
 			o.MaxMemtableRows = 11
-			o.GroupWindow = -1
 			wl := &cutWorkload{opts: o, perAppender: 20, stop: func() bool { return false }}
 			wl.run(t)
 			checkRecovered(t, opts(inner), wl.acked)

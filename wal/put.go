@@ -47,7 +47,17 @@ func (w *Writer) writeEntry(ctx context.Context, f *entryFormat, recs []arrow.Re
 	w.opts.Metrics.EntryBytes.Observe(float64(size))
 	w.opts.Metrics.EntryRows.Observe(float64(rows))
 	w.opts.Metrics.RowsTotal.Add(float64(rows))
-	return w.checkFence(ctx)
+	if w.segDir == "" && !w.reused {
+		// The object log: a claim after our last manifest commit put its
+		// fence entry at or below this position, so the put itself was
+		// the check (doc.go, "Fencing").
+		return nil
+	}
+	if err := w.checkFence(ctx); err != nil {
+		return err
+	}
+	w.reused = false
+	return nil
 }
 
 // putEntry writes msgs as an object entry at nextPos, put-if-absent,
@@ -94,17 +104,33 @@ func (w *Writer) resolvePending(ctx context.Context) error {
 	b, err := w.opts.Store.Get(ctx, entryKey(w.opts.Shard, w.nextPos))
 	switch {
 	case errors.Is(err, objstore.ErrNotFound):
+		// The position is free, but a successor may have adopted, sealed
+		// and collected our entry there: the put that reuses it is not
+		// its own fence check (doc.go, "Fencing").
 		w.pending = false
+		w.reused = true
 		return nil
 	case err != nil:
 		return fmt.Errorf("wal: resolve position %d: %w", w.nextPos, err)
 	}
 	w.pending = false
+	// A newer writer's entry (a claim's fence entry) means we are deposed:
+	// adopting it and writing on past it would put entries where that
+	// writer may already have collected, unchecked.
+	if e, derr := decodeEntry(b); derr == nil {
+		newer := e.epoch > w.epoch
+		e.release()
+		if newer {
+			return w.fence(fmt.Errorf("%w: position %d holds an entry of a newer epoch", ErrFenced, w.nextPos))
+		}
+	}
 	return w.adopt(b)
 }
 
-// checkFence verifies no manifest version newer than ours exists, which is
-// what entitles this writer to acknowledge (see doc.go).
+// checkFence verifies no manifest version newer than ours exists (the
+// next one would be a claim's, which is never collected), which is what
+// entitles a writer of the segment log, or one reusing a position, to
+// acknowledge (see doc.go).
 func (w *Writer) checkFence(ctx context.Context) error {
 	next := w.man.Version + 1
 	_, err := w.opts.Store.Head(ctx, manifestKey(w.opts.Shard, next))

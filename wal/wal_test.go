@@ -238,23 +238,28 @@ func TestStalledWriterAfterGC(t *testing.T) {
 	go func() { res <- appendIDs(t, a, "zombie") }() // position 2, stalls
 	<-stall
 
+	// b replays 1 and puts its fence entry at 2.
 	b := claim(t, opts(store))
-	if err := appendIDs(t, b, "b1"); err != nil { // b writes position 2
+	if err := appendIDs(t, b, "b1"); err != nil { // b writes position 3
 		t.Fatal(err)
 	}
-	if err := b.Seal(ctx); err != nil { // replay_after = 2; GC deletes 1 and 2
+	if err := b.Seal(ctx); err != nil { // replay_after = 3; GC deletes 1 and 3
 		t.Fatal(err)
 	}
 	b.WaitCollect()
-	if _, err := store.Head(ctx, entryKey("s1", 2)); !errors.Is(err, objstore.ErrNotFound) {
-		t.Fatalf("position 2 not collected: %v", err)
+	for _, p := range []uint64{1, 3} {
+		if _, err := store.Head(ctx, entryKey("s1", p)); !errors.Is(err, objstore.ErrNotFound) {
+			t.Fatalf("position %d not collected: %v", p, err)
+		}
 	}
-	close(release) // the stalled put now lands on the deleted name
+	// The hazard: were position 2 deleted, the stalled put would land on
+	// a free name, unread by any replay. The fence entry is never collected.
+	if _, err := store.Head(ctx, entryKey("s1", 2)); err != nil {
+		t.Fatalf("the claim's fence entry at position 2 was collected: %v", err)
+	}
+	close(release) // the stalled put now meets the fence entry
 	if err := <-res; !errors.Is(err, ErrFenced) {
 		t.Fatalf("stalled writer acknowledged after GC: %v", err)
-	}
-	if _, err := store.Head(ctx, entryKey("s1", 2)); err != nil {
-		t.Fatalf("the stalled put should have landed (that is the hazard): %v", err)
 	}
 	b.Abandon()
 	c := claim(t, opts(store))
@@ -285,12 +290,13 @@ func TestAdoptsOlderEpochEntry(t *testing.T) {
 	b := claim(t, opts(store))
 	defer b.Abandon()
 	r := rows("from-zombie")
-	data, err := encodeEntry(rowSchema, []arrow.RecordBatch{r}, "s1", 1, 1)
+	data, err := encodeEntry(rowSchema, []arrow.RecordBatch{r}, "s1", 1, 2)
 	r.Release()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := store.PutIfAbsent(ctx, entryKey("s1", 1), data); err != nil {
+	// b's fence entry is at 1, so b's next position is 2.
+	if err := store.PutIfAbsent(ctx, entryKey("s1", 2), data); err != nil {
 		t.Fatal(err)
 	}
 	if err := appendIDs(t, b, "mine"); err != nil {

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -32,13 +31,6 @@ type Options struct {
 	MaxEntryBytes    int64 // bytes per WAL entry before a group is split; default 16 MiB
 	MaxMemtableRows  int64 // seal when reached; default 200,000
 	MaxMemtableBytes int64 // seal when reached; default 128 MiB
-	// GroupWindow is the least time between the starts of two entries
-	// while appends keep arriving and the last entry carried several (the
-	// loop never waits when it was idle).
-	// Under load an entry then carries every append of the window instead
-	// of those of one put: fewer, larger writes, each of which costs far
-	// more than its bytes. Default 2 ms; negative: no window.
-	GroupWindow time.Duration
 	// SegmentBytes is the preallocated size of a segment file of the log
 	// on a local filesystem; default 64 MiB.
 	SegmentBytes int64
@@ -67,9 +59,6 @@ func (o *Options) setDefaults() {
 	}
 	if o.MaxMemtableBytes <= 0 {
 		o.MaxMemtableBytes = 128 << 20
-	}
-	if o.GroupWindow == 0 {
-		o.GroupWindow = 2 * time.Millisecond
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -118,8 +107,11 @@ type Writer struct {
 	man     *Manifest
 	nextPos uint64
 	pending bool // the put at nextPos failed ambiguously; resolve before reuse
-	mem     memtable
-	err     error // sticky: ErrFenced, ErrClosed or ErrLogFailed
+	// reused: nextPos was found free after an ambiguous put; the entry put
+	// there is acknowledged only after the fence check.
+	reused bool
+	mem    memtable
+	err    error // sticky: ErrFenced, ErrClosed or ErrLogFailed
 	// segDir is the shard's segment directory when the store is on a local
 	// filesystem; seg is the segment log when this writer writes one (nil:
 	// entries are objects). objectsUpTo is the last position held in an
@@ -166,7 +158,8 @@ type Stats struct {
 	EntryRows    atomic.Int64 // rows in them
 	Seals        atomic.Int64
 	AdoptedRows  atomic.Int64 // rows found in the log written by another writer
-	LastGroupLen atomic.Int64 // appends in the last group commit
+	LastGroupLen atomic.Int64 // Append calls in the last entry
+	Appends      atomic.Int64 // appends acknowledged (AppendGroup counts its callers)
 }
 
 type opKind int
@@ -179,12 +172,13 @@ const (
 )
 
 type op struct {
-	kind   opKind
-	recs   []arrow.RecordBatch // opAppend: rows that must land in one entry
-	msgs   [][]byte            // opAppend: recs encoded in format
-	format *entryFormat        // opAppend
-	upTo   uint64
-	done   chan error
+	kind    opKind
+	recs    []arrow.RecordBatch // opAppend: rows that must land in one entry
+	msgs    [][]byte            // opAppend: recs encoded in format
+	format  *entryFormat        // opAppend
+	appends int                 // opAppend: the callers whose rows recs are
+	upTo    uint64
+	done    chan error
 }
 
 func (w *Writer) publish() {
@@ -214,10 +208,16 @@ func (w *Writer) UnsealedRows() int64 { return w.unsealed.Load() }
 func (w *Writer) Stats() *Stats { return &w.stats }
 
 // Append makes recs durable in the WAL, all in one entry (all or none). It
-// returns nil only once the rows are in a durable entry and the writer has
-// checked it still owns the shard. The rows become readable at the next
-// seal.
+// returns nil only once the rows are in a durable entry and the writer
+// still owns the shard (see doc.go, "Fencing"). The rows become readable at
+// the next seal.
 func (w *Writer) Append(ctx context.Context, recs ...arrow.RecordBatch) error {
+	return w.AppendGroup(ctx, 1, recs...)
+}
+
+// AppendGroup is Append for recs that hold the rows of appends callers,
+// grouped by the caller (they count in the group commit metrics).
+func (w *Writer) AppendGroup(ctx context.Context, appends int, recs ...arrow.RecordBatch) error {
 	if len(recs) == 0 {
 		return nil
 	}
@@ -242,7 +242,7 @@ func (w *Writer) Append(ctx context.Context, recs ...arrow.RecordBatch) error {
 	for _, rec := range recs {
 		rec.Retain()
 	}
-	return w.do(ctx, &op{kind: opAppend, recs: recs, msgs: msgs, format: f})
+	return w.do(ctx, &op{kind: opAppend, recs: recs, msgs: msgs, format: f, appends: max(appends, 1)})
 }
 
 // format returns the writer's entry format for set, made on first use.
