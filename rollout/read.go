@@ -124,38 +124,13 @@ func (s *Store) snapshotLimit(ctx context.Context, withWAL bool, limit int) (*sn
 		return &snapshot{base: base}, nil
 	}
 	var shards []shardView
+	var base *table.Dataset
+	var err error
 	if withWAL {
-		ids, err := wal.ListShards(ctx, s.root)
-		if err != nil {
-			return nil, err
-		}
-		shards = make([]shardView, len(ids))
-		errs := make([]error, len(ids))
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, 16)
-		for i, id := range ids {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				sem <- struct{}{}
-				defer func() { <-sem }()
-				m, err := wal.LoadManifest(ctx, s.root, id)
-				if errors.Is(err, wal.ErrNoShard) {
-					// Registered, but its first claim has not committed a
-					// manifest (or never will: the claimer died in between).
-					// It holds nothing.
-					m, err = nil, nil
-				}
-				shards[i], errs[i] = shardView{id: id, man: m}, err
-			}()
-		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
-			return nil, err
-		}
-		shards = slices.DeleteFunc(shards, func(v shardView) bool { return v.man == nil })
+		shards, base, err = s.readShardsAndBase(ctx)
+	} else {
+		base, err = table.Open(ctx, s.root)
 	}
-	base, err := table.Open(ctx, s.root)
 	if err != nil {
 		return nil, err
 	}

@@ -142,6 +142,7 @@ type Store struct {
 	version atomic.Uint64 // the newest base version this process has seen
 	evolved atomic.Bool   // the base table has every column of Schema
 	pinned  atomic.Uint64 // a checkout's base version; 0 reads the latest
+	meta    snapMeta      // what snapshots read last (snapshot.go)
 
 	mu     sync.Mutex
 	writer *wal.Writer

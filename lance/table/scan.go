@@ -353,7 +353,7 @@ func releaseAll(arrs []arrow.Array) {
 
 func (d *Dataset) openFile(ctx context.Context, df *pb.DataFile) (*file.Reader, error) {
 	key := dataDir + df.GetPath()
-	if r, ok := d.files.readers.get(d.store, key); ok {
+	if r, ok := d.files.reader(d.store, key); ok {
 		return r, nil
 	}
 	size := int64(df.GetFileSizeBytes())
@@ -368,7 +368,7 @@ func (d *Dataset) openFile(ctx context.Context, df *pb.DataFile) (*file.Reader, 
 	if err != nil {
 		return nil, fmt.Errorf("lance/table: open data file %s: %w", key, err)
 	}
-	d.files.readers.put(d.store, key, r)
+	d.files.putReader(d.store, key, r)
 	return r, nil
 }
 
