@@ -32,14 +32,14 @@ var roundTripPins = map[string]int{
 	// takes its rows even when the WAL alone could fill it.
 	"page all (warm)":              12,
 	"get by id (warm)":             12,
-	"trajectory 10 records (warm)": 14,
+	"trajectory 10 records (warm)": 12,
 	"open store (cold)":            2,
 	"stats (cold)":                 4,
 	"page fragments (cold)":        26,
 	"page all (cold)":              32,
 	// Cold reads open the BTree index files (lookup and pages).
 	"get by id (cold)":             29,
-	"trajectory 10 records (cold)": 34,
+	"trajectory 10 records (cold)": 32,
 	// A merge now also writes a delta index segment over its fragment and
 	// commits it (index upkeep).
 	"merge 16 generations (warm)": 129,
@@ -52,13 +52,13 @@ var roundTripDepthPins = map[string]int{
 	"page fragments (warm)":        2,
 	"page all (warm)":              2,
 	"get by id (warm)":             2,
-	"trajectory 10 records (warm)": 3,
+	"trajectory 10 records (warm)": 2,
 	"open store (cold)":            2,
 	"stats (cold)":                 3,
 	"page fragments (cold)":        13,
 	"page all (cold)":              16,
 	"get by id (cold)":             15,
-	"trajectory 10 records (cold)": 18,
+	"trajectory 10 records (cold)": 16,
 }
 
 // roundTripLatency is the latency of every counted request, so that
