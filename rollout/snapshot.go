@@ -56,6 +56,11 @@ func (s *Store) readShardsAndBase(ctx context.Context) ([]shardView, *table.Data
 	m.mu.Lock()
 	known := slices.Clone(m.shards)
 	m.mu.Unlock()
+	if len(known) == 0 && s.shard != "" {
+		// First read of this handle: this process's own shard is the
+		// likeliest one; probe it in the first wave.
+		known = []string{s.shard}
+	}
 
 	var (
 		wg      sync.WaitGroup
