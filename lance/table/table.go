@@ -100,7 +100,7 @@ const listFirstNames = 8
 // latestVersionInfo finds the newest version. For a V2 table it lists the
 // first names of _versions/ (one request) and returns the newest
 // manifest's listing entry; otherwise info is zero and the version comes
-// from latestVersion.
+// from the hint (latestProbed).
 func latestVersionInfo(ctx context.Context, store objstore.Store) (info objstore.ObjectInfo, v uint64, n naming, err error) {
 	infos, err := objstore.ListFirst(ctx, store, versionsDir, listFirstNames)
 	if err != nil {
