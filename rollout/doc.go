@@ -79,6 +79,16 @@
 // Get, Blob and Trajectory always read all. A Checkout pins this process's
 // reads to an older base version, without the WAL tier.
 //
+// Staleness: none. Every read revalidates its snapshot, so it sees every
+// commit (of any process) that finished before the read began; what it
+// costs is one wave of parallel listings (the shard markers, each known
+// shard's manifest directory, the first names of the base's _versions/),
+// and manifests are read again only when a listing shows a new version
+// (snapshot.go). The base and the shard manifests are read in the same
+// wave; a merge that drained a shard between the two reads is detected
+// (the base's watermark is below a generation the manifest dropped) and
+// the base is read again, which restores the order above.
+//
 // Listings are in id order (cursor.go): a page holds the smallest ids
 // above the cursor, so following next_cursor returns every row that
 // existed when the listing began exactly once across merges and

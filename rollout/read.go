@@ -124,38 +124,13 @@ func (s *Store) snapshotLimit(ctx context.Context, withWAL bool, limit int) (*sn
 		return &snapshot{base: base}, nil
 	}
 	var shards []shardView
+	var base *table.Dataset
+	var err error
 	if withWAL {
-		ids, err := wal.ListShards(ctx, s.root)
-		if err != nil {
-			return nil, err
-		}
-		shards = make([]shardView, len(ids))
-		errs := make([]error, len(ids))
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, 16)
-		for i, id := range ids {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				sem <- struct{}{}
-				defer func() { <-sem }()
-				m, err := wal.LoadManifest(ctx, s.root, id)
-				if errors.Is(err, wal.ErrNoShard) {
-					// Registered, but its first claim has not committed a
-					// manifest (or never will: the claimer died in between).
-					// It holds nothing.
-					m, err = nil, nil
-				}
-				shards[i], errs[i] = shardView{id: id, man: m}, err
-			}()
-		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
-			return nil, err
-		}
-		shards = slices.DeleteFunc(shards, func(v shardView) bool { return v.man == nil })
+		shards, base, err = s.readShardsAndBase(ctx)
+	} else {
+		base, err = table.Open(ctx, s.root)
 	}
-	base, err := table.Open(ctx, s.root)
 	if err != nil {
 		return nil, err
 	}
@@ -418,21 +393,69 @@ const maxTrajectory = 100_000
 // Trajectory returns the records of a rollout (full union) ordered by
 // sequence_order, then id.
 func (s *Store) Trajectory(ctx context.Context, rolloutID string) ([]Record, error) {
-	res, err := s.List(ctx, ListOptions{Source: SourceAll, Filters: []Filter{{ColRolloutID, rolloutID}}, Limit: maxTrajectory})
+	var out []Record
+	err := s.readRetry(ctx, true, func(snap *snapshot) error {
+		var err error
+		out, err = s.trajectory(ctx, snap, rolloutID)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	if res.HasMore {
-		return nil, invalid("trajectory %q has more than %d records", rolloutID, maxTrajectory)
-	}
-	sort.SliceStable(res.Records, func(i, j int) bool {
-		a, b := res.Records[i], res.Records[j]
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
 		if a.SequenceOrder != b.SequenceOrder {
 			return a.SequenceOrder < b.SequenceOrder
 		}
 		return a.ID < b.ID
 	})
-	return res.Records, nil
+	return out, nil
+}
+
+// trajectory reads a rollout's records from one snapshot: the pending rows
+// of the rollout, and the base rows (through the rollout_id index) whose
+// id has no pending write. Unlike a listing it needs no id order, so the
+// base rows are read with their columns in one scan, not ids first and
+// rows after (one round trip less).
+func (s *Store) trajectory(ctx context.Context, snap *snapshot, rolloutID string) ([]Record, error) {
+	fs := []Filter{{ColRolloutID, rolloutID}}
+	rows, exclude, err := s.walRows(ctx, snap)
+	if err != nil {
+		return nil, err
+	}
+	var out []Record
+	for i := range rows {
+		if !rows[i].matches(fs) {
+			continue
+		}
+		rec, err := rows[i].record()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rec)
+	}
+	if len(out) > maxTrajectory {
+		return nil, invalid("trajectory %q has more than %d records", rolloutID, maxTrajectory)
+	}
+	if !missingFilter(snap.base, fs) {
+		opts := table.ScanOptions{Columns: baseColumns(snap.base, listColumns), Where: tableFilters(fs), Index: s.finder(),
+			PlainDictionaries: true, Limit: int64(maxTrajectory + 1 - len(out))}
+		if len(exclude) > 0 {
+			opts.In = []table.In{{Column: ColID, Values: exclude, Negate: true}}
+		}
+		err := snap.base.Scan(ctx, opts, func(b arrow.RecordBatch) error {
+			rs, err := recordsFromBatch(b)
+			out = append(out, rs...)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(out) > maxTrajectory {
+		return nil, invalid("trajectory %q has more than %d records", rolloutID, maxTrajectory)
+	}
+	return out, nil
 }
 
 // ShardStats and Stats are the wire types of a store's statistics.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -142,6 +143,7 @@ type Store struct {
 	version atomic.Uint64 // the newest base version this process has seen
 	evolved atomic.Bool   // the base table has every column of Schema
 	pinned  atomic.Uint64 // a checkout's base version; 0 reads the latest
+	meta    snapMeta      // what snapshots read last (snapshot.go)
 
 	mu     sync.Mutex
 	writer *wal.Writer
@@ -237,9 +239,18 @@ func createStore(ctx context.Context, root objstore.Store) error {
 	return err
 }
 
+// smallIndexFileBytes: index files up to this size are read whole when
+// first opened and then served from memory (objstore.SmallFiles).
+const smallIndexFileBytes = 1 << 20
+
+func isIndexFile(key string) bool { return strings.HasPrefix(key, index.IndicesDir) }
+
 // openStore opens an existing store and evolves its schema to Schema.
 func openStore(ctx context.Context, name string, root objstore.Store, shard string, opts Options) (*Store, error) {
 	opts.setDefaults()
+	// Index files are immutable (a fresh directory per build) and opening
+	// one is a chain of dependent reads: read the small ones whole, once.
+	root = objstore.NewSmallFiles(root, isIndexFile, smallIndexFileBytes)
 	d, err := table.Open(ctx, root)
 	if errors.Is(err, table.ErrNoTable) {
 		return nil, fmt.Errorf("%w: store %q", ErrNotFound, name)

@@ -255,3 +255,31 @@ func retry(ctx context.Context, op func() error) error {
 }
 
 const retryAttempts = 4
+
+// LatestManifestInfo finds a shard's newest manifest version with one
+// listing of its manifest directory (versions below the hint are deleted,
+// so it holds a few dozen names at most) and returns it with its listing
+// entry, so that a reader that cached that version can skip reading it.
+// Returns ErrNoShard when the shard has no manifest.
+func LatestManifestInfo(ctx context.Context, store objstore.Reader, shard string) (uint64, objstore.ObjectInfo, error) {
+	objs, err := store.List(ctx, shardDir(shard)+"manifest/")
+	if err != nil {
+		return 0, objstore.ObjectInfo{}, fmt.Errorf("wal: list shard %s manifests: %w", shard, err)
+	}
+	var best uint64
+	var info objstore.ObjectInfo
+	for _, o := range objs {
+		if v, ok := parseManifestKey(o.Key); ok && v > best {
+			best, info = v, o
+		}
+	}
+	if best == 0 {
+		return 0, info, ErrNoShard
+	}
+	return best, info, nil
+}
+
+// ReadManifest reads version v of a shard's manifest.
+func ReadManifest(ctx context.Context, store objstore.Reader, shard string, v uint64) (*Manifest, error) {
+	return readManifest(ctx, store, shard, v)
+}

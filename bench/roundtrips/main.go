@@ -43,6 +43,7 @@ type config struct {
 	samples     int
 	coldSamples int
 	mergeGens   int
+	lancedb     string // the Node script of the LanceDB side; "" skips it
 }
 
 func main() {
@@ -56,6 +57,7 @@ func main() {
 	flag.IntVar(&c.samples, "samples", 9, "warm samples per operation")
 	flag.IntVar(&c.coldSamples, "cold-samples", 3, "cold samples (worker restarts) per operation")
 	flag.IntVar(&c.mergeGens, "merge-generations", 50, "pending generations of the merge measurement")
+	flag.StringVar(&c.lancedb, "lancedb", "test/interop/bench_s3.mjs", "Node script timing LanceDB 0.31 on the same table (needs test/interop/node_modules); empty skips it")
 	flag.Parse()
 	for _, d := range strings.Split(delays, ",") {
 		if d == "0" {
@@ -103,6 +105,7 @@ type bench struct {
 	cfg     config
 	proxy   *latencyproxy.Proxy
 	proxyEP string
+	adminEP string // the proxy's admin handler (counters for the LanceDB script)
 	dataURL string
 	worker  *exec.Cmd
 	base    string // worker URL
@@ -125,6 +128,14 @@ func run(ctx context.Context, cfg config) error {
 	go srv.Serve(ln)
 	defer srv.Close()
 	b.proxyEP = "http://" + ln.Addr().String()
+	aln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	adm := &http.Server{Handler: b.proxy.AdminHandler(), ReadHeaderTimeout: 10 * time.Second}
+	go adm.Serve(aln)
+	defer adm.Close()
+	b.adminEP = "http://" + aln.Addr().String()
 	var rnd [4]byte
 	rand.Read(rnd[:])
 	b.dataURL = strings.TrimSuffix(cfg.url, "/") + "/roundtrips-" + hex.EncodeToString(rnd[:])
@@ -149,6 +160,14 @@ func run(ctx context.Context, cfg config) error {
 		}
 		all = append(all, rs...)
 		printTable(d, rs)
+		if cfg.lancedb != "" {
+			ls, err := b.lanceDB(ctx, d)
+			if err != nil {
+				return err
+			}
+			all = append(all, ls...)
+			printTable(d, ls)
+		}
 	}
 	enc := json.NewEncoder(os.Stdout)
 	for _, r := range all {
@@ -437,6 +456,50 @@ func (b *bench) measure(ctx context.Context, delay time.Duration) ([]result, err
 			return nil, err
 		}
 		out = append(out, summarize(delay, fmt.Sprintf("merge %d generations (all passes)", b.cfg.mergeGens), []sample{s}))
+	}
+	return out, nil
+}
+
+// lanceDB times LanceDB 0.31 on the same table through the same proxy
+// (cfg.lancedb, see test/interop/bench_s3.mjs), with its default
+// consistency (no version check on a held table) and with a version check
+// on every read (as ours do).
+func (b *bench) lanceDB(ctx context.Context, delay time.Duration) ([]result, error) {
+	b.proxy.SetDelay(delay)
+	var out []result
+	for _, mode := range []string{"default", "strong"} {
+		cmd := exec.CommandContext(ctx, "node", b.cfg.lancedb, b.dataURL, "bench.rollout",
+			"--id", fmt.Sprintf("rec-%06d", b.cfg.records*617/1000),
+			"--rollout", fmt.Sprintf("traj-%05d", b.cfg.records/10*389/1000),
+			"--samples", fmt.Sprint(b.cfg.samples), "--admin", b.adminEP, "--consistency", mode)
+		cmd.Env = append(os.Environ(), "AWS_ENDPOINT_URL="+b.proxyEP)
+		cmd.Stderr = b.logf
+		js, err := cmd.Output()
+		if err != nil {
+			return nil, fmt.Errorf("lancedb (%s): %w (log %s)", b.cfg.lancedb, err, b.logf.Name())
+		}
+		var res struct {
+			UsesIndex bool `json:"uses_index"`
+			Ops       map[string]struct {
+				P50MS      float64 `json:"p50_ms"`
+				Requests   int     `json:"requests"`
+				Sequential int     `json:"sequential"`
+				Samples    int     `json:"samples"`
+			} `json:"ops"`
+		}
+		if err := json.Unmarshal(js, &res); err != nil {
+			return nil, fmt.Errorf("lancedb: %w: %s", err, js)
+		}
+		for _, op := range []struct{ key, name string }{
+			{"count", "count"}, {"get", "get by id"}, {"page", "page (25)"}, {"traj", "trajectory (10 records)"},
+		} {
+			o := res.Ops[op.key]
+			name := fmt.Sprintf("lancedb %s (%s)", op.name, mode)
+			if op.key == "get" && !res.UsesIndex {
+				name += " [no index]"
+			}
+			out = append(out, result{Delay: delay.String(), Op: name, Samples: o.Samples, P50MS: o.P50MS, Requests: o.Requests, Sequential: o.Sequential})
+		}
 	}
 	return out, nil
 }

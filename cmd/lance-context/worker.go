@@ -23,6 +23,7 @@ ROLLOUT_WAL_PENDING_MAX_GENERATIONS (4096), LC_MAX_BODY_BYTES (67108864),
 LC_MAX_RECORDS_PER_REQUEST (10000), LC_MAX_PAYLOAD_BYTES (33554432),
 LC_HTTP_READ_TIMEOUT_SECS (60), LC_HTTP_WRITE_TIMEOUT_SECS (120), LC_HTTP_IDLE_TIMEOUT_SECS (120),
 LC_INDEX_COLUMNS (id,rollout_id,problem_id; "none": no BTree indexes),
+LC_METADATA_CACHE_BYTES (268435456: manifests, file metadata, offsets), LC_IO_CONCURRENCY (32 range reads in flight per read),
 GOGC (300), GOMEMLIMIT (3/4 of the container's memory limit, cgroup v2 or v1, else of the machine's memory).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -21,8 +20,6 @@ import (
 const (
 	// coalesceGap: two byte ranges closer than this are fetched in one read.
 	coalesceGap = 16 << 10
-	// maxParallelReads bounds the concurrent ReadRange calls of one fetch.
-	maxParallelReads = 8
 	// directReadMin: ranges at least this big are read straight into the
 	// output arrays when the Source implements SourceInto.
 	directReadMin = 64 << 10
@@ -82,13 +79,16 @@ func (r *Reader) ReadWith(ctx context.Context, fieldIDs []int32, start, end int6
 	if len(nodes) == 1 {
 		datas[0], errs[0] = rc.decode(nodes[0], ranges)
 	} else {
+		// Every field decodes in its own goroutine, and their reads go out
+		// in waves (see waves): the fields' first reads in one wave, then
+		// what those reads tell them to read next.
+		rc.waves = &waves{active: len(nodes)}
 		var wg sync.WaitGroup
-		sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 		for i, n := range nodes {
 			wg.Add(1)
-			sem <- struct{}{}
 			go func() {
-				defer func() { <-sem; wg.Done() }()
+				defer wg.Done()
+				defer rc.waves.leave(rc)
 				datas[i], errs[i] = rc.decode(n, ranges)
 			}()
 		}
@@ -125,6 +125,97 @@ type readCtx struct {
 	limit int64
 	// plainDicts: decode dictionary-typed fields to their value type.
 	plainDicts bool
+	// waves gathers the reads of concurrently decoded fields (nil: one field).
+	waves *waves
+}
+
+// waves batches the reads of the fields one Read decodes concurrently: a
+// field's fetch waits until every field still decoding is waiting in a
+// fetch too, then the reads of all of them are coalesced and issued at once
+// (nearby ranges of different columns in one ranged read). On an object
+// store the Read then costs one round trip per dependent step (a string
+// column's offsets, then its bytes), not one per column and step.
+type waves struct {
+	mu      sync.Mutex
+	active  int // fields still decoding
+	waiting []*waveCall
+}
+
+type waveCall struct {
+	reqs []bufRange
+	dsts [][]byte
+	out  [][]byte
+	err  error
+	done chan struct{}
+}
+
+// fetch joins the next wave and returns its part of the results.
+func (w *waves) fetch(rc *readCtx, reqs []bufRange, dsts [][]byte) ([][]byte, error) {
+	c := &waveCall{reqs: reqs, dsts: dsts, done: make(chan struct{})}
+	w.mu.Lock()
+	w.waiting = append(w.waiting, c)
+	batch := w.ready()
+	w.mu.Unlock()
+	if batch != nil {
+		rc.issue(batch)
+	}
+	<-c.done
+	return c.out, c.err
+}
+
+// leave marks a field done; the fields waiting may now make a full wave.
+func (w *waves) leave(rc *readCtx) {
+	w.mu.Lock()
+	w.active--
+	batch := w.ready()
+	w.mu.Unlock()
+	if batch != nil {
+		rc.issue(batch)
+	}
+}
+
+// ready takes the waiting calls when they are all the active fields.
+// Called with mu held.
+func (w *waves) ready() []*waveCall {
+	if len(w.waiting) == 0 || len(w.waiting) < w.active {
+		return nil
+	}
+	b := w.waiting
+	w.waiting = nil
+	return b
+}
+
+// issue reads one wave's ranges together and hands each call its part.
+func (rc *readCtx) issue(batch []*waveCall) {
+	var reqs []bufRange
+	var dsts [][]byte
+	hasDst := false
+	for _, c := range batch {
+		reqs = append(reqs, c.reqs...)
+		if c.dsts != nil {
+			hasDst = true
+		}
+	}
+	if hasDst {
+		for _, c := range batch {
+			if c.dsts != nil {
+				dsts = append(dsts, c.dsts...)
+			} else {
+				dsts = append(dsts, make([][]byte, len(c.reqs))...)
+			}
+		}
+	}
+	out, err := rc.fetchNow(reqs, dsts)
+	at := 0
+	for _, c := range batch {
+		if err != nil {
+			c.err = err
+		} else {
+			c.out = out[at : at+len(c.reqs) : at+len(c.reqs)]
+		}
+		at += len(c.reqs)
+		close(c.done)
+	}
 }
 
 // alloc returns n zeroed bytes charged to the Read's budget.
@@ -141,6 +232,14 @@ func (rc *readCtx) alloc(n int64) ([]byte, error) {
 // large range is read straight into dsts[i] and out[i] is dsts[i]: callers
 // copy with copyInto, which skips that case.
 func (rc *readCtx) fetch(reqs []bufRange, dsts [][]byte) ([][]byte, error) {
+	if rc.waves != nil {
+		return rc.waves.fetch(rc, reqs, dsts)
+	}
+	return rc.fetchNow(reqs, dsts)
+}
+
+// fetchNow is fetch without waiting for other fields' reads.
+func (rc *readCtx) fetchNow(reqs []bufRange, dsts [][]byte) ([][]byte, error) {
 	out := make([][]byte, len(reqs))
 	into, _ := rc.r.src.(SourceInto)
 	idx := make([]int, 0, len(reqs))
@@ -201,7 +300,7 @@ func (rc *readCtx) fetch(reqs []bufRange, dsts [][]byte) ([][]byte, error) {
 	}
 	errs := make([]error, len(jobs))
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, maxParallelReads)
+	sem := make(chan struct{}, IOConcurrency())
 	for k, job := range jobs {
 		wg.Add(1)
 		sem <- struct{}{}
@@ -433,7 +532,32 @@ func (rc *readCtx) decodeBinary(n *node, ranges []rowRange) (arrow.ArrayData, er
 		return nil, err
 	}
 	bps := make([]binPiece, len(ps))
-	reqs := make([]bufRange, 3*len(ps))
+	// Per piece: [0] validity, [1] offsets (or dictionary indices), [2]
+	// dictionary item ends, [3] the bytes, when the offsets are cached.
+	reqs := make([]bufRange, 4*len(ps))
+	whole := make([]bool, len(ps)) // [1] reads the page's whole offsets buffer
+	pre := make([]bool, len(ps))   // [3] reads the bytes in the first wave
+	// span sets a piece's byte range from its offsets.
+	span := func(bp *binPiece) error {
+		d := bp.d
+		norm := func(v uint64) uint64 {
+			if d.adj > 0 && v >= d.adj {
+				return v - d.adj
+			}
+			return v
+		}
+		if len(bp.idx) < 8 {
+			return corruptf("field %q: string offsets missing", n.f.Name)
+		}
+		if bp.lo > 0 {
+			bp.start = norm(binary.LittleEndian.Uint64(bp.idx))
+		}
+		bp.end = norm(binary.LittleEndian.Uint64(bp.idx[len(bp.idx)-8:]))
+		if bp.end < bp.start || bp.end > uint64(d.bytes.size) {
+			return corruptf("field %q: string bytes [%d, %d) outside the page's %d bytes", n.f.Name, bp.start, bp.end, d.bytes.size)
+		}
+		return nil
+	}
 	for i, p := range ps {
 		d := n.col.pages[p.page].desc.(*binDesc)
 		bp := &bps[i]
@@ -442,13 +566,13 @@ func (rc *readCtx) decodeBinary(n *node, ranges []rowRange) (arrow.ArrayData, er
 			continue
 		}
 		if d.outer.bitmap != nil {
-			reqs[3*i] = bitRange(*d.outer.bitmap, p.lo, p.hi)
+			reqs[4*i] = bitRange(*d.outer.bitmap, p.lo, p.hi)
 		}
 		if dd := d.dict; dd != nil {
 			w := int64(dd.bits / 8)
-			reqs[3*i+1] = bufRange{dd.indices.off + p.lo*w, (p.hi - p.lo) * w}
+			reqs[4*i+1] = bufRange{dd.indices.off + p.lo*w, (p.hi - p.lo) * w}
 			if !dd.items.outer.allNull {
-				reqs[3*i+2] = bufRange{dd.items.indices.off, 8 * dd.n}
+				reqs[4*i+2] = bufRange{dd.items.indices.off, 8 * dd.n}
 			}
 			continue
 		}
@@ -456,7 +580,20 @@ func (rc *readCtx) decodeBinary(n *node, ranges []rowRange) (arrow.ArrayData, er
 		if i0 > 0 {
 			i0--
 		}
-		reqs[3*i+1] = bufRange{d.indices.off + 8*i0, 8 * (p.hi - i0)}
+		if w, ok := rc.cachedOffsets(d.indices, 8*p.hi); ok {
+			bp.idx = w[8*i0 : 8*p.hi]
+			if err := span(bp); err != nil {
+				return nil, err
+			}
+			reqs[4*i+3] = bufRange{d.bytes.off + int64(bp.start), int64(bp.end - bp.start)}
+			pre[i] = true
+			continue
+		}
+		if d.indices.size <= maxCachedOffsets && d.indices.size >= 8*p.hi {
+			reqs[4*i+1], whole[i] = d.indices, true
+			continue
+		}
+		reqs[4*i+1] = bufRange{d.indices.off + 8*i0, 8 * (p.hi - i0)}
 	}
 	got, err := rc.fetch(reqs, nil)
 	if err != nil {
@@ -471,10 +608,16 @@ func (rc *readCtx) decodeBinary(n *node, ranges []rowRange) (arrow.ArrayData, er
 		if d.outer.allNull {
 			continue
 		}
-		bp.outer, bp.idx = got[3*i], got[3*i+1]
+		bp.outer = got[4*i]
+		if pre[i] {
+			bp.data = got[4*i+3]
+			total += bp.end - bp.start
+			continue
+		}
+		bp.idx = got[4*i+1]
 		if dd := d.dict; dd != nil {
 			if !dd.items.outer.allNull {
-				ends, valid, err := itemOffsets(got[3*i+2], dd.items.adj, dd.n)
+				ends, valid, err := itemOffsets(got[4*i+2], dd.items.adj, dd.n)
 				if err != nil {
 					return nil, err
 				}
@@ -486,18 +629,16 @@ func (rc *readCtx) decodeBinary(n *node, ranges []rowRange) (arrow.ArrayData, er
 			}
 			continue
 		}
-		norm := func(v uint64) uint64 {
-			if d.adj > 0 && v >= d.adj {
-				return v - d.adj
+		if whole[i] {
+			i0 := bp.lo
+			if i0 > 0 {
+				i0--
 			}
-			return v
+			w := rc.keepOffsets(d.indices, bp.idx)
+			bp.idx = w[8*i0 : 8*bp.hi]
 		}
-		if bp.lo > 0 {
-			bp.start = norm(binary.LittleEndian.Uint64(bp.idx))
-		}
-		bp.end = norm(binary.LittleEndian.Uint64(bp.idx[len(bp.idx)-8:]))
-		if bp.end < bp.start || bp.end > uint64(d.bytes.size) {
-			return nil, corruptf("field %q: string bytes [%d, %d) outside the page's %d bytes", n.f.Name, bp.start, bp.end, d.bytes.size)
+		if err := span(bp); err != nil {
+			return nil, err
 		}
 		reqs2[i] = bufRange{d.bytes.off + int64(bp.start), int64(bp.end - bp.start)}
 		total += bp.end - bp.start
@@ -528,13 +669,24 @@ func (rc *readCtx) decodeBinary(n *node, ranges []rowRange) (arrow.ArrayData, er
 			pos += bps[i].end - bps[i].start
 		}
 	}
-	got2, err := rc.fetch(reqs2, dsts)
-	if err != nil {
-		return nil, err
+	second := false
+	for _, q := range reqs2 {
+		second = second || q.size > 0
+	}
+	got2 := make([][]byte, len(reqs2))
+	for i := range got2 {
+		got2[i] = []byte{}
+	}
+	if second {
+		if got2, err = rc.fetch(reqs2, dsts); err != nil {
+			return nil, err
+		}
 	}
 	for i := range bps {
 		bp := &bps[i]
-		bp.data = got2[i]
+		if !pre[i] {
+			bp.data = got2[i]
+		}
 		if bp.d.dict != nil && bp.itemEnds != nil {
 			t, err := dictBytes(bp)
 			if err != nil {
@@ -749,18 +901,51 @@ func (rc *readCtx) decodeList(n *node, ranges []rowRange) (arrow.ArrayData, erro
 	if err != nil {
 		return nil, err
 	}
+	// Offsets buffers are read whole and cached when small (see
+	// maxCachedOffsets); cached ones need no read.
 	reqs := make([]bufRange, len(ps))
+	got := make([][]byte, len(ps))
+	whole := make([]bool, len(ps))
+	need := false
 	for i, p := range ps {
 		d := n.col.pages[p.page].desc.(*listDesc)
 		i0 := p.lo
 		if i0 > 0 {
 			i0--
 		}
-		reqs[i] = bufRange{d.offsets.off + 8*i0, 8 * (p.hi - i0)}
+		switch w, ok := rc.cachedOffsets(d.offsets, 8*p.hi); {
+		case ok:
+			got[i] = w[8*i0 : 8*p.hi]
+		case d.offsets.size <= maxCachedOffsets && d.offsets.size >= 8*p.hi:
+			reqs[i], whole[i], need = d.offsets, true, true
+		default:
+			reqs[i], need = bufRange{d.offsets.off + 8*i0, 8 * (p.hi - i0)}, true
+		}
 	}
-	got, err := rc.fetch(reqs, nil)
-	if err != nil {
-		return nil, err
+	if need {
+		fetched, err := rc.fetch(reqs, nil)
+		if err != nil {
+			return nil, err
+		}
+		for i, p := range ps {
+			switch {
+			case got[i] != nil:
+			case whole[i]:
+				i0 := p.lo
+				if i0 > 0 {
+					i0--
+				}
+				w := rc.keepOffsets(n.col.pages[p.page].desc.(*listDesc).offsets, fetched[i])
+				got[i] = w[8*i0 : 8*p.hi]
+			default:
+				got[i] = fetched[i]
+			}
+		}
+	}
+	for i := range got {
+		if len(got[i]) < 8 {
+			return nil, corruptf("field %q: list offsets missing", n.f.Name)
+		}
 	}
 	large := n.f.Type.ID() == arrow.LARGE_LIST
 	var (

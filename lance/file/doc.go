@@ -8,7 +8,16 @@
 // read of the last 64 KiB (a second read only when the metadata is larger);
 // Reader.Read then fetches only the pages, and within large pages only the
 // byte ranges, that the requested rows and columns need, coalescing nearby
-// ranges into one read. Arrays point into the fetched bytes where the layout
+// ranges into one read. The fields of one Read decode concurrently and
+// their reads go out in waves: every field's first reads together, nearby
+// ranges of different columns coalesced into one ranged read, then what
+// those reads tell them to read next (a string column's bytes after its
+// offsets), so a Read costs one object-store round trip per dependent step,
+// not per column. Up to IOConcurrency reads (LC_IO_CONCURRENCY, default 32:
+// sized for latency, not cores) are in flight per wave. The offsets buffer
+// of a string or list page (up to 1 MiB) is read whole the first time and
+// kept in the process-wide cache (internal/lru), so later reads of that page
+// fetch their bytes in the first wave. Arrays point into the fetched bytes where the layout
 // allows (one page, no conversion); a Source that also implements SourceInto
 // gets large buffers read straight into the output arrays.
 //

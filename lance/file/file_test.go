@@ -186,7 +186,9 @@ func TestReadFewBytes(t *testing.T) {
 		rec.Release()
 		read := src.bytes.Load() - before
 		t.Logf("%s: read %d bytes of a %d-byte file", name, read, len(b))
-		if read > int64(len(b))/200 || read > 64<<10 {
+		// A string or list page's offsets are read whole (and cached; see
+		// maxCachedOffsets): a few more KiB than the rows need.
+		if read > int64(len(b))/100 || read > 96<<10 {
 			t.Fatalf("%s: reading 10 rows fetched %d bytes of a %d-byte file", name, read, len(b))
 		}
 	}

@@ -34,7 +34,12 @@ type Reader struct {
 	numRows      int64
 	top          map[int32]*node
 	directMin    int64 // see directReadMin
+	metaBytes    int64 // the metadata bytes Open read, for cache accounting
 }
+
+// MetadataBytes is the size of the footer and metadata Open read: a
+// measure of the memory a Reader holds, for caches of open readers.
+func (r *Reader) MetadataBytes() int64 { return r.metaBytes }
 
 // bufRange is an absolute byte range of the file.
 type bufRange struct{ off, size int64 }
@@ -120,7 +125,7 @@ func Open(ctx context.Context, src Source, size int64) (*Reader, error) {
 	}
 
 	r := &Reader{src: src, size: size, major: ft.major, minor: ft.minor, schema: sch,
-		numRows: int64(fd.GetLength()), top: map[int32]*node{}, directMin: directReadMin}
+		numRows: int64(fd.GetLength()), top: map[int32]*node{}, directMin: directReadMin, metaBytes: int64(len(t.b))}
 	metas := make([]*pb.ColumnMetadata, ncol)
 	for i := range metas {
 		e := t.at(int64(ft.cmoTableStart)+16*int64(i), 16)

@@ -3,60 +3,90 @@ package table
 import (
 	"context"
 	"fmt"
-	"sync"
+	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
 
+	"github.com/lance-context/lance-context/internal/lru"
 	"github.com/lance-context/lance-context/lance/file"
 	"github.com/lance-context/lance-context/objstore"
 )
 
 // fileCache keeps opened data file readers (their footers and column
-// metadata) and decoded deletion files. Both are immutable once written (a
-// deletion file's name holds the fragment id, read version and a random id,
-// so a new one never reuses a name), so entries never go stale.
+// metadata), decoded deletion files and decoded manifests in the
+// process-wide byte-bounded LRU (internal/lru, LC_METADATA_CACHE_BYTES).
+// Data and deletion files are immutable once written (a data file's name is
+// a fresh uuid; a deletion file's name holds the fragment id, read version
+// and a random id), so their entries never go stale. A manifest's name is
+// reused when a table is deleted and created again, so a manifest entry is
+// used only when the object's size and modification time match the listing
+// that found it (see openListed).
 type fileCache struct {
-	readers   immutableCache[*file.Reader]
-	deletions immutableCache[*roaring.Bitmap]
+	c *lru.Cache
 }
 
-var sharedFileCache = &fileCache{readers: newImmutableCache[*file.Reader](4096), deletions: newImmutableCache[*roaring.Bitmap](4096)}
+var sharedFileCache = &fileCache{c: lru.Shared()}
 
 type cacheKey struct {
 	store objstore.Store
 	key   string
 }
 
-// immutableCache maps (store, key) to a value derived from an immutable
-// object. It is bounded by entry count and evicts at random, which is cheap
-// and good enough for a working set of open files.
-type immutableCache[V any] struct {
-	mu  sync.Mutex
-	m   map[cacheKey]V
-	max int
-}
+// Typed keys keep the kinds of entries apart in the one cache.
+type (
+	readerKey   cacheKey
+	delFileKey  cacheKey
+	manifestKey cacheKey
+)
 
-func newImmutableCache[V any](max int) immutableCache[V] {
-	return immutableCache[V]{m: map[cacheKey]V{}, max: max}
-}
-
-func (c *immutableCache[V]) get(s objstore.Store, key string) (V, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	v, ok := c.m[cacheKey{s, key}]
-	return v, ok
-}
-
-func (c *immutableCache[V]) put(s objstore.Store, key string, v V) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.m) >= c.max {
-		for k := range c.m {
-			delete(c.m, k)
-			break
-		}
+func (f *fileCache) reader(s objstore.Store, key string) (*file.Reader, bool) {
+	v, ok := f.c.Get(readerKey{s, key})
+	if !ok {
+		return nil, false
 	}
-	c.m[cacheKey{s, key}] = v
+	return v.(*file.Reader), true
+}
+
+func (f *fileCache) putReader(s objstore.Store, key string, r *file.Reader) {
+	// Decoded metadata takes a few times its encoded bytes.
+	f.c.Put(readerKey{s, key}, r, 512+4*r.MetadataBytes())
+}
+
+func (f *fileCache) deletion(s objstore.Store, key string) (*roaring.Bitmap, bool) {
+	v, ok := f.c.Get(delFileKey{s, key})
+	if !ok {
+		return nil, false
+	}
+	return v.(*roaring.Bitmap), true
+}
+
+func (f *fileCache) putDeletion(s objstore.Store, key string, bm *roaring.Bitmap) {
+	f.c.Put(delFileKey{s, key}, bm, 64+int64(bm.GetSizeInBytes()))
+}
+
+// cachedManifest is a decoded version and the identity of the object it
+// was read from.
+type cachedManifest struct {
+	size    int64
+	modTime time.Time
+	ds      *Dataset
+}
+
+func (f *fileCache) manifest(s objstore.Store, key string, info objstore.ObjectInfo) (*Dataset, bool) {
+	v, ok := f.c.Get(manifestKey{s, key})
+	if !ok {
+		return nil, false
+	}
+	m := v.(*cachedManifest)
+	if m.size != info.Size || !m.modTime.Equal(info.ModTime) {
+		return nil, false
+	}
+	return m.ds, true
+}
+
+func (f *fileCache) putManifest(s objstore.Store, key string, info objstore.ObjectInfo, ds *Dataset) {
+	// A decoded manifest takes a few times its encoded bytes.
+	f.c.Put(manifestKey{s, key}, &cachedManifest{info.Size, info.ModTime, ds}, 1024+4*info.Size)
 }
 
 // objectSource adapts an object to file.Source.

@@ -31,7 +31,7 @@ func (d *Dataset) deletedRows(ctx context.Context, f *pb.DataFragment) (*roaring
 		return nil, nil
 	}
 	key := deletionKey(f.GetId(), df)
-	if bm, ok := d.files.deletions.get(d.store, key); ok {
+	if bm, ok := d.files.deletion(d.store, key); ok {
 		return bm, nil
 	}
 	b, err := d.store.Get(ctx, key)
@@ -42,7 +42,7 @@ func (d *Dataset) deletedRows(ctx context.Context, f *pb.DataFragment) (*roaring
 	if err != nil {
 		return nil, fmt.Errorf("lance/table: %s: %w", key, err)
 	}
-	d.files.deletions.put(d.store, key, bm)
+	d.files.putDeletion(d.store, key, bm)
 	return bm, nil
 }
 

@@ -25,6 +25,20 @@
 //	                          absolute offsets of the two prefixes above
 //	[i64 manifest position][u16 0][u16 2]["LANC"]
 //
+// # Finding the latest version, and caches
+//
+// V2 names sort newest first, so Open lists the first few names of
+// _versions/ (one request: objstore.ListFirst, S3's max-keys) and takes the
+// first manifest; a V1 table is found from the hint, probing upward. A
+// listing is strongly consistent, so Open always returns the latest
+// version committed before it began. Decoded manifests, opened data file
+// readers (footer and column metadata) and deletion bitmaps are kept in the
+// process-wide byte-bounded LRU (internal/lru; LC_METADATA_CACHE_BYTES,
+// default 256 MiB). Data and deletion files are immutable (fresh names), so
+// those entries never go stale; a manifest entry is used only when the
+// listed object's size and modification time match the cached one (a table
+// deleted and created again reuses manifest names).
+//
 // # Commit protocol
 //
 // A commit reads the latest version V, builds version V+1 from it and writes

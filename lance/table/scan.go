@@ -162,7 +162,7 @@ func (d *Dataset) Scan(ctx context.Context, opts ScanOptions, fn func(arrow.Reco
 		n := int64(frag.GetPhysicalRows())
 		for s := start; s < n && remaining != 0; s += int64(batch) {
 			e := min(s+int64(batch), n)
-			rec, err := d.scanChunk(ctx, frag, proj, preds, del, s, e, &offset, &remaining, opts.WithRowAddr, opts.PlainDictionaries, outSchema)
+			rec, err := d.scanChunk(ctx, frag, proj, preds, del, nil, s, e, &offset, &remaining, opts.WithRowAddr, opts.PlainDictionaries, false, outSchema)
 			if err != nil {
 				return err
 			}
@@ -193,16 +193,22 @@ func (d *Dataset) scanRows(ctx context.Context, frag *pb.DataFragment, proj *sch
 	}
 	n := frag.GetPhysicalRows()
 	for i := 0; i < len(offsets) && *remaining != 0; {
+		// Offsets up to takeGap rows apart share one read: rows between
+		// them are read and dropped, which costs less than a round trip.
 		j := i + 1
-		for j < len(offsets) && offsets[j] == offsets[j-1]+1 {
+		for j < len(offsets) && offsets[j] > offsets[j-1] && offsets[j]-offsets[j-1] <= takeGap {
 			j++
 		}
 		s, e := int64(offsets[i]), int64(offsets[j-1])+1
+		sel := offsets[i:j]
 		i = j
 		if uint64(e) > n {
 			return fmt.Errorf("%w: index names row %d of fragment %d, which has %d rows", ErrCorrupt, e-1, frag.GetId(), n)
 		}
-		rec, err := d.scanChunk(ctx, frag, proj, preds, del, s, e, offset, remaining, withAddr, plain, out)
+		if int64(len(sel)) == e-s {
+			sel = nil // every row of [s, e)
+		}
+		rec, err := d.scanChunk(ctx, frag, proj, preds, del, sel, s, e, offset, remaining, withAddr, plain, true, out)
 		if err != nil {
 			return err
 		}
@@ -218,14 +224,54 @@ func (d *Dataset) scanRows(ctx context.Context, frag *pb.DataFragment, proj *sch
 	return nil
 }
 
-// scanChunk reads rows [s, e) of a fragment and returns the selected ones,
-// or nil when none are.
+// scanChunk reads rows [s, e) of a fragment (only the offsets in sel, when
+// not nil) and returns the selected ones, or nil when none are. eager
+// reads the predicate columns with the projection (see below).
 func (d *Dataset) scanChunk(ctx context.Context, frag *pb.DataFragment, proj *schema.Schema, preds []predicate,
-	del *roaring.Bitmap, s, e int64, offset, remaining *int64, withAddr, plain bool, out *arrow.Schema) (arrow.RecordBatch, error) {
+	del *roaring.Bitmap, sel []uint32, s, e int64, offset, remaining *int64, withAddr, plain, eager bool, out *arrow.Schema) (arrow.RecordBatch, error) {
 	n := int(e - s)
 	keep := make([]bool, n)
+	if sel == nil {
+		for i := range keep {
+			keep[i] = true
+		}
+	} else {
+		for _, o := range sel {
+			keep[int64(o)-s] = true
+		}
+	}
 	for i := range keep {
-		keep[i] = del == nil || !del.Contains(uint32(s)+uint32(i))
+		keep[i] = keep[i] && (del == nil || !del.Contains(uint32(s)+uint32(i)))
+	}
+	// Rows an index found almost always match: read the predicate columns
+	// with the projection, in one read (one round trip less on an object
+	// store), and drop those the projection does not hold.
+	var arrs []arrow.Array
+	if eager && len(preds) > 0 {
+		fields := slices.Clone(proj.Fields)
+		pos := make([]int, len(preds))
+		for i, p := range preds {
+			if !plain && p.field.Type.ID() == arrow.DICTIONARY {
+				pos = nil
+				break
+			}
+			pos[i] = slices.IndexFunc(fields, func(f *schema.Field) bool { return f.ID == p.field.ID })
+			if pos[i] < 0 {
+				pos[i] = len(fields)
+				fields = append(fields, p.field)
+			}
+		}
+		if pos != nil {
+			all, err := d.readFragmentWith(ctx, frag, fields, s, e, plain)
+			if err != nil {
+				return nil, err
+			}
+			for i, p := range preds {
+				p.apply(all[pos[i]], keep)
+			}
+			releaseAll(all[len(proj.Fields):])
+			arrs, preds = all[:len(proj.Fields):len(proj.Fields)], nil
+		}
 	}
 	if len(preds) > 0 {
 		cols := make([]*schema.Field, len(preds))
@@ -261,11 +307,14 @@ func (d *Dataset) scanChunk(ctx context.Context, frag *pb.DataFragment, proj *sc
 		}
 	}
 	if matched == 0 {
+		releaseAll(arrs)
 		return nil, nil
 	}
-	arrs, err := d.readFragmentWith(ctx, frag, proj.Fields, s, e, plain)
-	if err != nil {
-		return nil, err
+	if arrs == nil {
+		var err error
+		if arrs, err = d.readFragmentWith(ctx, frag, proj.Fields, s, e, plain); err != nil {
+			return nil, err
+		}
 	}
 	if withAddr {
 		b := array.NewUint64Builder(memory.DefaultAllocator)
@@ -353,7 +402,7 @@ func releaseAll(arrs []arrow.Array) {
 
 func (d *Dataset) openFile(ctx context.Context, df *pb.DataFile) (*file.Reader, error) {
 	key := dataDir + df.GetPath()
-	if r, ok := d.files.readers.get(d.store, key); ok {
+	if r, ok := d.files.reader(d.store, key); ok {
 		return r, nil
 	}
 	size := int64(df.GetFileSizeBytes())
@@ -368,7 +417,7 @@ func (d *Dataset) openFile(ctx context.Context, df *pb.DataFile) (*file.Reader, 
 	if err != nil {
 		return nil, fmt.Errorf("lance/table: open data file %s: %w", key, err)
 	}
-	d.files.readers.put(d.store, key, r)
+	d.files.putReader(d.store, key, r)
 	return r, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path"
 	"strconv"
+	"strings"
 
 	"github.com/lance-context/lance-context/lance/pb"
 	"github.com/lance-context/lance-context/lance/schema"
@@ -26,12 +27,34 @@ type Dataset struct {
 }
 
 // Open returns the latest version of the table rooted at store.
+//
+// A table with V2 manifest names (what Create makes; names sort newest
+// first) is found with one listing of the first names in _versions/, and
+// its manifest is decoded once per process: a later Open of the same
+// version costs that one listing (see fileCache). Other tables take the
+// hint and probe upward.
 func Open(ctx context.Context, store objstore.Store) (*Dataset, error) {
-	v, n, err := latestVersion(ctx, store)
-	if err != nil {
-		return nil, err
+	for attempt := 0; ; attempt++ {
+		info, v, n, err := latestVersionInfo(ctx, store)
+		if err != nil {
+			return nil, err
+		}
+		if info.Key == "" {
+			return load(ctx, store, v, n)
+		}
+		if d, ok := sharedFileCache.manifest(store, info.Key, info); ok {
+			return d, nil
+		}
+		d, err := load(ctx, store, v, n)
+		if errors.Is(err, objstore.ErrNotFound) && attempt < 2 {
+			continue // cleaned up since the listing: it is no longer the latest
+		}
+		if err != nil {
+			return nil, err
+		}
+		sharedFileCache.putManifest(store, info.Key, info, d)
+		return d, nil
 	}
-	return load(ctx, store, v, n)
 }
 
 // Checkout returns the given version of the table.
@@ -69,9 +92,56 @@ func load(ctx context.Context, store objstore.Store, version uint64, n naming) (
 	return &Dataset{store: store, manifest: mf.manifest, schema: s, indexSection: mf.indexSection, naming: n, files: sharedFileCache}, nil
 }
 
+// listFirstNames is how many names of _versions/ the listing reads: the
+// newest V2 manifest comes first, unless names that sort before every
+// manifest (none that Lance or we write) are there.
+const listFirstNames = 8
+
+// latestVersionInfo finds the newest version. For a V2 table it lists the
+// first names of _versions/ (one request) and returns the newest
+// manifest's listing entry; otherwise info is zero and the version comes
+// from the hint (latestProbed).
+func latestVersionInfo(ctx context.Context, store objstore.Store) (info objstore.ObjectInfo, v uint64, n naming, err error) {
+	infos, err := objstore.ListFirst(ctx, store, versionsDir, listFirstNames)
+	if err != nil {
+		return info, 0, 0, fmt.Errorf("lance/table: list versions: %w", err)
+	}
+	for _, o := range infos {
+		v, n, ok := parseManifestName(strings.TrimPrefix(o.Key, versionsDir))
+		if !ok || path.Dir(o.Key)+"/" != versionsDir {
+			continue
+		}
+		if n == namingV2 {
+			return o, v, n, nil
+		}
+		break // a V1 table: its names do not sort by version
+	}
+	if len(infos) == 0 {
+		return info, 0, 0, ErrNoTable
+	}
+	v, n, err = latestProbed(ctx, store)
+	return objstore.ObjectInfo{}, v, n, err
+}
+
 // latestVersion finds the newest version. It trusts nothing but the
 // manifests themselves: the hint only says where to start probing upward.
 func latestVersion(ctx context.Context, store objstore.Store) (uint64, naming, error) {
+	if infos, err := objstore.ListFirst(ctx, store, versionsDir, listFirstNames); err == nil {
+		if len(infos) == 0 {
+			return 0, 0, ErrNoTable
+		}
+		for _, o := range infos {
+			if v, n, ok := parseManifestName(strings.TrimPrefix(o.Key, versionsDir)); ok && n == namingV2 && path.Dir(o.Key)+"/" == versionsDir {
+				return v, n, nil
+			}
+		}
+	}
+	return latestProbed(ctx, store)
+}
+
+// latestProbed finds the newest version from the hint, probing upward, or
+// by listing every version.
+func latestProbed(ctx context.Context, store objstore.Store) (uint64, naming, error) {
 	if b, err := store.Get(ctx, hintKey); err == nil {
 		var h struct {
 			Version uint64 `json:"version"`

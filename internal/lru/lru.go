@@ -1,0 +1,122 @@
+// Package lru is a least-recently-used cache bounded by bytes, shared by the
+// readers of one process for what is immutable or validated on use:
+// decoded table manifests, data file footers and column metadata, deletion
+// bitmaps and string page offsets (packages lance/table and lance/file).
+//
+// Shared returns the process-wide cache. Its size is LC_METADATA_CACHE_BYTES
+// (bytes; default 256 MiB; 0 disables caching), read once at first use.
+// Each entry is charged the bytes its owner states (an estimate of the
+// memory it holds); the least recently used entries are evicted beyond the
+// bound, and an entry larger than the bound is not kept.
+package lru
+
+import (
+	"container/list"
+	"os"
+	"strconv"
+	"sync"
+)
+
+// DefaultBytes is the size of the shared cache when LC_METADATA_CACHE_BYTES
+// is not set.
+const DefaultBytes = 256 << 20
+
+// EnvBytes names the environment variable that sizes the shared cache.
+const EnvBytes = "LC_METADATA_CACHE_BYTES"
+
+// Cache maps comparable keys to values, bounded by the bytes charged.
+// It is safe for concurrent use.
+type Cache struct {
+	mu    sync.Mutex
+	max   int64
+	bytes int64
+	ll    *list.List
+	m     map[any]*list.Element
+}
+
+type entry struct {
+	key any
+	val any
+	n   int64
+}
+
+// New returns a cache holding at most maxBytes (<= 0: holds nothing).
+func New(maxBytes int64) *Cache {
+	return &Cache{max: maxBytes, ll: list.New(), m: map[any]*list.Element{}}
+}
+
+var (
+	sharedOnce sync.Once
+	shared     *Cache
+)
+
+// Shared returns the process-wide cache (see the package documentation).
+func Shared() *Cache {
+	sharedOnce.Do(func() {
+		n := int64(DefaultBytes)
+		if v := os.Getenv(EnvBytes); v != "" {
+			if p, err := strconv.ParseInt(v, 10, 64); err == nil && p >= 0 {
+				n = p
+			}
+		}
+		shared = New(n)
+	})
+	return shared
+}
+
+// Get returns the value under key and marks it recently used.
+func (c *Cache) Get(key any) (any, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[key]
+	if !ok {
+		return nil, false
+	}
+	c.ll.MoveToFront(e)
+	return e.Value.(*entry).val, true
+}
+
+// Put stores val under key, charged n bytes, replacing any value there,
+// and evicts the least recently used entries beyond the bound.
+func (c *Cache) Put(key, val any, n int64) {
+	if n < 0 {
+		n = 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.m[key]; ok {
+		c.bytes -= e.Value.(*entry).n
+		c.ll.Remove(e)
+		delete(c.m, key)
+	}
+	if n > c.max {
+		return
+	}
+	c.m[key] = c.ll.PushFront(&entry{key, val, n})
+	c.bytes += n
+	for c.bytes > c.max {
+		e := c.ll.Back()
+		en := e.Value.(*entry)
+		c.ll.Remove(e)
+		delete(c.m, en.key)
+		c.bytes -= en.n
+	}
+}
+
+// Remove drops key.
+func (c *Cache) Remove(key any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.m[key]; ok {
+		c.bytes -= e.Value.(*entry).n
+		c.ll.Remove(e)
+		delete(c.m, key)
+	}
+}
+
+// Stats returns the entries held and the bytes charged.
+func (c *Cache) Stats() (entries int, bytes int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.m), c.bytes
+}

@@ -1,0 +1,184 @@
+package objstore
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/lance-context/lance-context/internal/lru"
+)
+
+// SmallFiles wraps a store so that small immutable objects (those match
+// selects, such as index files whose names are never reused) are read
+// whole, once per process, and then served from memory: a Head of such an
+// object also reads its first max bytes, in parallel; when that is the
+// whole object it is kept in the process-wide cache (internal/lru) and
+// every later Head, Get and ranged read of it costs no request. A reader
+// that opens a file (Head, then its footer, then its pages one dependent
+// read after another) so pays one round trip instead of several. Larger
+// objects pay for the speculative read once per Head and are read as
+// usual. Writes and deletes of a key drop its entry; everything else goes
+// to the inner store unchanged, optional interfaces included.
+type SmallFiles struct {
+	inner Store
+	match func(key string) bool
+	max   int64
+	cache *lru.Cache
+}
+
+var (
+	_ Store           = (*SmallFiles)(nil)
+	_ RangeIntoReader = (*SmallFiles)(nil)
+	_ Discarder       = (*SmallFiles)(nil)
+	_ FirstLister     = (*SmallFiles)(nil)
+)
+
+// NewSmallFiles returns the wrapper; objects up to maxBytes are kept.
+func NewSmallFiles(inner Store, match func(key string) bool, maxBytes int64) *SmallFiles {
+	return &SmallFiles{inner: inner, match: match, max: maxBytes, cache: lru.Shared()}
+}
+
+type smallKey struct {
+	s   *SmallFiles
+	key string
+}
+
+type smallObject struct {
+	data []byte
+	info ObjectInfo
+}
+
+func (s *SmallFiles) cached(key string) (*smallObject, bool) {
+	if !s.match(key) {
+		return nil, false
+	}
+	v, ok := s.cache.Get(smallKey{s, key})
+	if !ok {
+		return nil, false
+	}
+	return v.(*smallObject), true
+}
+
+func (s *SmallFiles) drop(key string) {
+	if s.match(key) {
+		s.cache.Remove(smallKey{s, key})
+	}
+}
+
+// Head implements Store; see SmallFiles.
+func (s *SmallFiles) Head(ctx context.Context, key string) (ObjectInfo, error) {
+	if o, ok := s.cached(key); ok {
+		return o.info, nil
+	}
+	if !s.match(key) {
+		return s.inner.Head(ctx, key)
+	}
+	var (
+		wg   sync.WaitGroup
+		data []byte
+		rerr error
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		data, rerr = s.inner.GetRange(ctx, key, 0, s.max)
+	}()
+	info, err := s.inner.Head(ctx, key)
+	wg.Wait()
+	if err == nil && rerr == nil && info.Size <= s.max && int64(len(data)) == info.Size {
+		s.cache.Put(smallKey{s, key}, &smallObject{data, info}, int64(len(data))+128)
+	}
+	return info, err
+}
+
+// Get implements Store.
+func (s *SmallFiles) Get(ctx context.Context, key string) ([]byte, error) {
+	if o, ok := s.cached(key); ok {
+		return append([]byte(nil), o.data...), nil
+	}
+	return s.inner.Get(ctx, key)
+}
+
+// GetRange implements Store.
+func (s *SmallFiles) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
+	if o, ok := s.cached(key); ok {
+		n := int64(len(o.data))
+		if offset < 0 || length < 0 || offset > n {
+			return nil, fmt.Errorf("%w: [%d, +%d) of %d bytes", ErrInvalidRange, offset, length, n)
+		}
+		return append([]byte(nil), o.data[offset:min(n, offset+length)]...), nil
+	}
+	return s.inner.GetRange(ctx, key, offset, length)
+}
+
+// GetRangeInto implements RangeIntoReader.
+func (s *SmallFiles) GetRangeInto(ctx context.Context, key string, offset int64, dst []byte) error {
+	if o, ok := s.cached(key); ok {
+		n := int64(len(o.data))
+		if offset < 0 || offset+int64(len(dst)) > n {
+			return fmt.Errorf("%w: [%d, +%d) of %d bytes", ErrInvalidRange, offset, len(dst), n)
+		}
+		copy(dst, o.data[offset:])
+		return nil
+	}
+	if in, ok := s.inner.(RangeIntoReader); ok {
+		return in.GetRangeInto(ctx, key, offset, dst)
+	}
+	b, err := s.inner.GetRange(ctx, key, offset, int64(len(dst)))
+	if err != nil {
+		return err
+	}
+	if len(b) != len(dst) {
+		return fmt.Errorf("%w: [%d, +%d) runs past the end", ErrInvalidRange, offset, len(dst))
+	}
+	copy(dst, b)
+	return nil
+}
+
+// Put implements Store.
+func (s *SmallFiles) Put(ctx context.Context, key string, data []byte) error {
+	s.drop(key)
+	return s.inner.Put(ctx, key, data)
+}
+
+// PutIfAbsent implements Store.
+func (s *SmallFiles) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	s.drop(key)
+	return s.inner.PutIfAbsent(ctx, key, data)
+}
+
+// List implements Store.
+func (s *SmallFiles) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
+	return s.inner.List(ctx, prefix)
+}
+
+// ListFirst implements FirstLister.
+func (s *SmallFiles) ListFirst(ctx context.Context, prefix string, n int) ([]ObjectInfo, error) {
+	return ListFirst(ctx, s.inner, prefix, n)
+}
+
+// Delete implements Store.
+func (s *SmallFiles) Delete(ctx context.Context, key string) error {
+	s.drop(key)
+	return s.inner.Delete(ctx, key)
+}
+
+// Discard implements Discarder.
+func (s *SmallFiles) Discard(ctx context.Context, key string) error {
+	s.drop(key)
+	return Discard(ctx, s.inner, key)
+}
+
+// Create implements Store.
+func (s *SmallFiles) Create(ctx context.Context, key string) (ObjectWriter, error) {
+	s.drop(key)
+	return s.inner.Create(ctx, key)
+}
+
+// LocalPath forwards to the inner store when it is on a local filesystem.
+func (s *SmallFiles) LocalPath(key string) (string, bool) {
+	if in, ok := s.inner.(interface{ LocalPath(string) (string, bool) }); ok {
+		return in.LocalPath(key)
+	}
+	return "", false
+}
