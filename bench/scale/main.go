@@ -45,6 +45,9 @@ type config struct {
 	callsNo     int
 	merges      int
 	profile     string
+	readProfile string
+	reuse       bool
+	measure     map[string]bool
 }
 
 func main() {
@@ -60,7 +63,15 @@ func main() {
 	flag.IntVar(&c.callsNo, "lancedb-calls-noindex", 5, "timed LanceDB calls per measurement without an index")
 	flag.IntVar(&c.merges, "merges", 5, "merges of 1,000 new rows timed at each size")
 	flag.StringVar(&c.profile, "merge-cpuprofile", "", "write a CPU profile of the timed merges (all sizes) to this file")
+	flag.StringVar(&c.readProfile, "read-cpuprofile", "", "write a CPU profile of the timed reads (all sizes) to this file")
+	flag.BoolVar(&c.reuse, "reuse", false, "reuse the store a previous run left in --dir (rows already loaded are not loaded again)")
+	var measure string
+	flag.StringVar(&measure, "measure", "build,get,trajectory,filtered,page,offset,merge", "what to measure (a subset of the default)")
 	flag.Parse()
+	c.measure = map[string]bool{}
+	for _, m := range strings.Split(measure, ",") {
+		c.measure[strings.TrimSpace(m)] = true
+	}
 	if c.dir == "" {
 		fmt.Fprintln(os.Stderr, "--dir is required")
 		os.Exit(2)
@@ -211,7 +222,11 @@ func pct(xs []time.Duration, p float64) float64 {
 	return float64(s[min(len(s)-1, int(p/100*float64(len(s))))].Microseconds()) / 1000
 }
 
-func timeCalls(n int, fn func(i int) error) ([]time.Duration, error) {
+// timeCalls times n calls of fn, or none when what is not measured.
+func timeCalls(c config, what string, n int, fn func(i int) error) ([]time.Duration, error) {
+	if !c.measure[what] {
+		return nil, nil
+	}
 	out := make([]time.Duration, 0, n)
 	for i := 0; i < n; i++ {
 		t := time.Now()
@@ -240,8 +255,18 @@ func run(ctx context.Context, c config) error {
 	defer cat.Close(ctx)
 	const name = "scale"
 	s, err := cat.Create(ctx, name)
+	loaded, extra := 0, 0 // loaded rows, rows added by timed merges
+	if err != nil && c.reuse {
+		if s, err = cat.Open(ctx, name); err == nil {
+			var ds *table.Dataset
+			if ds, err = table.Open(ctx, s.Root()); err == nil {
+				loaded = loadedRows(ds)
+				extra = int(ds.CountRows()) - loaded
+			}
+		}
+	}
 	if err != nil {
-		return fmt.Errorf("create store %q in %s (use a new --dir): %w", name, c.dir, err)
+		return fmt.Errorf("create store %q in %s (use a new --dir, or --reuse): %w", name, c.dir, err)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	tb := make([]byte, 2*c.recordBytes)
@@ -250,21 +275,24 @@ func run(ctx context.Context, c config) error {
 	}
 	text := string(tb)
 	enc := json.NewEncoder(os.Stdout)
-	loaded, extra := 0, 0 // loaded rows, rows added by timed merges
 	for _, size := range c.sizes {
 		out := map[string]any{"rows": size, "record_bytes": c.recordBytes, "go_version": runtime.Version(), "cpus": runtime.NumCPU()}
 		t0 := time.Now()
-		if err := load(ctx, s.Root(), c, loaded, size, text); err != nil {
-			return fmt.Errorf("load: %w", err)
+		if loaded < size {
+			if err := load(ctx, s.Root(), c, loaded, size, text); err != nil {
+				return fmt.Errorf("load: %w", err)
+			}
 		}
 		out["load_secs"] = time.Since(t0).Seconds()
 		loaded = size
 
 		pk.reset()
 		t0 = time.Now()
-		ir, err := s.Index(ctx)
-		if err != nil {
-			return fmt.Errorf("index: %w", err)
+		ir := &rollout.IndexResult{}
+		if c.measure["build"] {
+			if ir, err = s.Index(ctx); err != nil {
+				return fmt.Errorf("index: %w", err)
+			}
 		}
 		out["index_build_secs"] = time.Since(t0).Seconds()
 		out["index_build_peak_heap_mib"] = pk.mib()
@@ -275,13 +303,22 @@ func run(ctx context.Context, c config) error {
 		out["index_build_rows_read"] = newRows
 
 		pk.reset()
+		if c.readProfile != "" {
+			pf, err := os.Create(c.readProfile)
+			if err != nil {
+				return err
+			}
+			if err := pprof.StartCPUProfile(pf); err != nil {
+				return err
+			}
+		}
 		probe := func() int { return rng.IntN(size) }
 		ids := make([]string, c.calls)
 		for i := range ids {
 			ids[i] = rowID(probe())
 		}
 		s.Get(ctx, ids[0]) // open footers and lookups once
-		gets, err := timeCalls(c.calls, func(i int) error {
+		gets, err := timeCalls(c, "get", c.calls, func(i int) error {
 			r, err := s.Get(ctx, ids[i])
 			if err == nil && r.ID != ids[i] {
 				err = fmt.Errorf("get %s returned %s", ids[i], r.ID)
@@ -295,7 +332,7 @@ func run(ctx context.Context, c config) error {
 		for i := range rollouts {
 			rollouts[i] = rolloutID(probe())
 		}
-		trajs, err := timeCalls(c.calls, func(i int) error {
+		trajs, err := timeCalls(c, "trajectory", c.calls, func(i int) error {
 			rs, err := s.Trajectory(ctx, rollouts[i])
 			if err == nil && len(rs) != 8 {
 				err = fmt.Errorf("trajectory %s: %d records, want 8", rollouts[i], len(rs))
@@ -309,7 +346,7 @@ func run(ctx context.Context, c config) error {
 		for i := range problems {
 			problems[i] = problemID(probe())
 		}
-		filt, err := timeCalls(c.calls, func(i int) error {
+		filt, err := timeCalls(c, "filtered", c.calls, func(i int) error {
 			res, err := s.List(ctx, rollout.ListOptions{Source: rollout.SourceAll, Filters: []rollout.Filter{{Column: rollout.ColProblemID, Value: problems[i]}}, Limit: 25})
 			if err == nil && len(res.Records) == 0 {
 				err = fmt.Errorf("problem %s: no records", problems[i])
@@ -329,7 +366,7 @@ func run(ctx context.Context, c config) error {
 			for i := range afters {
 				afters[i] = rowID(probe())
 			}
-			ds, err := timeCalls(c.calls, func(i int) error {
+			ds, err := timeCalls(c, "page", c.calls, func(i int) error {
 				res, err := s.List(ctx, rollout.ListOptions{Source: src, Limit: 25, After: afters[i]})
 				if err == nil && len(res.Records) == 0 {
 					err = fmt.Errorf("page after %s: no records", afters[i])
@@ -340,7 +377,7 @@ func run(ctx context.Context, c config) error {
 				return fmt.Errorf("%s page: %w", src, err)
 			}
 			pages[string(src)+"_page_p50_ms"] = pct(ds, 50)
-			deep, err := timeCalls(max(c.calls/10, 3), func(i int) error {
+			deep, err := timeCalls(c, "offset", max(c.calls/10, 3), func(i int) error {
 				res, err := s.List(ctx, rollout.ListOptions{Source: src, Limit: 25, Offset: rng.IntN(size - 25)})
 				if err == nil && len(res.Records) != 25 {
 					err = fmt.Errorf("page: %d records", len(res.Records))
@@ -351,6 +388,9 @@ func run(ctx context.Context, c config) error {
 				return fmt.Errorf("%s deep-offset page: %w", src, err)
 			}
 			pages[string(src)+"_offset_page_p50_ms"] = pct(deep, 50)
+		}
+		if c.readProfile != "" {
+			pprof.StopCPUProfile()
 		}
 		out["lance_context"] = map[string]any{
 			"get_p50_ms": pct(gets, 50), "get_p99_ms": pct(gets, 99),
@@ -372,7 +412,7 @@ func run(ctx context.Context, c config) error {
 				return err
 			}
 		}
-		for m := 0; m < c.merges; m++ {
+		for m := 0; m < c.merges && c.measure["merge"]; m++ {
 			recs := make([]rollout.Record, 1000)
 			for i := range recs {
 				n := 1<<40 + extra
@@ -471,4 +511,17 @@ func runLanceDB(ctx context.Context, c config, root objstore.Store, ids, rollout
 		return nil, fmt.Errorf("bench_index.mjs output %q: %w", out, err)
 	}
 	return doc, nil
+}
+
+// loadedRows is the number of loaded rows of a reused table: the rows of
+// its fragments written by load (merged fragments hold the timed merges'
+// rows, 1,000 per merge, and are told apart by size).
+func loadedRows(ds *table.Dataset) int {
+	n := 0
+	for _, f := range ds.Fragments() {
+		if r := int(f.GetPhysicalRows()); r > 1000 {
+			n += r
+		}
+	}
+	return n
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/lance-context/lance-context/lance/file"
+	"github.com/lance-context/lance-context/lance/table"
 	"github.com/lance-context/lance-context/objstore"
 )
 
@@ -67,25 +68,13 @@ func openFile(ctx context.Context, store objstore.Store, key string) (*file.Read
 	if err != nil {
 		return nil, fmt.Errorf("lance/index: %s: %w", key, err)
 	}
-	r, err := file.Open(ctx, source{store, key}, info.Size)
+	r, err := file.Open(ctx, table.HeldSource(store, key), info.Size)
 	if err != nil {
 		return nil, fmt.Errorf("lance/index: open %s: %w", key, err)
 	}
 	return r, nil
 }
 
-type source struct {
-	store objstore.Store
-	key   string
-}
-
-func (s source) ReadRange(ctx context.Context, off, n int64) ([]byte, error) {
-	b, err := s.store.GetRange(ctx, s.key, off, n)
-	if err != nil {
-		return nil, fmt.Errorf("read %s [%d,+%d): %w", s.key, off, n, err)
-	}
-	return b, nil
-}
 
 // OpenBTree opens the BTree index stored under _indices/{uuid}/.
 func OpenBTree(ctx context.Context, store objstore.Store, uuid string, cache *pageCache) (*BTree, error) {
