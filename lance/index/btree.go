@@ -75,7 +75,6 @@ func openFile(ctx context.Context, store objstore.Store, key string) (*file.Read
 	return r, nil
 }
 
-
 // OpenBTree opens the BTree index stored under _indices/{uuid}/.
 func OpenBTree(ctx context.Context, store objstore.Store, uuid string, cache *pageCache) (*BTree, error) {
 	lookup, err := openFile(ctx, store, indexDir(uuid)+LookupFile)
