@@ -6,7 +6,9 @@ import (
 	"encoding/base64"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/apache/arrow-go/v18/arrow"
@@ -80,15 +82,25 @@ func (h *idHeap) offer(c candidate, k int) {
 // narrow passes: its id column (with the filter columns) to choose the
 // page, then the chosen rows by address.
 func (s *Store) listByID(ctx context.Context, snap *snapshot, o ListOptions) (*ListResult, error) {
-	k := o.Offset + o.Limit + 1 // one more to learn has_more
-	h := make(idHeap, 0, k)
 	var exclude map[string]struct{}
+	var rows []walRow
 	if o.Source != SourceFragments {
-		rows, ids, err := s.walRows(ctx, snap)
-		if err != nil {
+		var err error
+		if rows, exclude, err = s.walRows(ctx, snap); err != nil {
 			return nil, err
 		}
-		exclude = ids
+	}
+	if o.Offset >= skipMinOffset && len(o.Filters) == 0 && o.Source != SourceWAL {
+		// A deep offset: start from a cursor whose rank the index pages
+		// give, and count only what lies after it.
+		var err error
+		if o, err = s.skipOffset(ctx, snap.base, o, rows, exclude); err != nil {
+			return nil, err
+		}
+	}
+	k := o.Offset + o.Limit + 1 // one more to learn has_more
+	h := make(idHeap, 0, k)
+	if o.Source != SourceFragments {
 		for i := range rows {
 			r := &rows[i]
 			id := r.gen.ids[r.row]
@@ -233,3 +245,169 @@ func missingFilter(d *table.Dataset, fs []Filter) bool {
 	}
 	return false
 }
+
+// skipMinOffset is the smallest offset skipOffset turns into a cursor; a
+// smaller one is cheaper to count through.
+var skipMinOffset = 2048
+
+// offsetSkips counts the listings skipOffset moved forward (tests check
+// that the skip is exercised).
+var offsetSkips atomic.Int64
+
+// skipOffset returns o with After moved forward and Offset reduced by the
+// rows in between, so that it names the same page: a deep offset then costs
+// O(log n) index page reads instead of a walk over offset ids. It counts
+// exactly the rows the listing counts: live base rows of the fragments the
+// id index covers (Ranker), live rows of the other fragments (scanned),
+// minus base rows whose id waits in the WAL (excluded), plus the WAL rows
+// (source all). When the index cannot rank exactly, o is returned as is.
+func (s *Store) skipOffset(ctx context.Context, base *table.Dataset, o ListOptions, walRows []walRow, exclude map[string]struct{}) (ListOptions, error) {
+	if s.finder() == nil || !slices.Contains(s.indexColumns(), ColID) {
+		return o, nil
+	}
+	rk, err := s.opts.Indexes.Ranker(ctx, base, ColID)
+	if err != nil || rk == nil {
+		return o, err
+	}
+	// Rows outside the ranked fragments, and WAL rows: sorted ids.
+	var uncovered int64
+	var others []string
+	for _, f := range base.Fragments() {
+		if !rk.Covered().Contains(uint32(f.GetId())) {
+			uncovered += int64(f.GetPhysicalRows())
+		}
+	}
+	if uncovered > maxSkipScan {
+		return o, nil
+	}
+	if uncovered > 0 {
+		frags := roaring.New()
+		for _, f := range base.Fragments() {
+			if !rk.Covered().Contains(uint32(f.GetId())) {
+				frags.Add(uint32(f.GetId()))
+			}
+		}
+		opts := table.ScanOptions{Columns: []string{ColID}, Fragments: frags}
+		err := base.Scan(ctx, opts, func(b arrow.RecordBatch) error {
+			ids, ok := b.Column(0).(interface {
+				Len() int
+				Value(int) string
+			})
+			if !ok {
+				return fmt.Errorf("rollout: store %s: column id is %s, want a string column", s.name, b.Column(0).DataType())
+			}
+			for i := 0; i < ids.Len(); i++ {
+				if _, pending := exclude[ids.Value(i)]; !pending {
+					others = append(others, strings.Clone(ids.Value(i)))
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return o, err
+		}
+	}
+	for i := range walRows {
+		others = append(others, walRows[i].gen.ids[walRows[i].row])
+	}
+	slices.Sort(others)
+	// Base rows of ranked fragments whose id waits in the WAL are not
+	// listed from the base: their ids, sorted.
+	var hidden []string
+	if len(exclude) > 0 {
+		ids := make([]string, 0, len(exclude))
+		for id := range exclude {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		covered, found, err := s.opts.Indexes.Find(ctx, base, ColID, ids)
+		if err != nil {
+			return o, err
+		}
+		var addrs []table.RowAddr
+		for frag, offs := range found {
+			if !covered.Contains(uint32(frag)) || !rk.Covered().Contains(uint32(frag)) {
+				continue
+			}
+			del, err := base.DeletedRows(ctx, frag)
+			if err != nil {
+				return o, err
+			}
+			for _, off := range offs {
+				if del == nil || !del.Contains(off) {
+					addrs = append(addrs, table.RowAddr{Fragment: frag, Offset: off})
+				}
+			}
+		}
+		if len(addrs) > 0 {
+			b, err := base.TakePlain(ctx, addrs, []string{ColID})
+			if err != nil {
+				return o, err
+			}
+			col, ok := b.Column(0).(interface{ Value(int) string })
+			if !ok {
+				b.Release()
+				return o, fmt.Errorf("rollout: store %s: column id is %s, want a string column", s.name, b.Column(0).DataType())
+			}
+			for i := range addrs {
+				hidden = append(hidden, strings.Clone(col.Value(i)))
+			}
+			b.Release()
+			slices.Sort(hidden)
+		}
+	}
+	// upTo is the number of listed rows whose id is <= v.
+	upTo := func(v string) (int64, error) {
+		succ := v + "\x00" // the smallest string above v
+		n, err := rk.Below(ctx, succ)
+		if err != nil {
+			return 0, err
+		}
+		n -= int64(sort.SearchStrings(hidden, succ))
+		n += int64(sort.SearchStrings(others, succ))
+		return n, nil
+	}
+	var before int64
+	if o.After != "" {
+		if before, err = upTo(o.After); err != nil {
+			return o, err
+		}
+	}
+	target := before + int64(o.Offset) // rows at or below the page's predecessor
+	// The last pivot at or below target: binary search (upTo is monotone).
+	pivots := rk.Pivots()
+	lo, hi := sort.SearchStrings(pivots, o.After+"\x00"), len(pivots) // pivots above After
+	best, bestN := "", int64(-1)
+	var serr error
+	i := sort.Search(hi-lo, func(i int) bool {
+		if serr != nil {
+			return true
+		}
+		n, err := upTo(pivots[lo+i])
+		if err != nil {
+			serr = err
+			return true
+		}
+		if n <= target {
+			return false
+		}
+		return true
+	})
+	if serr != nil {
+		return o, serr
+	}
+	if i == 0 {
+		return o, nil // no pivot between After and the page
+	}
+	best = pivots[lo+i-1]
+	if bestN, err = upTo(best); err != nil {
+		return o, err
+	}
+	o.After, o.Offset = best, int(target-bestN)
+	offsetSkips.Add(1)
+	return o, nil
+}
+
+// maxSkipScan bounds the rows of fragments no index covers that skipOffset
+// reads to count them; beyond it the listing counts through as before.
+const maxSkipScan = 1 << 20

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lance-context/lance-context/objstore"
@@ -188,4 +189,85 @@ func walk(t *testing.T, s *Store, src Source, limit int) []string {
 		}
 		o.After, _ = DecodeCursor(res.NextCursor)
 	}
+}
+
+// TestDeepOffsetSkipMatchesScan: a page at an offset, which the listing
+// reaches by ranking index pages (skipOffset) instead of counting rows, is
+// the page a scan of the id column gives, with superseded (deleted) base
+// rows, several index segments, fragments no index covers, and rows
+// pending in the WAL that hide their base rows.
+func TestDeepOffsetSkipMatchesScan(t *testing.T) {
+	defer func(b, m int) { indexBatchSize, skipMinOffset = b, m }(indexBatchSize, skipMinOffset)
+	indexBatchSize, skipMinOffset = 8, 1
+	ctx := context.Background()
+	root := objstore.NewMemory()
+	s := mustStore(t, newCatalog(t, root, "w1", Options{}), "exp")
+	scan := mustStore(t, newCatalog(t, root, "w2", Options{IndexColumns: []string{}}), "exp")
+	rng := rand.New(rand.NewPCG(5, 6))
+	rec := func(round int) Record {
+		return Record{ID: fmt.Sprintf("id-%04d", rng.IntN(600)), RolloutID: fmt.Sprintf("r%d", round)}
+	}
+	check := func(what string) {
+		t.Helper()
+		before := offsetSkips.Load()
+		for _, src := range []Source{SourceFragments, SourceAll} {
+			all := walk(t, scan, src, 1000)
+			for _, after := range []int{-1, 0, 17, len(all) / 2} {
+				o := ListOptions{Source: src, Limit: 7}
+				rest := all
+				if after >= 0 && after < len(all) {
+					o.After = strings.SplitN(all[after], "/", 2)[0]
+					rest = all[after+1:]
+				}
+				for off := 0; off <= len(rest)+3; off += 1 + rng.IntN(23) {
+					o.Offset = off
+					res, err := s.List(ctx, o)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var got []string
+					for _, r := range res.Records {
+						got = append(got, r.ID+"/"+r.RolloutID)
+					}
+					want := rest[min(off, len(rest)):min(off+7, len(rest))]
+					if !slices.Equal(got, want) || res.HasMore != (off+7 < len(rest)) {
+						t.Fatalf("%s: %s after %q offset %d: got %v (more %v)\nwant %v", what, src, o.After, off, got, res.HasMore, want)
+					}
+				}
+			}
+		}
+		if offsetSkips.Load() == before {
+			t.Fatalf("%s: no listing skipped through the index", what)
+		}
+	}
+	for round := range 4 { // merged: delta segments, superseded rows deleted
+		rs := make([]Record, 120)
+		for i := range rs {
+			rs[i] = rec(round)
+		}
+		appendFlush(t, s, rs)
+		if _, err := s.Merge(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("delta segments with deletions")
+	// A fragment merged without index upkeep (scanned), and pending rows
+	// that rewrite base ids.
+	rs := make([]Record, 60)
+	for i := range rs {
+		rs[i] = rec(10)
+	}
+	appendFlush(t, scan, rs)
+	if _, err := scan.Merge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range rs {
+		rs[i] = rec(11)
+	}
+	appendFlush(t, s, rs)
+	check("uncovered fragment and pending rewrites")
+	if _, err := s.Compact(ctx, CompactOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	check("after compaction")
 }
