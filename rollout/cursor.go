@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/lance-context/lance-context/lance/index"
 	"github.com/lance-context/lance-context/lance/table"
 )
 
@@ -110,6 +111,7 @@ func (s *Store) listByID(ctx context.Context, snap *snapshot, o ListOptions) (*L
 			h.offer(candidate{id: id, wal: r}, k)
 		}
 	}
+	var verify *Filter // a filter rows were chosen by through its index alone
 	if o.Source != SourceWAL && !missingFilter(snap.base, o.Filters) {
 		opts := table.ScanOptions{Columns: []string{ColID}, Where: tableFilters(o.Filters), WithRowAddr: true, Index: s.finder()}
 		if len(exclude) > 0 {
@@ -126,6 +128,23 @@ func (s *Store) listByID(ctx context.Context, snap *snapshot, o ListOptions) (*L
 				opts.Fragments = roaring.New()
 				for _, f := range snap.base.Fragments() {
 					if !covered.Contains(uint32(f.GetId())) {
+						opts.Fragments.Add(uint32(f.GetId()))
+					}
+				}
+			}
+		} else if len(o.Filters) == 1 {
+			// One key filter: walk the id index in order, keeping the rows
+			// the filter's index names, when that reads less than the
+			// matching rows' ids would.
+			walked, err := s.walkFiltered(ctx, snap.base, o.Filters[0], o.After, exclude, &h, k)
+			if err != nil {
+				return nil, err
+			}
+			if walked != nil {
+				verify = &o.Filters[0]
+				opts.Fragments = roaring.New()
+				for _, f := range snap.base.Fragments() {
+					if !walked.Contains(uint32(f.GetId())) {
 						opts.Fragments.Add(uint32(f.GetId()))
 					}
 				}
@@ -183,6 +202,11 @@ func (s *Store) listByID(ctx context.Context, snap *snapshot, o ListOptions) (*L
 			return nil, err
 		}
 		defer b.Release()
+		if verify != nil {
+			if err := checkFilter(b, *verify); err != nil {
+				return nil, fmt.Errorf("rollout: store %s: %w", s.name, err)
+			}
+		}
 		rs, err := recordsFromBatch(b)
 		if err != nil {
 			return nil, err
@@ -226,7 +250,7 @@ func (s *Store) ascendIndexed(ctx context.Context, base *table.Dataset, after st
 		if _, pending := exclude[id]; pending {
 			return true // a newer write waits in the WAL
 		}
-		h.offer(candidate{id: id, addr: table.RowAddr{Fragment: frag, Offset: off}}, k)
+		h.offer(candidate{id: strings.Clone(id), addr: table.RowAddr{Fragment: frag, Offset: off}}, k)
 		return true
 	})
 	if werr != nil {
@@ -411,3 +435,122 @@ func (s *Store) skipOffset(ctx context.Context, base *table.Dataset, o ListOptio
 // maxSkipScan bounds the rows of fragments no index covers that skipOffset
 // reads to count them; beyond it the listing counts through as before.
 const maxSkipScan = 1 << 20
+
+// walkFiltered offers to h the live base rows above after whose column
+// f.Column holds f.Value, in id order, by walking the id index and keeping
+// the rows the filter column's index names. A filtered page then costs
+// O(k · rows/matches) index entries, which stays flat as the table grows,
+// instead of reading the id of every matching row (O(matches)); it is
+// used only when it is the cheaper of the two. It returns the fragments it
+// answered for (nil: it did not walk, the caller scans as before).
+func (s *Store) walkFiltered(ctx context.Context, base *table.Dataset, f Filter, after string, exclude map[string]struct{}, h *idHeap, k int) (*roaring.Bitmap, error) {
+	cols := s.indexColumns()
+	if s.finder() == nil || !slices.Contains(cols, ColID) || !slices.Contains(cols, f.Column) {
+		return nil, nil
+	}
+	if fd := base.Schema().Field(f.Column); fd == nil || !isStringField(fd.Type) {
+		return nil, nil
+	}
+	byID, err := index.Covered(base, ColID)
+	if err != nil || byID.IsEmpty() {
+		return nil, err
+	}
+	coveredF, rows, err := s.opts.Indexes.Find(ctx, base, f.Column, []string{f.Value})
+	if err != nil || coveredF == nil {
+		return nil, err
+	}
+	both := roaring.And(byID, coveredF)
+	var matches, runs, indexed int64
+	match := map[uint64]struct{}{}
+	for _, fr := range base.Fragments() {
+		id := fr.GetId()
+		if !both.Contains(uint32(id)) {
+			continue
+		}
+		indexed += int64(fr.GetPhysicalRows())
+		offs := rows[id]
+		for i, off := range offs {
+			match[id<<32|uint64(off)] = struct{}{}
+			if i == 0 || off != offs[i-1]+1 {
+				runs++
+			}
+		}
+		matches += int64(len(offs))
+	}
+	if matches == 0 {
+		return nil, nil // the scan answers from the index alone
+	}
+	// Expected entries walked for k matches, against the reads of the
+	// matching rows (about one range read per run of consecutive rows and
+	// column, worth ~walkEntriesPerRun entries of the walk).
+	if walk := int64(k) * indexed / matches; walk > runs*walkEntriesPerRun {
+		return nil, nil
+	}
+	deleted := map[uint64]*roaring.Bitmap{}
+	var werr error
+	keep := func(addr uint64) bool { _, ok := match[addr]; return ok }
+	_, err = s.opts.Indexes.AscendEach(ctx, base, ColID, after, keep, func(id string, addr uint64) bool {
+		if h.Len() == k && id >= (*h)[0].id {
+			return false
+		}
+		frag, off := addr>>32, uint32(addr)
+		del, ok := deleted[frag]
+		if !ok {
+			if del, werr = base.DeletedRows(ctx, frag); werr != nil {
+				return false
+			}
+			deleted[frag] = del
+		}
+		if del != nil && del.Contains(off) {
+			return true
+		}
+		if _, pending := exclude[id]; pending {
+			return true
+		}
+		h.offer(candidate{id: strings.Clone(id), addr: table.RowAddr{Fragment: frag, Offset: off}}, k)
+		return true
+	})
+	if werr != nil {
+		return nil, werr
+	}
+	if err != nil {
+		return nil, err
+	}
+	filteredWalks.Add(1)
+	return both, nil
+}
+
+// walkEntriesPerRun is how many id index entries a walk reads for the cost
+// of reading one run of matching rows (measured: a run costs two range
+// reads and their decoding, an entry a map probe).
+var walkEntriesPerRun int64 = 1000
+
+// filteredWalks counts the listings walkFiltered answered (for tests).
+var filteredWalks atomic.Int64
+
+func isStringField(t arrow.DataType) bool {
+	return t.ID() == arrow.STRING || t.ID() == arrow.LARGE_STRING
+}
+
+// checkFilter makes sure rows chosen through an index hold the filter's
+// value: an index that named another row is corruption, reported, never a
+// wrong row returned.
+func checkFilter(b arrow.RecordBatch, f Filter) error {
+	idx := b.Schema().FieldIndices(f.Column)
+	if len(idx) == 0 {
+		return nil
+	}
+	col, ok := b.Column(idx[0]).(interface {
+		IsNull(int) bool
+		Value(int) string
+	})
+	if !ok {
+		return fmt.Errorf("column %s is %s, want a string column", f.Column, b.Column(idx[0]).DataType())
+	}
+	for i := 0; i < int(b.NumRows()); i++ {
+		if col.IsNull(i) || col.Value(i) != f.Value {
+			return fmt.Errorf("%w: the %s index names a row whose %s is not %q", index.ErrCorrupt, f.Column, f.Column, f.Value)
+		}
+	}
+	return nil
+}
