@@ -35,19 +35,20 @@ import (
 )
 
 type config struct {
-	dir         string
-	sizes       []int
-	recordBytes int
-	calls       int
-	fragRows    int
-	lancedb     bool
-	interop     string
-	callsNo     int
-	merges      int
-	profile     string
-	readProfile string
-	reuse       bool
-	measure     map[string]bool
+	dir          string
+	sizes        []int
+	recordBytes  int
+	calls        int
+	fragRows     int
+	lancedb      bool
+	interop      string
+	callsNo      int
+	merges       int
+	profile      string
+	readProfile  string
+	reuse        bool
+	buildProfile string
+	measure      map[string]bool
 }
 
 func main() {
@@ -65,6 +66,7 @@ func main() {
 	flag.StringVar(&c.profile, "merge-cpuprofile", "", "write a CPU profile of the timed merges (all sizes) to this file")
 	flag.StringVar(&c.readProfile, "read-cpuprofile", "", "write a CPU profile of the timed reads (all sizes) to this file")
 	flag.BoolVar(&c.reuse, "reuse", false, "reuse the store a previous run left in --dir (rows already loaded are not loaded again)")
+	flag.StringVar(&c.buildProfile, "build-cpuprofile", "", "write a CPU profile of the index build to this file")
 	var measure string
 	flag.StringVar(&measure, "measure", "build,get,trajectory,filtered,page,offset,merge", "what to measure (a subset of the default)")
 	flag.Parse()
@@ -290,8 +292,26 @@ func run(ctx context.Context, c config) error {
 		t0 = time.Now()
 		ir := &rollout.IndexResult{}
 		if c.measure["build"] {
+			if c.reuse {
+				// Time a build from scratch, as on a fresh load.
+				if err := dropIndexes(ctx, s.Root()); err != nil {
+					return fmt.Errorf("drop indexes: %w", err)
+				}
+			}
+			if c.buildProfile != "" {
+				pf, err := os.Create(c.buildProfile)
+				if err != nil {
+					return err
+				}
+				if err := pprof.StartCPUProfile(pf); err != nil {
+					return err
+				}
+			}
 			if ir, err = s.Index(ctx); err != nil {
 				return fmt.Errorf("index: %w", err)
+			}
+			if c.buildProfile != "" {
+				pprof.StopCPUProfile()
 			}
 		}
 		out["index_build_secs"] = time.Since(t0).Seconds()
@@ -476,18 +496,7 @@ func runLanceDB(ctx context.Context, c config, root objstore.Store, ids, rollout
 	if err != nil {
 		return nil, err
 	}
-	_, err = table.Commit(ctx, cst, func(ctx context.Context, latest *table.Dataset) (*table.Change, error) {
-		idxs, err := latest.Indexes()
-		if err != nil {
-			return nil, err
-		}
-		ch := &table.Change{Kind: table.KindCreateIndex}
-		for _, m := range idxs {
-			ch.IndexRemove = append(ch.IndexRemove, m.GetUuid().GetUuid())
-		}
-		return ch, nil
-	})
-	if err != nil {
+	if err := dropIndexes(ctx, cst); err != nil {
 		return nil, fmt.Errorf("drop indexes in the copy: %w", err)
 	}
 	pf := filepath.Join(cdir, "probes.json")
@@ -524,4 +533,20 @@ func loadedRows(ds *table.Dataset) int {
 		}
 	}
 	return n
+}
+
+// dropIndexes commits the table at st without its indexes.
+func dropIndexes(ctx context.Context, st objstore.Store) error {
+	_, err := table.Commit(ctx, st, func(ctx context.Context, latest *table.Dataset) (*table.Change, error) {
+		idxs, err := latest.Indexes()
+		if err != nil {
+			return nil, err
+		}
+		ch := &table.Change{Kind: table.KindCreateIndex}
+		for _, m := range idxs {
+			ch.IndexRemove = append(ch.IndexRemove, m.GetUuid().GetUuid())
+		}
+		return ch, nil
+	})
+	return err
 }
