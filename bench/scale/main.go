@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -21,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -229,6 +231,8 @@ func timeCalls(c config, what string, n int, fn func(i int) error) ([]time.Durat
 	if !c.measure[what] {
 		return nil, nil
 	}
+	cpu0 := cpuTime()
+	defer func() { cpuPerCall[what] = float64((cpuTime() - cpu0).Microseconds()) / 1000 / float64(n) }()
 	out := make([]time.Duration, 0, n)
 	for i := 0; i < n; i++ {
 		t := time.Now()
@@ -290,6 +294,7 @@ func run(ctx context.Context, c config) error {
 
 		pk.reset()
 		t0 = time.Now()
+		buildCPU := cpuTime()
 		ir := &rollout.IndexResult{}
 		if c.measure["build"] {
 			if c.reuse {
@@ -315,6 +320,7 @@ func run(ctx context.Context, c config) error {
 			}
 		}
 		out["index_build_secs"] = time.Since(t0).Seconds()
+		out["index_build_cpu_secs"] = (cpuTime() - buildCPU).Seconds()
 		out["index_build_peak_heap_mib"] = pk.mib()
 		newRows := int64(0)
 		for _, r := range ir.Columns {
@@ -418,10 +424,12 @@ func run(ctx context.Context, c config) error {
 			"fragments_page_p50_ms": pages["fragments_page_p50_ms"], "all_page_p50_ms": pages["all_page_p50_ms"],
 			"fragments_offset_page_p50_ms": pages["fragments_offset_page_p50_ms"], "all_offset_page_p50_ms": pages["all_offset_page_p50_ms"],
 			"reads_peak_heap_mib": pk.mib(),
+			"cpu_ms_per_call":     maps.Clone(cpuPerCall),
 		}
 
 		// Merges of 1,000 new rows (appended and sealed untimed).
 		var merges []time.Duration
+		var mergeCPU time.Duration
 		pk.reset()
 		if c.profile != "" {
 			pf, err := os.Create(c.profile)
@@ -446,7 +454,7 @@ func run(ctx context.Context, c config) error {
 			if err := s.Flush(ctx); err != nil {
 				return err
 			}
-			t := time.Now()
+			t, cpu0 := time.Now(), cpuTime()
 			for {
 				res, err := s.Merge(ctx)
 				if err != nil {
@@ -457,11 +465,12 @@ func run(ctx context.Context, c config) error {
 				}
 			}
 			merges = append(merges, time.Since(t))
+			mergeCPU += cpuTime() - cpu0
 		}
 		if c.profile != "" {
 			pprof.StopCPUProfile()
 		}
-		out["merge_1000"] = map[string]any{"p50_ms": pct(merges, 50), "max_ms": pct(merges, 100), "merges": len(merges), "peak_heap_mib": pk.mib()}
+		out["merge_1000"] = map[string]any{"p50_ms": pct(merges, 50), "max_ms": pct(merges, 100), "merges": len(merges), "peak_heap_mib": pk.mib(), "cpu_ms_per_merge": float64(mergeCPU.Microseconds()) / 1000 / float64(max(len(merges), 1))}
 		out["process_peak_rss_mib"] = rssPeakMiB()
 
 		if c.lancedb {
@@ -549,4 +558,16 @@ func dropIndexes(ctx context.Context, st objstore.Store) error {
 		return ch, nil
 	})
 	return err
+}
+
+// cpuPerCall is the process CPU time (user + system) per timed call of each
+// measurement, in ms: on a shared machine it varies less than wall time.
+var cpuPerCall = map[string]float64{}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -29,9 +29,10 @@ const (
 	LanceBatchSize = 4096
 	// DefaultBatchSize is the rows per page of the indexes we build. Lance
 	// reads batch_size from page_lookup.lance, so any size works for
-	// LanceDB; a smaller page than Lance's makes a cold key lookup read a
-	// quarter of the bytes (a merge probes up to one page per merged row).
-	DefaultBatchSize = 1024
+	// LanceDB; a smaller page than Lance's makes a cold key lookup read and
+	// decode a sixteenth of the bytes (a merge probes up to one page per
+	// merged row, and at 10M rows most of those pages are not cached).
+	DefaultBatchSize = 256
 	// BTreeDetailsURL is the type URL of IndexMetadata.index_details for a
 	// BTree index (an empty lance.table.BTreeIndexDetails message).
 	BTreeDetailsURL = "/lance.table.BTreeIndexDetails"
