@@ -42,7 +42,6 @@ type keyPos struct {
 	pos uint32
 }
 
-
 // commonPrefix returns the length of the prefix all non-null values share.
 func commonPrefix(es []entry) int {
 	first := true
