@@ -197,7 +197,7 @@ func (s *Store) listByID(ctx context.Context, snap *snapshot, o ListOptions) (*L
 		at = append(at, i)
 	}
 	if len(addrs) > 0 {
-		b, err := snap.base.TakePlain(ctx, addrs, baseColumns(snap.base, listColumns))
+		b, err := snap.base.TakeRows(ctx, addrs, baseColumns(snap.base, listColumns))
 		if err != nil {
 			return nil, err
 		}
