@@ -1,6 +1,7 @@
 package table
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -16,17 +17,28 @@ import (
 // hold files open (objstore.FileOpener): the file is opened on the first
 // read and then read with pread, so a read costs one system call instead
 // of an open, a stat, a read and a close. A point read touches one range
-// per column, so this is most of its cost on local disk. The handle is
-// closed when the source (and the cached reader holding it) is collected.
+// per column, so this is most of its cost on local disk. At most
+// maxHeldFiles files are held open at once (the least recently opened is
+// closed, and reopened on its next read), so files a compaction removed do
+// not keep their disk space for long.
 type heldSource struct {
 	objectSource
 	opener objstore.FileOpener
 
-	mu   sync.Mutex
+	mu   sync.RWMutex // read-held during a read, write-held to open or close
 	f    *os.File
 	size int64
-	off  bool // the store cannot hold this file: use GetRange
+	off  bool          // the store cannot hold this file: use GetRange
+	elem *list.Element // in held.lru while f is open
 }
+
+// maxHeldFiles bounds the files held open by every heldSource together.
+const maxHeldFiles = 512
+
+var held = struct {
+	sync.Mutex
+	lru *list.List // of *heldSource, most recently opened first
+}{lru: list.New()}
 
 // HeldSource returns a file.Source for an object that is never rewritten
 // in place (data and index files): one open file when the store can hold
@@ -38,67 +50,110 @@ func HeldSource(store objstore.Store, key string) file.Source {
 	return sourceFor(store, key)
 }
 
-func (h *heldSource) file(ctx context.Context) (*os.File, int64, error) {
+// with runs fn with the open file (nil when the store cannot hold it),
+// opening it first if needed; the file stays open while fn runs.
+func (h *heldSource) with(ctx context.Context, fn func(f *os.File, size int64) error) error {
+	for {
+		h.mu.RLock()
+		if h.f != nil || h.off {
+			err := fn(h.f, h.size)
+			h.mu.RUnlock()
+			return err
+		}
+		h.mu.RUnlock()
+		if err := h.open(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+func (h *heldSource) open(ctx context.Context) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.f != nil || h.off {
-		return h.f, h.size, nil
+		return nil
 	}
 	f, err := h.opener.OpenFile(ctx, h.key)
 	if errors.Is(err, errors.ErrUnsupported) {
 		h.off = true
-		return nil, 0, nil
+		return nil
 	}
 	if err != nil {
-		return nil, 0, err
+		return fmt.Errorf("read %s: %w", h.key, err)
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, 0, fmt.Errorf("stat %s: %w", h.key, err)
+		return fmt.Errorf("stat %s: %w", h.key, err)
 	}
 	h.f, h.size = f, fi.Size()
-	return h.f, h.size, nil
+	held.Lock()
+	h.elem = held.lru.PushFront(h)
+	var evict *heldSource
+	if held.lru.Len() > maxHeldFiles {
+		e := held.lru.Back()
+		evict = e.Value.(*heldSource)
+		held.lru.Remove(e)
+		evict.elem = nil
+	}
+	held.Unlock()
+	if evict != nil {
+		go evict.release() // it may be mid-read, or be h: not under h.mu
+	}
+	return nil
+}
+
+// release closes h's file once no read uses it; the next read reopens it.
+func (h *heldSource) release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	held.Lock()
+	evicted := h.elem == nil
+	held.Unlock()
+	if h.f != nil && evicted {
+		h.f.Close()
+		h.f = nil
+	}
 }
 
 func (h *heldSource) ReadRange(ctx context.Context, off, n int64) ([]byte, error) {
-	f, size, err := h.file(ctx)
+	var out []byte
+	err := h.with(ctx, func(f *os.File, size int64) error {
+		if f == nil {
+			var err error
+			out, err = h.objectSource.ReadRange(ctx, off, n)
+			return err
+		}
+		if off < 0 || n < 0 || off > size {
+			return fmt.Errorf("read %s [%d,+%d): %w (%d bytes)", h.key, off, n, objstore.ErrInvalidRange, size)
+		}
+		out = make([]byte, min(n, size-off))
+		return h.readAt(ctx, f, off, out)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("read %s [%d,+%d): %w", h.key, off, n, err)
-	}
-	if f == nil {
-		return h.objectSource.ReadRange(ctx, off, n)
-	}
-	if off < 0 || n < 0 || off > size {
-		return nil, fmt.Errorf("read %s [%d,+%d): %w (%d bytes)", h.key, off, n, objstore.ErrInvalidRange, size)
-	}
-	b := make([]byte, min(n, size-off))
-	if err := h.readAt(ctx, f, off, b); err != nil {
 		return nil, err
 	}
-	return b, nil
+	return out, nil
 }
 
 func (h *heldSource) ReadRangeInto(ctx context.Context, off int64, dst []byte) error {
-	f, size, err := h.file(ctx)
-	if err != nil {
-		return fmt.Errorf("read %s [%d,+%d): %w", h.key, off, len(dst), err)
-	}
-	if f == nil {
-		b, err := h.objectSource.ReadRange(ctx, off, int64(len(dst)))
-		if err != nil {
-			return err
+	return h.with(ctx, func(f *os.File, size int64) error {
+		if f == nil {
+			b, err := h.objectSource.ReadRange(ctx, off, int64(len(dst)))
+			if err != nil {
+				return err
+			}
+			if len(b) != len(dst) {
+				return fmt.Errorf("read %s [%d,+%d): %w: got %d bytes", h.key, off, len(dst), objstore.ErrInvalidRange, len(b))
+			}
+			copy(dst, b)
+			return nil
 		}
-		if len(b) != len(dst) {
-			return fmt.Errorf("read %s [%d,+%d): %w: got %d bytes", h.key, off, len(dst), objstore.ErrInvalidRange, len(b))
+		if off < 0 || off+int64(len(dst)) > size {
+			return fmt.Errorf("read %s [%d,+%d): %w: runs past the end (%d bytes)", h.key, off, len(dst), objstore.ErrInvalidRange, size)
 		}
-		copy(dst, b)
-		return nil
-	}
-	if off < 0 || off+int64(len(dst)) > size {
-		return fmt.Errorf("read %s [%d,+%d): %w: runs past the end (%d bytes)", h.key, off, len(dst), objstore.ErrInvalidRange, size)
-	}
-	return h.readAt(ctx, f, off, dst)
+		return h.readAt(ctx, f, off, dst)
+	})
 }
 
 func (h *heldSource) readAt(ctx context.Context, f *os.File, off int64, dst []byte) error {

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 
+	"github.com/lance-context/lance-context/lance/file"
 	"github.com/lance-context/lance-context/objstore"
 )
 
@@ -62,5 +65,45 @@ func TestHeldSourceReadsRanges(t *testing.T) {
 				t.Fatalf("a counting store saw %d range requests, want every read", n)
 			}
 		})
+	}
+}
+
+// TestHeldSourceBoundsOpenFiles: past maxHeldFiles open files the oldest
+// are closed, and a source whose file was closed reopens it on its next
+// read, concurrent reads included.
+func TestHeldSourceBoundsOpenFiles(t *testing.T) {
+	ctx := context.Background()
+	local, err := objstore.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := maxHeldFiles + 40
+	srcs := make([]file.Source, n)
+	for i := range srcs {
+		key := fmt.Sprintf("f%04d", i)
+		if err := local.Put(ctx, key, []byte(key)); err != nil {
+			t.Fatal(err)
+		}
+		srcs[i] = HeldSource(local, key)
+	}
+	read := func(i int) {
+		b, err := srcs[i].ReadRange(ctx, 0, 5)
+		if err != nil || string(b) != fmt.Sprintf("f%04d", i) {
+			t.Errorf("source %d: %q %v", i, b, err)
+		}
+	}
+	var wg sync.WaitGroup
+	for round := range 3 {
+		for i := range srcs {
+			wg.Add(1)
+			go func() { defer wg.Done(); read((i + round*7) % n) }()
+		}
+		wg.Wait()
+	}
+	held.Lock()
+	open := held.lru.Len()
+	held.Unlock()
+	if open > maxHeldFiles {
+		t.Fatalf("%d files held open, want at most %d", open, maxHeldFiles)
 	}
 }
