@@ -156,6 +156,7 @@ func strs(a arrow.Array) strArr {
 // nothing, and skip that read.
 type page struct {
 	start  int64 // row of page_data where the page starts
+	index  int   // page number
 	values strArr
 	bytes  int64
 
@@ -185,7 +186,9 @@ func (t *BTree) readPage(ctx context.Context, i int) (*page, error) {
 	// comes from the Go allocator and is reclaimed by the GC.
 	vals := strs(rec.Column(0))
 	vals.Retain()
-	p := &page{start: s, values: vals, bytes: (e - s) * 8} // ids, once read
+	// The row ids are counted when read (most probed pages never need
+	// them): a 10M-row id index then fits the default cache.
+	p := &page{start: s, values: vals, index: i}
 	for _, b := range vals.Data().Buffers() {
 		if b != nil {
 			p.bytes += int64(b.Len())
@@ -215,6 +218,7 @@ func (t *BTree) rowIDs(ctx context.Context, p *page) (*array.Uint64, error) {
 	}
 	ids.Retain()
 	p.ids = ids
+	t.cache.grow(pageKey{t.uuid, p.index}, n*8)
 	return ids, nil
 }
 
