@@ -6,12 +6,15 @@ import (
 	"encoding/base64"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/lance-context/lance-context/lance/index"
 	"github.com/lance-context/lance-context/lance/table"
 )
 
@@ -80,15 +83,25 @@ func (h *idHeap) offer(c candidate, k int) {
 // narrow passes: its id column (with the filter columns) to choose the
 // page, then the chosen rows by address.
 func (s *Store) listByID(ctx context.Context, snap *snapshot, o ListOptions) (*ListResult, error) {
-	k := o.Offset + o.Limit + 1 // one more to learn has_more
-	h := make(idHeap, 0, k)
 	var exclude map[string]struct{}
+	var rows []walRow
 	if o.Source != SourceFragments {
-		rows, ids, err := s.walRows(ctx, snap)
-		if err != nil {
+		var err error
+		if rows, exclude, err = s.walRows(ctx, snap); err != nil {
 			return nil, err
 		}
-		exclude = ids
+	}
+	if o.Offset >= skipMinOffset && len(o.Filters) == 0 && o.Source != SourceWAL {
+		// A deep offset: start from a cursor whose rank the index pages
+		// give, and count only what lies after it.
+		var err error
+		if o, err = s.skipOffset(ctx, snap.base, o, rows, exclude); err != nil {
+			return nil, err
+		}
+	}
+	k := o.Offset + o.Limit + 1 // one more to learn has_more
+	h := make(idHeap, 0, k)
+	if o.Source != SourceFragments {
 		for i := range rows {
 			r := &rows[i]
 			id := r.id()
@@ -98,6 +111,7 @@ func (s *Store) listByID(ctx context.Context, snap *snapshot, o ListOptions) (*L
 			h.offer(candidate{id: id, wal: r}, k)
 		}
 	}
+	var verify *Filter // a filter rows were chosen by through its index alone
 	if o.Source != SourceWAL && !missingFilter(snap.base, o.Filters) {
 		opts := table.ScanOptions{Columns: []string{ColID}, Where: tableFilters(o.Filters), WithRowAddr: true, Index: s.finder()}
 		if len(exclude) > 0 {
@@ -114,6 +128,23 @@ func (s *Store) listByID(ctx context.Context, snap *snapshot, o ListOptions) (*L
 				opts.Fragments = roaring.New()
 				for _, f := range snap.base.Fragments() {
 					if !covered.Contains(uint32(f.GetId())) {
+						opts.Fragments.Add(uint32(f.GetId()))
+					}
+				}
+			}
+		} else if len(o.Filters) == 1 {
+			// One key filter: walk the id index in order, keeping the rows
+			// the filter's index names, when that reads less than the
+			// matching rows' ids would.
+			walked, err := s.walkFiltered(ctx, snap.base, o.Filters[0], o.After, exclude, &h, k)
+			if err != nil {
+				return nil, err
+			}
+			if walked != nil {
+				verify = &o.Filters[0]
+				opts.Fragments = roaring.New()
+				for _, f := range snap.base.Fragments() {
+					if !walked.Contains(uint32(f.GetId())) {
 						opts.Fragments.Add(uint32(f.GetId()))
 					}
 				}
@@ -166,11 +197,16 @@ func (s *Store) listByID(ctx context.Context, snap *snapshot, o ListOptions) (*L
 		at = append(at, i)
 	}
 	if len(addrs) > 0 {
-		b, err := snap.base.TakePlain(ctx, addrs, baseColumns(snap.base, listColumns))
+		b, err := snap.base.TakeRows(ctx, addrs, baseColumns(snap.base, listColumns))
 		if err != nil {
 			return nil, err
 		}
 		defer b.Release()
+		if verify != nil {
+			if err := checkFilter(b, *verify); err != nil {
+				return nil, fmt.Errorf("rollout: store %s: %w", s.name, err)
+			}
+		}
 		rs, err := recordsFromBatch(b)
 		if err != nil {
 			return nil, err
@@ -214,7 +250,7 @@ func (s *Store) ascendIndexed(ctx context.Context, base *table.Dataset, after st
 		if _, pending := exclude[id]; pending {
 			return true // a newer write waits in the WAL
 		}
-		h.offer(candidate{id: id, addr: table.RowAddr{Fragment: frag, Offset: off}}, k)
+		h.offer(candidate{id: strings.Clone(id), addr: table.RowAddr{Fragment: frag, Offset: off}}, k)
 		return true
 	})
 	if werr != nil {
@@ -232,4 +268,303 @@ func missingFilter(d *table.Dataset, fs []Filter) bool {
 		}
 	}
 	return false
+}
+
+// skipMinOffset is the smallest offset skipOffset turns into a cursor; a
+// smaller one is cheaper to count through.
+var skipMinOffset = 2048
+
+// offsetSkips counts the listings skipOffset moved forward (tests check
+// that the skip is exercised).
+var offsetSkips atomic.Int64
+
+// skipOffset returns o with After moved forward and Offset reduced by the
+// rows in between, so that it names the same page: a deep offset then costs
+// O(log n) index page reads instead of a walk over offset ids. It counts
+// exactly the rows the listing counts: live base rows of the fragments the
+// id index covers (Ranker), live rows of the other fragments (scanned),
+// minus base rows whose id waits in the WAL (excluded), plus the WAL rows
+// (source all). When the index cannot rank exactly, o is returned as is.
+func (s *Store) skipOffset(ctx context.Context, base *table.Dataset, o ListOptions, walRows []walRow, exclude map[string]struct{}) (ListOptions, error) {
+	if s.finder() == nil || !slices.Contains(s.indexColumns(), ColID) {
+		return o, nil
+	}
+	rk, err := s.opts.Indexes.Ranker(ctx, base, ColID)
+	if err != nil || rk == nil {
+		return o, err
+	}
+	// Rows outside the ranked fragments, and WAL rows: sorted ids.
+	var uncovered int64
+	var others []string
+	for _, f := range base.Fragments() {
+		if !rk.Covered().Contains(uint32(f.GetId())) {
+			uncovered += int64(f.GetPhysicalRows())
+		}
+	}
+	if uncovered > maxSkipScan {
+		return o, nil
+	}
+	if uncovered > 0 {
+		frags := roaring.New()
+		for _, f := range base.Fragments() {
+			if !rk.Covered().Contains(uint32(f.GetId())) {
+				frags.Add(uint32(f.GetId()))
+			}
+		}
+		opts := table.ScanOptions{Columns: []string{ColID}, Fragments: frags}
+		err := base.Scan(ctx, opts, func(b arrow.RecordBatch) error {
+			ids, ok := b.Column(0).(interface {
+				Len() int
+				Value(int) string
+			})
+			if !ok {
+				return fmt.Errorf("rollout: store %s: column id is %s, want a string column", s.name, b.Column(0).DataType())
+			}
+			for i := 0; i < ids.Len(); i++ {
+				if _, pending := exclude[ids.Value(i)]; !pending {
+					others = append(others, strings.Clone(ids.Value(i)))
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return o, err
+		}
+	}
+	for i := range walRows {
+		others = append(others, walRows[i].gen.ids[walRows[i].row])
+	}
+	slices.Sort(others)
+	// Base rows of ranked fragments whose id waits in the WAL are not
+	// listed from the base: their ids, sorted.
+	var hidden []string
+	if len(exclude) > 0 {
+		ids := make([]string, 0, len(exclude))
+		for id := range exclude {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		covered, found, err := s.opts.Indexes.Find(ctx, base, ColID, ids)
+		if err != nil {
+			return o, err
+		}
+		var addrs []table.RowAddr
+		for frag, offs := range found {
+			if !covered.Contains(uint32(frag)) || !rk.Covered().Contains(uint32(frag)) {
+				continue
+			}
+			del, err := base.DeletedRows(ctx, frag)
+			if err != nil {
+				return o, err
+			}
+			for _, off := range offs {
+				if del == nil || !del.Contains(off) {
+					addrs = append(addrs, table.RowAddr{Fragment: frag, Offset: off})
+				}
+			}
+		}
+		if len(addrs) > 0 {
+			b, err := base.TakePlain(ctx, addrs, []string{ColID})
+			if err != nil {
+				return o, err
+			}
+			col, ok := b.Column(0).(interface{ Value(int) string })
+			if !ok {
+				b.Release()
+				return o, fmt.Errorf("rollout: store %s: column id is %s, want a string column", s.name, b.Column(0).DataType())
+			}
+			for i := range addrs {
+				hidden = append(hidden, strings.Clone(col.Value(i)))
+			}
+			b.Release()
+			slices.Sort(hidden)
+		}
+	}
+	// upTo is the number of listed rows whose id is <= v.
+	upTo := func(v string) (int64, error) {
+		succ := v + "\x00" // the smallest string above v
+		n, err := rk.Below(ctx, succ)
+		if err != nil {
+			return 0, err
+		}
+		n -= int64(sort.SearchStrings(hidden, succ))
+		n += int64(sort.SearchStrings(others, succ))
+		return n, nil
+	}
+	var before int64
+	if o.After != "" {
+		if before, err = upTo(o.After); err != nil {
+			return o, err
+		}
+	}
+	target := before + int64(o.Offset) // rows at or below the page's predecessor
+	// The last pivot at or below target: binary search (upTo is monotone).
+	pivots := rk.Pivots()
+	lo, hi := sort.SearchStrings(pivots, o.After+"\x00"), len(pivots) // pivots above After
+	best, bestN := "", int64(-1)
+	var serr error
+	i := sort.Search(hi-lo, func(i int) bool {
+		if serr != nil {
+			return true
+		}
+		n, err := upTo(pivots[lo+i])
+		if err != nil {
+			serr = err
+			return true
+		}
+		if n <= target {
+			return false
+		}
+		return true
+	})
+	if serr != nil {
+		return o, serr
+	}
+	if i == 0 {
+		return o, nil // no pivot between After and the page
+	}
+	best = pivots[lo+i-1]
+	if bestN, err = upTo(best); err != nil {
+		return o, err
+	}
+	o.After, o.Offset = best, int(target-bestN)
+	offsetSkips.Add(1)
+	return o, nil
+}
+
+// maxSkipScan bounds the rows of fragments no index covers that skipOffset
+// reads to count them; beyond it the listing counts through as before.
+const maxSkipScan = 1 << 20
+
+// walkFiltered offers to h the live base rows above after whose column
+// f.Column holds f.Value, in id order, by walking the id index and keeping
+// the rows the filter column's index names. A filtered page then costs
+// O(k · rows/matches) index entries, which stays flat as the table grows,
+// instead of reading the id of every matching row (O(matches)); it is
+// used only when it is the cheaper of the two. It returns the fragments it
+// answered for (nil: it did not walk, the caller scans as before).
+func (s *Store) walkFiltered(ctx context.Context, base *table.Dataset, f Filter, after string, exclude map[string]struct{}, h *idHeap, k int) (*roaring.Bitmap, error) {
+	cols := s.indexColumns()
+	if s.finder() == nil || !slices.Contains(cols, ColID) || !slices.Contains(cols, f.Column) {
+		return nil, nil
+	}
+	if fd := base.Schema().Field(f.Column); fd == nil || !isStringField(fd.Type) {
+		return nil, nil
+	}
+	byID, err := index.Covered(base, ColID)
+	if err != nil || byID.IsEmpty() {
+		return nil, err
+	}
+	coveredF, rows, err := s.opts.Indexes.Find(ctx, base, f.Column, []string{f.Value})
+	if err != nil || coveredF == nil {
+		return nil, err
+	}
+	both := roaring.And(byID, coveredF)
+	var matches, runs, indexed int64
+	match := map[uint64]struct{}{}
+	for _, fr := range base.Fragments() {
+		id := fr.GetId()
+		if !both.Contains(uint32(id)) {
+			continue
+		}
+		indexed += int64(fr.GetPhysicalRows())
+		offs := rows[id]
+		for i, off := range offs {
+			match[id<<32|uint64(off)] = struct{}{}
+			if i == 0 || off != offs[i-1]+1 {
+				runs++
+			}
+		}
+		matches += int64(len(offs))
+	}
+	if matches == 0 {
+		return nil, nil // the scan answers from the index alone
+	}
+	// Expected entries walked for k matches, against the reads of the
+	// matching rows (about one range read per run of consecutive rows and
+	// column, worth ~walkEntriesPerRun entries of the walk).
+	if walk := int64(k) * indexed / matches; walk > runs*walkEntriesPerRun {
+		return nil, nil
+	}
+	deleted := map[uint64]*roaring.Bitmap{}
+	var werr error
+	// Most walked entries do not match: a 64 Kibit filter turns them away
+	// before the map (a few ns against tens for a map probe).
+	var bloom [1 << 10]uint64
+	hash := func(a uint64) uint64 { return (a * 0x9e3779b97f4a7c15) >> 48 }
+	for a := range match {
+		h := hash(a)
+		bloom[h>>6] |= 1 << (h & 63)
+	}
+	keep := func(addr uint64) bool {
+		if h := hash(addr); bloom[h>>6]&(1<<(h&63)) == 0 {
+			return false
+		}
+		_, ok := match[addr]
+		return ok
+	}
+	_, err = s.opts.Indexes.AscendEach(ctx, base, ColID, after, keep, func(id string, addr uint64) bool {
+		if h.Len() == k && id >= (*h)[0].id {
+			return false
+		}
+		frag, off := addr>>32, uint32(addr)
+		del, ok := deleted[frag]
+		if !ok {
+			if del, werr = base.DeletedRows(ctx, frag); werr != nil {
+				return false
+			}
+			deleted[frag] = del
+		}
+		if del != nil && del.Contains(off) {
+			return true
+		}
+		if _, pending := exclude[id]; pending {
+			return true
+		}
+		h.offer(candidate{id: strings.Clone(id), addr: table.RowAddr{Fragment: frag, Offset: off}}, k)
+		return true
+	})
+	if werr != nil {
+		return nil, werr
+	}
+	if err != nil {
+		return nil, err
+	}
+	filteredWalks.Add(1)
+	return both, nil
+}
+
+// walkEntriesPerRun is how many id index entries a walk reads for the cost
+// of reading one run of matching rows (measured: a run costs two range
+// reads and their decoding, an entry a map probe).
+var walkEntriesPerRun int64 = 1000
+
+// filteredWalks counts the listings walkFiltered answered (for tests).
+var filteredWalks atomic.Int64
+
+func isStringField(t arrow.DataType) bool {
+	return t.ID() == arrow.STRING || t.ID() == arrow.LARGE_STRING
+}
+
+// checkFilter makes sure rows chosen through an index hold the filter's
+// value: an index that named another row is corruption, reported, never a
+// wrong row returned.
+func checkFilter(b arrow.RecordBatch, f Filter) error {
+	idx := b.Schema().FieldIndices(f.Column)
+	if len(idx) == 0 {
+		return nil
+	}
+	col, ok := b.Column(idx[0]).(interface {
+		IsNull(int) bool
+		Value(int) string
+	})
+	if !ok {
+		return fmt.Errorf("column %s is %s, want a string column", f.Column, b.Column(idx[0]).DataType())
+	}
+	for i := 0; i < int(b.NumRows()); i++ {
+		if col.IsNull(i) || col.Value(i) != f.Value {
+			return fmt.Errorf("%w: the %s index names a row whose %s is not %q", index.ErrCorrupt, f.Column, f.Column, f.Value)
+		}
+	}
+	return nil
 }

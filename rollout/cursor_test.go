@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lance-context/lance-context/objstore"
@@ -188,4 +189,179 @@ func walk(t *testing.T, s *Store, src Source, limit int) []string {
 		}
 		o.After, _ = DecodeCursor(res.NextCursor)
 	}
+}
+
+// TestDeepOffsetSkipMatchesScan: a page at an offset, which the listing
+// reaches by ranking index pages (skipOffset) instead of counting rows, is
+// the page a scan of the id column gives, with superseded (deleted) base
+// rows, several index segments, fragments no index covers, and rows
+// pending in the WAL that hide their base rows.
+func TestDeepOffsetSkipMatchesScan(t *testing.T) {
+	defer func(b, m int) { indexBatchSize, skipMinOffset = b, m }(indexBatchSize, skipMinOffset)
+	indexBatchSize, skipMinOffset = 8, 1
+	ctx := context.Background()
+	root := objstore.NewMemory()
+	s := mustStore(t, newCatalog(t, root, "w1", Options{}), "exp")
+	scan := mustStore(t, newCatalog(t, root, "w2", Options{IndexColumns: []string{}}), "exp")
+	rng := rand.New(rand.NewPCG(5, 6))
+	rec := func(round int) Record {
+		return Record{ID: fmt.Sprintf("id-%04d", rng.IntN(600)), RolloutID: fmt.Sprintf("r%d", round)}
+	}
+	check := func(what string) {
+		t.Helper()
+		before := offsetSkips.Load()
+		for _, src := range []Source{SourceFragments, SourceAll} {
+			all := walk(t, scan, src, 1000)
+			for _, after := range []int{-1, 0, 17, len(all) / 2} {
+				o := ListOptions{Source: src, Limit: 7}
+				rest := all
+				if after >= 0 && after < len(all) {
+					o.After = strings.SplitN(all[after], "/", 2)[0]
+					rest = all[after+1:]
+				}
+				for off := 0; off <= len(rest)+3; off += 1 + rng.IntN(23) {
+					o.Offset = off
+					res, err := s.List(ctx, o)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var got []string
+					for _, r := range res.Records {
+						got = append(got, r.ID+"/"+r.RolloutID)
+					}
+					want := rest[min(off, len(rest)):min(off+7, len(rest))]
+					if !slices.Equal(got, want) || res.HasMore != (off+7 < len(rest)) {
+						t.Fatalf("%s: %s after %q offset %d: got %v (more %v)\nwant %v", what, src, o.After, off, got, res.HasMore, want)
+					}
+				}
+			}
+		}
+		if offsetSkips.Load() == before {
+			t.Fatalf("%s: no listing skipped through the index", what)
+		}
+	}
+	for round := range 4 { // merged: delta segments, superseded rows deleted
+		rs := make([]Record, 120)
+		for i := range rs {
+			rs[i] = rec(round)
+		}
+		appendFlush(t, s, rs)
+		if _, err := s.Merge(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("delta segments with deletions")
+	// A fragment merged without index upkeep (scanned), and pending rows
+	// that rewrite base ids.
+	rs := make([]Record, 60)
+	for i := range rs {
+		rs[i] = rec(10)
+	}
+	appendFlush(t, scan, rs)
+	if _, err := scan.Merge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range rs {
+		rs[i] = rec(11)
+	}
+	appendFlush(t, s, rs)
+	check("uncovered fragment and pending rewrites")
+	if _, err := s.Compact(ctx, CompactOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	check("after compaction")
+}
+
+// TestFilteredWalkMatchesScan: a page filtered on an indexed column, chosen
+// by walking the id index and keeping the rows the filter's index names
+// (walkFiltered), is the page a scan gives, through deletions, pending
+// rewrites, an uncovered fragment and compaction, with cursors and offsets.
+func TestFilteredWalkMatchesScan(t *testing.T) {
+	defer func(b int, w int64) { indexBatchSize, walkEntriesPerRun = b, w }(indexBatchSize, walkEntriesPerRun)
+	indexBatchSize, walkEntriesPerRun = 8, 1<<40 // always walk
+	ctx := context.Background()
+	root := objstore.NewMemory()
+	s := mustStore(t, newCatalog(t, root, "w1", Options{}), "exp")
+	scan := mustStore(t, newCatalog(t, root, "w2", Options{IndexColumns: []string{}}), "exp")
+	rng := rand.New(rand.NewPCG(8, 9))
+	rec := func(round int) Record {
+		return Record{ID: fmt.Sprintf("id-%04d", rng.IntN(500)), RolloutID: fmt.Sprintf("r%d", rng.IntN(6)), ProblemID: fmt.Sprintf("p%d-%d", rng.IntN(3), round%2)}
+	}
+	check := func(what string) {
+		t.Helper()
+		before := filteredWalks.Load()
+		for _, src := range []Source{SourceFragments, SourceAll} {
+			for _, f := range []Filter{{ColRolloutID, "r1"}, {ColRolloutID, "r4"}, {ColProblemID, "p2-0"}, {ColRolloutID, "none"}} {
+				for _, lim := range []int{1, 5} {
+					var a, b []string
+					for _, st := range []*Store{s, scan} {
+						o := ListOptions{Source: src, Limit: lim, Filters: []Filter{f}}
+						var out []string
+						for pages := 0; ; pages++ {
+							res, err := st.List(ctx, o)
+							if err != nil {
+								t.Fatal(err)
+							}
+							for _, r := range res.Records {
+								out = append(out, r.ID+"/"+r.RolloutID+"/"+r.ProblemID)
+							}
+							if res.NextCursor == "" {
+								break
+							}
+							o.After, _ = DecodeCursor(res.NextCursor)
+						}
+						if st == s {
+							a = out
+						} else {
+							b = out
+						}
+					}
+					if !slices.Equal(a, b) {
+						t.Fatalf("%s: %s %v limit %d: walk %v\nscan %v", what, src, f, lim, a, b)
+					}
+				}
+				res, err := s.List(ctx, ListOptions{Source: src, Limit: 3, Offset: 4, Filters: []Filter{f}})
+				want, err2 := scan.List(ctx, ListOptions{Source: src, Limit: 3, Offset: 4, Filters: []Filter{f}})
+				if err != nil || err2 != nil || len(res.Records) != len(want.Records) || res.HasMore != want.HasMore {
+					t.Fatalf("%s: offset page: %v %v", what, err, err2)
+				}
+				for i := range res.Records {
+					if res.Records[i].ID != want.Records[i].ID {
+						t.Fatalf("%s: offset page row %d: %s, want %s", what, i, res.Records[i].ID, want.Records[i].ID)
+					}
+				}
+			}
+		}
+		if filteredWalks.Load() == before {
+			t.Fatalf("%s: no filtered listing walked the id index", what)
+		}
+	}
+	for round := range 4 {
+		rs := make([]Record, 100)
+		for i := range rs {
+			rs[i] = rec(round)
+		}
+		appendFlush(t, s, rs)
+		if _, err := s.Merge(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("delta segments with deletions")
+	rs := make([]Record, 50)
+	for i := range rs {
+		rs[i] = rec(10)
+	}
+	appendFlush(t, scan, rs)
+	if _, err := scan.Merge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range rs {
+		rs[i] = rec(11)
+	}
+	appendFlush(t, s, rs)
+	check("uncovered fragment and pending rewrites")
+	if _, err := s.Compact(ctx, CompactOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	check("after compaction")
 }

@@ -64,6 +64,10 @@ func (s *Store) finder() table.RowFinder {
 	return s.opts.Indexes
 }
 
+// indexBatchSize is the rows per index page of the indexes a store builds
+// (0: index.DefaultBatchSize); tests lower it to get many pages.
+var indexBatchSize = 0
+
 // IndexResult says what an index pass did, per column.
 type IndexResult struct {
 	Columns  []*index.Result `json:"columns"`
@@ -96,7 +100,7 @@ func (s *Store) index(ctx context.Context, delta bool) (*IndexResult, error) {
 		}
 	}
 	// One commit for every column's new index.
-	rs, err := index.UpdateColumns(ctx, s.root, cols, index.BuildOptions{Delta: delta, MaxSegments: s.opts.IndexMaxSegments, TempDir: s.opts.IndexTempDir})
+	rs, err := index.UpdateColumns(ctx, s.root, cols, index.BuildOptions{Delta: delta, MaxSegments: s.opts.IndexMaxSegments, TempDir: s.opts.IndexTempDir, BatchSize: indexBatchSize})
 	if err != nil {
 		return nil, fmt.Errorf("rollout: index %v: %w", cols, err)
 	}

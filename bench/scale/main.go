@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -21,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -35,16 +37,21 @@ import (
 )
 
 type config struct {
-	dir         string
-	sizes       []int
-	recordBytes int
-	calls       int
-	fragRows    int
-	lancedb     bool
-	interop     string
-	callsNo     int
-	merges      int
-	profile     string
+	dir          string
+	sizes        []int
+	recordBytes  int
+	calls        int
+	fragRows     int
+	lancedb      bool
+	interop      string
+	callsNo      int
+	merges       int
+	profile      string
+	readProfile  string
+	reuse        bool
+	buildProfile string
+	measure      map[string]bool
+	warmup       int
 }
 
 func main() {
@@ -60,7 +67,17 @@ func main() {
 	flag.IntVar(&c.callsNo, "lancedb-calls-noindex", 5, "timed LanceDB calls per measurement without an index")
 	flag.IntVar(&c.merges, "merges", 5, "merges of 1,000 new rows timed at each size")
 	flag.StringVar(&c.profile, "merge-cpuprofile", "", "write a CPU profile of the timed merges (all sizes) to this file")
+	flag.StringVar(&c.readProfile, "read-cpuprofile", "", "write a CPU profile of the timed reads (all sizes) to this file")
+	flag.BoolVar(&c.reuse, "reuse", false, "reuse the store a previous run left in --dir (rows already loaded are not loaded again)")
+	flag.StringVar(&c.buildProfile, "build-cpuprofile", "", "write a CPU profile of the index build to this file")
+	flag.IntVar(&c.warmup, "warmup", 20, "untimed calls of each read before the timed ones")
+	var measure string
+	flag.StringVar(&measure, "measure", "build,get,trajectory,filtered,page,offset,merge", "what to measure (a subset of the default)")
 	flag.Parse()
+	c.measure = map[string]bool{}
+	for _, m := range strings.Split(measure, ",") {
+		c.measure[strings.TrimSpace(m)] = true
+	}
 	if c.dir == "" {
 		fmt.Fprintln(os.Stderr, "--dir is required")
 		os.Exit(2)
@@ -211,7 +228,21 @@ func pct(xs []time.Duration, p float64) float64 {
 	return float64(s[min(len(s)-1, int(p/100*float64(len(s))))].Microseconds()) / 1000
 }
 
-func timeCalls(n int, fn func(i int) error) ([]time.Duration, error) {
+// timeCalls times n calls of fn, or none when what is not measured.
+func timeCalls(c config, what string, n int, fn func(i int) error) ([]time.Duration, error) {
+	if !c.measure[what] {
+		return nil, nil
+	}
+	// Untimed calls first (fn(n), fn(n+1)... take their own probes): the
+	// figures are of a store in use, its index lookups and file footers
+	// loaded, not of the first calls after a load.
+	for j := 0; j < c.warmup && what != "offset"; j++ {
+		if err := fn(n + j); err != nil {
+			return nil, err
+		}
+	}
+	cpu0 := cpuTime()
+	defer func() { cpuPerCall[what] = float64((cpuTime() - cpu0).Microseconds()) / 1000 / float64(n) }()
 	out := make([]time.Duration, 0, n)
 	for i := 0; i < n; i++ {
 		t := time.Now()
@@ -240,8 +271,18 @@ func run(ctx context.Context, c config) error {
 	defer cat.Close(ctx)
 	const name = "scale"
 	s, err := cat.Create(ctx, name)
+	loaded, extra := 0, 0 // loaded rows, rows added by timed merges
+	if err != nil && c.reuse {
+		if s, err = cat.Open(ctx, name); err == nil {
+			var ds *table.Dataset
+			if ds, err = table.Open(ctx, s.Root()); err == nil {
+				loaded = loadedRows(ds)
+				extra = int(ds.CountRows()) - loaded
+			}
+		}
+	}
 	if err != nil {
-		return fmt.Errorf("create store %q in %s (use a new --dir): %w", name, c.dir, err)
+		return fmt.Errorf("create store %q in %s (use a new --dir, or --reuse): %w", name, c.dir, err)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	tb := make([]byte, 2*c.recordBytes)
@@ -250,23 +291,46 @@ func run(ctx context.Context, c config) error {
 	}
 	text := string(tb)
 	enc := json.NewEncoder(os.Stdout)
-	loaded, extra := 0, 0 // loaded rows, rows added by timed merges
 	for _, size := range c.sizes {
 		out := map[string]any{"rows": size, "record_bytes": c.recordBytes, "go_version": runtime.Version(), "cpus": runtime.NumCPU()}
 		t0 := time.Now()
-		if err := load(ctx, s.Root(), c, loaded, size, text); err != nil {
-			return fmt.Errorf("load: %w", err)
+		if loaded < size {
+			if err := load(ctx, s.Root(), c, loaded, size, text); err != nil {
+				return fmt.Errorf("load: %w", err)
+			}
 		}
 		out["load_secs"] = time.Since(t0).Seconds()
 		loaded = size
 
 		pk.reset()
 		t0 = time.Now()
-		ir, err := s.Index(ctx)
-		if err != nil {
-			return fmt.Errorf("index: %w", err)
+		buildCPU := cpuTime()
+		ir := &rollout.IndexResult{}
+		if c.measure["build"] {
+			if c.reuse {
+				// Time a build from scratch, as on a fresh load.
+				if err := dropIndexes(ctx, s.Root()); err != nil {
+					return fmt.Errorf("drop indexes: %w", err)
+				}
+			}
+			if c.buildProfile != "" {
+				pf, err := os.Create(c.buildProfile)
+				if err != nil {
+					return err
+				}
+				if err := pprof.StartCPUProfile(pf); err != nil {
+					return err
+				}
+			}
+			if ir, err = s.Index(ctx); err != nil {
+				return fmt.Errorf("index: %w", err)
+			}
+			if c.buildProfile != "" {
+				pprof.StopCPUProfile()
+			}
 		}
 		out["index_build_secs"] = time.Since(t0).Seconds()
+		out["index_build_cpu_secs"] = (cpuTime() - buildCPU).Seconds()
 		out["index_build_peak_heap_mib"] = pk.mib()
 		newRows := int64(0)
 		for _, r := range ir.Columns {
@@ -275,13 +339,22 @@ func run(ctx context.Context, c config) error {
 		out["index_build_rows_read"] = newRows
 
 		pk.reset()
+		if c.readProfile != "" {
+			pf, err := os.Create(c.readProfile)
+			if err != nil {
+				return err
+			}
+			if err := pprof.StartCPUProfile(pf); err != nil {
+				return err
+			}
+		}
 		probe := func() int { return rng.IntN(size) }
-		ids := make([]string, c.calls)
+		ids := make([]string, c.calls+c.warmup)
 		for i := range ids {
 			ids[i] = rowID(probe())
 		}
 		s.Get(ctx, ids[0]) // open footers and lookups once
-		gets, err := timeCalls(c.calls, func(i int) error {
+		gets, err := timeCalls(c, "get", c.calls, func(i int) error {
 			r, err := s.Get(ctx, ids[i])
 			if err == nil && r.ID != ids[i] {
 				err = fmt.Errorf("get %s returned %s", ids[i], r.ID)
@@ -291,11 +364,11 @@ func run(ctx context.Context, c config) error {
 		if err != nil {
 			return fmt.Errorf("get: %w", err)
 		}
-		rollouts := make([]string, c.calls)
+		rollouts := make([]string, c.calls+c.warmup)
 		for i := range rollouts {
 			rollouts[i] = rolloutID(probe())
 		}
-		trajs, err := timeCalls(c.calls, func(i int) error {
+		trajs, err := timeCalls(c, "trajectory", c.calls, func(i int) error {
 			rs, err := s.Trajectory(ctx, rollouts[i])
 			if err == nil && len(rs) != 8 {
 				err = fmt.Errorf("trajectory %s: %d records, want 8", rollouts[i], len(rs))
@@ -305,11 +378,11 @@ func run(ctx context.Context, c config) error {
 		if err != nil {
 			return fmt.Errorf("trajectory: %w", err)
 		}
-		problems := make([]string, c.calls)
+		problems := make([]string, c.calls+c.warmup)
 		for i := range problems {
 			problems[i] = problemID(probe())
 		}
-		filt, err := timeCalls(c.calls, func(i int) error {
+		filt, err := timeCalls(c, "filtered", c.calls, func(i int) error {
 			res, err := s.List(ctx, rollout.ListOptions{Source: rollout.SourceAll, Filters: []rollout.Filter{{Column: rollout.ColProblemID, Value: problems[i]}}, Limit: 25})
 			if err == nil && len(res.Records) == 0 {
 				err = fmt.Errorf("problem %s: no records", problems[i])
@@ -325,11 +398,11 @@ func run(ctx context.Context, c config) error {
 		// order, O(offset): measured apart, with fewer calls.
 		pages := map[string]any{}
 		for _, src := range []rollout.Source{rollout.SourceFragments, rollout.SourceAll} {
-			afters := make([]string, c.calls)
+			afters := make([]string, c.calls+c.warmup)
 			for i := range afters {
 				afters[i] = rowID(probe())
 			}
-			ds, err := timeCalls(c.calls, func(i int) error {
+			ds, err := timeCalls(c, "page", c.calls, func(i int) error {
 				res, err := s.List(ctx, rollout.ListOptions{Source: src, Limit: 25, After: afters[i]})
 				if err == nil && len(res.Records) == 0 {
 					err = fmt.Errorf("page after %s: no records", afters[i])
@@ -340,7 +413,7 @@ func run(ctx context.Context, c config) error {
 				return fmt.Errorf("%s page: %w", src, err)
 			}
 			pages[string(src)+"_page_p50_ms"] = pct(ds, 50)
-			deep, err := timeCalls(max(c.calls/10, 3), func(i int) error {
+			deep, err := timeCalls(c, "offset", max(c.calls/10, 3), func(i int) error {
 				res, err := s.List(ctx, rollout.ListOptions{Source: src, Limit: 25, Offset: rng.IntN(size - 25)})
 				if err == nil && len(res.Records) != 25 {
 					err = fmt.Errorf("page: %d records", len(res.Records))
@@ -352,16 +425,21 @@ func run(ctx context.Context, c config) error {
 			}
 			pages[string(src)+"_offset_page_p50_ms"] = pct(deep, 50)
 		}
+		if c.readProfile != "" {
+			pprof.StopCPUProfile()
+		}
 		out["lance_context"] = map[string]any{
 			"get_p50_ms": pct(gets, 50), "get_p99_ms": pct(gets, 99),
 			"trajectory_p50_ms": pct(trajs, 50), "filtered_page_p50_ms": pct(filt, 50),
 			"fragments_page_p50_ms": pages["fragments_page_p50_ms"], "all_page_p50_ms": pages["all_page_p50_ms"],
 			"fragments_offset_page_p50_ms": pages["fragments_offset_page_p50_ms"], "all_offset_page_p50_ms": pages["all_offset_page_p50_ms"],
 			"reads_peak_heap_mib": pk.mib(),
+			"cpu_ms_per_call":     maps.Clone(cpuPerCall),
 		}
 
 		// Merges of 1,000 new rows (appended and sealed untimed).
 		var merges []time.Duration
+		var mergeCPU time.Duration
 		pk.reset()
 		if c.profile != "" {
 			pf, err := os.Create(c.profile)
@@ -372,7 +450,7 @@ func run(ctx context.Context, c config) error {
 				return err
 			}
 		}
-		for m := 0; m < c.merges; m++ {
+		for m := 0; m < c.merges && c.measure["merge"]; m++ {
 			recs := make([]rollout.Record, 1000)
 			for i := range recs {
 				n := 1<<40 + extra
@@ -386,7 +464,7 @@ func run(ctx context.Context, c config) error {
 			if err := s.Flush(ctx); err != nil {
 				return err
 			}
-			t := time.Now()
+			t, cpu0 := time.Now(), cpuTime()
 			for {
 				res, err := s.Merge(ctx)
 				if err != nil {
@@ -397,15 +475,16 @@ func run(ctx context.Context, c config) error {
 				}
 			}
 			merges = append(merges, time.Since(t))
+			mergeCPU += cpuTime() - cpu0
 		}
 		if c.profile != "" {
 			pprof.StopCPUProfile()
 		}
-		out["merge_1000"] = map[string]any{"p50_ms": pct(merges, 50), "max_ms": pct(merges, 100), "merges": len(merges), "peak_heap_mib": pk.mib()}
+		out["merge_1000"] = map[string]any{"p50_ms": pct(merges, 50), "max_ms": pct(merges, 100), "merges": len(merges), "peak_heap_mib": pk.mib(), "cpu_ms_per_merge": float64(mergeCPU.Microseconds()) / 1000 / float64(max(len(merges), 1))}
 		out["process_peak_rss_mib"] = rssPeakMiB()
 
 		if c.lancedb {
-			ld, err := runLanceDB(ctx, c, root, ids, rollouts, problems)
+			ld, err := runLanceDB(ctx, c, root, ids[:c.calls], rollouts[:c.calls], problems[:c.calls])
 			if err != nil {
 				return fmt.Errorf("lancedb: %w", err)
 			}
@@ -436,18 +515,7 @@ func runLanceDB(ctx context.Context, c config, root objstore.Store, ids, rollout
 	if err != nil {
 		return nil, err
 	}
-	_, err = table.Commit(ctx, cst, func(ctx context.Context, latest *table.Dataset) (*table.Change, error) {
-		idxs, err := latest.Indexes()
-		if err != nil {
-			return nil, err
-		}
-		ch := &table.Change{Kind: table.KindCreateIndex}
-		for _, m := range idxs {
-			ch.IndexRemove = append(ch.IndexRemove, m.GetUuid().GetUuid())
-		}
-		return ch, nil
-	})
-	if err != nil {
+	if err := dropIndexes(ctx, cst); err != nil {
 		return nil, fmt.Errorf("drop indexes in the copy: %w", err)
 	}
 	pf := filepath.Join(cdir, "probes.json")
@@ -471,4 +539,45 @@ func runLanceDB(ctx context.Context, c config, root objstore.Store, ids, rollout
 		return nil, fmt.Errorf("bench_index.mjs output %q: %w", out, err)
 	}
 	return doc, nil
+}
+
+// loadedRows is the number of loaded rows of a reused table: the rows of
+// its fragments written by load (merged fragments hold the timed merges'
+// rows, 1,000 per merge, and are told apart by size).
+func loadedRows(ds *table.Dataset) int {
+	n := 0
+	for _, f := range ds.Fragments() {
+		if r := int(f.GetPhysicalRows()); r > 1000 {
+			n += r
+		}
+	}
+	return n
+}
+
+// dropIndexes commits the table at st without its indexes.
+func dropIndexes(ctx context.Context, st objstore.Store) error {
+	_, err := table.Commit(ctx, st, func(ctx context.Context, latest *table.Dataset) (*table.Change, error) {
+		idxs, err := latest.Indexes()
+		if err != nil {
+			return nil, err
+		}
+		ch := &table.Change{Kind: table.KindCreateIndex}
+		for _, m := range idxs {
+			ch.IndexRemove = append(ch.IndexRemove, m.GetUuid().GetUuid())
+		}
+		return ch, nil
+	})
+	return err
+}
+
+// cpuPerCall is the process CPU time (user + system) per timed call of each
+// measurement, in ms: on a shared machine it varies less than wall time.
+var cpuPerCall = map[string]float64{}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

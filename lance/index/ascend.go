@@ -3,50 +3,119 @@ package index
 import (
 	"context"
 	"fmt"
-	"iter"
 	"sort"
-	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/lance-context/lance-context/lance/table"
 )
 
+// cursor walks one index's non-null entries above a value in ascending
+// order, page by page, keeping only rows of the fragments in bm.
+type cursor struct {
+	t   *BTree
+	bm  *roaring.Bitmap
+	p   int // page being walked
+	j   int // next row in it
+	pg  *page
+	ids *array.Uint64
+	// The current entry, valid after a successful next.
+	v    string
+	addr uint64
+}
+
+// seek positions c before the first entry above after.
+func (c *cursor) seek(ctx context.Context, after string) error {
+	t := c.t
+	np := len(t.maxs)
+	// First page whose max is above after (null maxes sort first).
+	c.p = sort.Search(np, func(i int) bool { return !t.maxNull[i] && t.maxs[i] > after })
+	if c.p >= np {
+		return nil
+	}
+	if err := c.load(ctx); err != nil {
+		return err
+	}
+	pg := c.pg
+	c.j = sort.Search(pg.len(), func(j int) bool { return !pg.values.IsNull(j) && pg.values.value(j) > after })
+	return nil
+}
+
+func (c *cursor) load(ctx context.Context) error {
+	pg, err := c.t.readPage(ctx, c.p)
+	if err != nil {
+		return err
+	}
+	ids, err := c.t.rowIDs(ctx, pg)
+	if err != nil {
+		return err
+	}
+	c.pg, c.ids, c.j = pg, ids, 0
+	return nil
+}
+
+// next moves to the next entry; false at the end.
+func (c *cursor) next(ctx context.Context) (bool, error) {
+	for c.p < len(c.t.maxs) {
+		if c.pg == nil {
+			if err := c.load(ctx); err != nil {
+				return false, err
+			}
+		}
+		for ; c.j < c.pg.len(); c.j++ {
+			if c.pg.values.IsNull(c.j) {
+				continue
+			}
+			a := c.ids.Value(c.j)
+			// Rows of fragments outside the bitmap (removed by a compaction)
+			// are not this index's to answer for.
+			if !c.bm.Contains(uint32(a >> 32)) {
+				continue
+			}
+			c.v, c.addr = c.pg.values.value(c.j), a
+			c.j++
+			return true, nil
+		}
+		c.p++
+		c.pg, c.ids = nil, nil
+	}
+	return false, nil
+}
+
 // Ascend calls fn with every non-null value above after, in ascending
 // order, and its row address, until fn returns false. It reads only the
 // pages it walks: a keyset page of a sorted listing costs O(log n + page).
+// v is valid only during the call.
 func (t *BTree) Ascend(ctx context.Context, after string, fn func(v string, addr uint64) bool) error {
-	np := len(t.maxs)
-	// First page whose max is above after (null maxes sort first).
-	p := sort.Search(np, func(i int) bool { return !t.maxNull[i] && t.maxs[i] > after })
-	for ; p < np; p++ {
-		pg, err := t.readPage(ctx, p)
-		if err != nil {
-			return err
+	c := &cursor{t: t, bm: nil}
+	if err := c.seek(ctx, after); err != nil {
+		return err
+	}
+	for c.p < len(t.maxs) {
+		if c.pg == nil {
+			if err := c.load(ctx); err != nil {
+				return err
+			}
 		}
-		j := sort.Search(pg.len(), func(j int) bool { return !pg.values.IsNull(j) && pg.values.value(j) > after })
-		if j == pg.len() {
-			continue
-		}
-		ids, err := t.rowIDs(ctx, pg)
-		if err != nil {
-			return err
-		}
-		for ; j < pg.len(); j++ {
-			if !fn(pg.values.value(j), ids.Value(j)) {
+		for ; c.j < c.pg.len(); c.j++ {
+			if !c.pg.values.IsNull(c.j) && !fn(c.pg.values.value(c.j), c.ids.Value(c.j)) {
 				return nil
 			}
 		}
+		c.p++
+		c.pg = nil
 	}
 	return nil
 }
 
 // Ascend walks the values above after of the BTree indexes on column of d,
 // merged across their segments in ascending order, calling fn with each
-// value (a copy) and its row address until fn returns false. Only rows of
-// the fragments the indexes cover in d are given (deleted rows included:
-// the caller checks them); covered is that set, nil when no index covers
-// any fragment of d, and then nothing is walked.
+// value and its row address until fn returns false; v is valid only during
+// the call (copy what you keep). Only rows of the fragments the indexes
+// cover in d are given (deleted rows included: the caller checks them);
+// covered is that set, nil when no index covers any fragment of d, and then
+// nothing is walked.
 func (f *Finder) Ascend(ctx context.Context, d *table.Dataset, column, after string, fn func(v string, addr uint64) bool) (covered *roaring.Bitmap, err error) {
 	idxs, err := BTreeIndexes(d, column)
 	if err != nil || len(idxs) == 0 {
@@ -54,19 +123,7 @@ func (f *Finder) Ascend(ctx context.Context, d *table.Dataset, column, after str
 	}
 	live := liveFragments(d)
 	covered = roaring.New()
-	type head struct {
-		v    string
-		addr uint64
-		next func() (string, uint64, bool)
-		stop func()
-	}
-	var heads []*head
-	defer func() {
-		for _, h := range heads {
-			h.stop()
-		}
-	}()
-	var walkErrs []*error
+	var heads []*cursor
 	for _, m := range idxs {
 		bm, err := table.FragmentBitmap(m)
 		if err != nil {
@@ -81,25 +138,16 @@ func (f *Finder) Ascend(ctx context.Context, d *table.Dataset, column, after str
 		if err != nil {
 			return nil, fmt.Errorf("lance/index: index %s on %s: %w", m.GetName(), column, err)
 		}
-		var werr error
-		walkErrs = append(walkErrs, &werr)
-		seq := func(yield func(string, uint64) bool) {
-			werr = t.Ascend(ctx, after, func(v string, addr uint64) bool {
-				// Rows of fragments outside the bitmap (removed by a
-				// compaction) are not this index's to answer for.
-				if !bm.Contains(uint32(addr >> 32)) {
-					return true
-				}
-				return yield(v, addr)
-			})
+		c := &cursor{t: t, bm: bm}
+		if err := c.seek(ctx, after); err != nil {
+			return nil, err
 		}
-		next, stop := iter.Pull2(iter.Seq2[string, uint64](seq))
-		h := &head{next: func() (string, uint64, bool) { return next() }, stop: stop}
-		if v, a, ok := h.next(); ok {
-			h.v, h.addr = strings.Clone(v), a
-			heads = append(heads, h)
-		} else {
-			stop()
+		ok, err := c.next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			heads = append(heads, c)
 		}
 	}
 	if covered.IsEmpty() {
@@ -118,17 +166,78 @@ func (f *Finder) Ascend(ctx context.Context, d *table.Dataset, column, after str
 		if !fn(h.v, h.addr) {
 			break
 		}
-		if v, a, ok := h.next(); ok {
-			h.v, h.addr = strings.Clone(v), a
-		} else {
-			h.stop()
+		ok, err := h.next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
 			heads = append(heads[:k], heads[k+1:]...)
 		}
 	}
-	for _, e := range walkErrs {
-		if *e != nil {
-			return nil, *e
+	return covered, nil
+}
+
+// AscendEach walks, one index segment after another (not merged), the
+// entries above after in ascending order, and calls fn with the value and
+// row address of those whose address keep accepts, until fn returns false
+// for that segment. Entries keep rejects cost an address test, not a value:
+// a walk that looks for a few rows of a known set (a filtered page) reads
+// O(k · rows/matches) addresses per segment. Only rows of the fragments
+// the indexes cover in d are given (deleted rows included); covered is that
+// set, nil when no index covers any fragment of d. v is valid only during
+// the call.
+func (f *Finder) AscendEach(ctx context.Context, d *table.Dataset, column, after string, keep func(addr uint64) bool, fn func(v string, addr uint64) bool) (covered *roaring.Bitmap, err error) {
+	idxs, err := BTreeIndexes(d, column)
+	if err != nil || len(idxs) == 0 {
+		return nil, err
+	}
+	live := liveFragments(d)
+	covered = roaring.New()
+	for _, m := range idxs {
+		bm, err := table.FragmentBitmap(m)
+		if err != nil {
+			return nil, err
 		}
+		bm.And(live)
+		if bm.IsEmpty() {
+			continue
+		}
+		covered.Or(bm)
+		t, err := f.tree(ctx, d.Store(), uuidString(m))
+		if err != nil {
+			return nil, fmt.Errorf("lance/index: index %s on %s: %w", m.GetName(), column, err)
+		}
+		c := &cursor{t: t, bm: bm}
+		if err := c.seek(ctx, after); err != nil {
+			return nil, err
+		}
+		lastFrag, lastIn := uint64(1<<63), false
+	walk:
+		for c.p < len(t.maxs) {
+			if c.pg == nil {
+				if err := c.load(ctx); err != nil {
+					return nil, err
+				}
+			}
+			pg, ids := c.pg, c.ids.Uint64Values()
+			for j := c.j; j < len(ids); j++ {
+				a := ids[j]
+				if frag := a >> 32; frag != lastFrag {
+					lastFrag, lastIn = frag, bm.Contains(uint32(frag))
+				}
+				if !lastIn || !keep(a) || pg.values.IsNull(j) {
+					continue
+				}
+				if !fn(pg.values.value(j), a) {
+					break walk
+				}
+			}
+			c.p++
+			c.pg, c.j = nil, 0
+		}
+	}
+	if covered.IsEmpty() {
+		return nil, nil
 	}
 	return covered, nil
 }

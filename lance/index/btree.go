@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/lance-context/lance-context/lance/file"
+	"github.com/lance-context/lance-context/lance/table"
 	"github.com/lance-context/lance-context/objstore"
 )
 
@@ -28,9 +29,10 @@ const (
 	LanceBatchSize = 4096
 	// DefaultBatchSize is the rows per page of the indexes we build. Lance
 	// reads batch_size from page_lookup.lance, so any size works for
-	// LanceDB; a smaller page than Lance's makes a cold key lookup read a
-	// quarter of the bytes (a merge probes up to one page per merged row).
-	DefaultBatchSize = 1024
+	// LanceDB; a smaller page than Lance's makes a cold key lookup read and
+	// decode a sixteenth of the bytes (a merge probes up to one page per
+	// merged row, and at 10M rows most of those pages are not cached).
+	DefaultBatchSize = 256
 	// BTreeDetailsURL is the type URL of IndexMetadata.index_details for a
 	// BTree index (an empty lance.table.BTreeIndexDetails message).
 	BTreeDetailsURL = "/lance.table.BTreeIndexDetails"
@@ -67,24 +69,11 @@ func openFile(ctx context.Context, store objstore.Store, key string) (*file.Read
 	if err != nil {
 		return nil, fmt.Errorf("lance/index: %s: %w", key, err)
 	}
-	r, err := file.Open(ctx, source{store, key}, info.Size)
+	r, err := file.Open(ctx, table.HeldSource(store, key), info.Size)
 	if err != nil {
 		return nil, fmt.Errorf("lance/index: open %s: %w", key, err)
 	}
 	return r, nil
-}
-
-type source struct {
-	store objstore.Store
-	key   string
-}
-
-func (s source) ReadRange(ctx context.Context, off, n int64) ([]byte, error) {
-	b, err := s.store.GetRange(ctx, s.key, off, n)
-	if err != nil {
-		return nil, fmt.Errorf("read %s [%d,+%d): %w", s.key, off, n, err)
-	}
-	return b, nil
 }
 
 // OpenBTree opens the BTree index stored under _indices/{uuid}/.
@@ -167,6 +156,7 @@ func strs(a arrow.Array) strArr {
 // nothing, and skip that read.
 type page struct {
 	start  int64 // row of page_data where the page starts
+	index  int   // page number
 	values strArr
 	bytes  int64
 
@@ -196,7 +186,9 @@ func (t *BTree) readPage(ctx context.Context, i int) (*page, error) {
 	// comes from the Go allocator and is reclaimed by the GC.
 	vals := strs(rec.Column(0))
 	vals.Retain()
-	p := &page{start: s, values: vals, bytes: (e - s) * 8} // ids, once read
+	// The row ids are counted when read (most probed pages never need
+	// them): a 10M-row id index then fits the default cache.
+	p := &page{start: s, values: vals, index: i}
 	for _, b := range vals.Data().Buffers() {
 		if b != nil {
 			p.bytes += int64(b.Len())
@@ -226,6 +218,7 @@ func (t *BTree) rowIDs(ctx context.Context, p *page) (*array.Uint64, error) {
 	}
 	ids.Retain()
 	p.ids = ids
+	t.cache.grow(pageKey{t.uuid, p.index}, n*8)
 	return ids, nil
 }
 

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -159,15 +158,21 @@ func Build(ctx context.Context, ds *table.Dataset, column string, opts BuildOpti
 	}
 
 	// Read the new fragments' values, spilling sorted runs past RunBytes.
-	var buf []entry
+	var toScan int64
+	for _, fr := range ds.Fragments() {
+		if scan.Contains(uint32(fr.GetId())) {
+			toScan += int64(fr.GetPhysicalRows())
+		}
+	}
+	// One allocation for the run buffer (growing it copies it each time).
+	buf := make([]entry, 0, min(toScan, opts.RunBytes/48+1))
 	var bufBytes int64
 	spilled := false
 	flush := func() error {
 		if len(buf) == 0 {
 			return nil
 		}
-		slices.SortFunc(buf, cmpEntry)
-		r, err := spill(opts.TempDir, buf)
+		r, err := spill(opts.TempDir, buf, sortEntries(buf))
 		if err != nil {
 			return err
 		}
@@ -199,8 +204,7 @@ func Build(ctx context.Context, ds *table.Dataset, column string, opts BuildOpti
 	}
 	if !spilled {
 		// Sort in memory when nothing was spilled.
-		slices.SortFunc(buf, cmpEntry)
-		sources = append(sources, &sliceSource{s: buf})
+		sources = append(sources, &sliceSource{s: buf, order: sortEntries(buf)})
 	} else if err := flush(); err != nil {
 		return nil, err
 	}
@@ -426,8 +430,9 @@ type source2 interface {
 }
 
 type sliceSource struct {
-	s []entry
-	i int
+	s     []entry
+	order []uint32 // positions in s, in index order; nil: s is in order
+	i     int
 }
 
 func (s *sliceSource) next() (entry, bool, error) {
@@ -435,6 +440,9 @@ func (s *sliceSource) next() (entry, bool, error) {
 		return entry{}, false, nil
 	}
 	s.i++
+	if s.order != nil {
+		return s.s[s.order[s.i-1]], true, nil
+	}
 	return s.s[s.i-1], true, nil
 }
 func (s *sliceSource) close() {}
@@ -445,7 +453,7 @@ type runSource struct {
 	r *bufio.Reader
 }
 
-func spill(dir string, es []entry) (*runSource, error) {
+func spill(dir string, es []entry, order []uint32) (*runSource, error) {
 	f, err := os.CreateTemp(dir, "lance-index-run-*")
 	if err != nil {
 		return nil, fmt.Errorf("lance/index: spill: %w", err)
@@ -455,7 +463,8 @@ func spill(dir string, es []entry) (*runSource, error) {
 	_ = os.Remove(f.Name())
 	w := bufio.NewWriterSize(f, 1<<20)
 	var hdr [13]byte
-	for _, e := range es {
+	for _, p := range order {
+		e := &es[p]
 		hdr[0] = 0
 		if e.null {
 			hdr[0] = 1

@@ -64,3 +64,26 @@ func (c *pageCache) put(k pageKey, p *page) {
 		c.bytes -= ce.n
 	}
 }
+
+// grow adds n bytes to the size of k's entry (a page's row ids, read after
+// the page was cached), evicting older entries past the bound.
+func (c *pageCache) grow(k pageKey, n int64) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[k]
+	if !ok {
+		return
+	}
+	e.Value.(*cacheEntry).n += n
+	c.bytes += n
+	for c.bytes > c.max && c.ll.Len() > 1 {
+		b := c.ll.Back()
+		ce := b.Value.(*cacheEntry)
+		c.ll.Remove(b)
+		delete(c.m, ce.key)
+		c.bytes -= ce.n
+	}
+}

@@ -56,17 +56,27 @@
 //	                   (uint32), page_idx (uint32, 0, 1, ...). Schema
 //	                   metadata batch_size: the rows per page, "4096" from
 //	                   LanceDB (a reader takes 4096 when absent); ours write
-//	                   1024, which LanceDB honours (checked in test/interop).
+//	                   256, which LanceDB honours (checked in test/interop).
 //
 // Equality (and IN) searches find the pages whose [min, max] holds the value
 // by binary search over the lookup, read those pages and binary-search
 // them.
 //
+// Because page i holds exactly rows [i*batch_size, (i+1)*batch_size), the
+// number of entries below a value is its page's first row plus its position
+// in that page: one page read (Ranker, for deep offsets). Entries that are
+// not live rows (deleted since the build) are found by reading the deleted
+// rows' keys and subtracted; an index holding entries of fragments outside
+// its bitmap is not ranked (its walk is counted instead). Ordered walks
+// (Ascend, AscendEach) read pages in order and skip rows of fragments
+// outside the bitmap.
+//
 // # Building and maintenance
 //
 // Build streams the column with row addresses, sorts runs of bounded size
-// (BuildOptions.RunBytes) and spills them to unlinked temporary files, then
-// k-way merges the runs into page_data. Update brings an index up to date
+// (BuildOptions.RunBytes; several columns built at once share it) by an
+// 8-byte key past the run's common prefix, spills them to unlinked
+// temporary files, then k-way merges the runs into page_data. Update brings an index up to date
 // with new fragments by merging the existing index's pages (only fragments
 // still live, deleted rows dropped) with the new fragments' sorted values
 // into a new index, committed in place of the old one under the same name

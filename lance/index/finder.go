@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -225,15 +226,43 @@ func UpdateColumns(ctx context.Context, store objstore.Store, columns []string, 
 			}
 		}
 	}()
-	for _, col := range columns {
-		res, p, err := prepare(ctx, ds, col, opts)
-		if err != nil {
-			return nil, err
+	// Columns are built concurrently, as many at once as there are CPUs,
+	// sharing one memory budget (RunBytes is split between them).
+	par := max(1, min(len(columns), runtime.GOMAXPROCS(0)))
+	if opts.RunBytes <= 0 {
+		opts.RunBytes = DefaultRunBytes
+	}
+	opts.RunBytes = max(opts.RunBytes/int64(par), 1<<20)
+	type built struct {
+		res *Result
+		p   *pending
+		err error
+	}
+	out := make([]built, len(columns))
+	sem := make(chan struct{}, par)
+	var wg sync.WaitGroup
+	for i, col := range columns {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			res, p, err := prepare(ctx, ds, col, opts)
+			out[i] = built{res, p, err}
+		}()
+	}
+	wg.Wait()
+	var firstErr error
+	for _, b := range out {
+		if b.err != nil && firstErr == nil {
+			firstErr = b.err
 		}
-		results = append(results, res)
-		if p != nil {
-			pend = append(pend, p)
+		results = append(results, b.res)
+		if b.p != nil {
+			pend = append(pend, b.p)
 		}
+	}
+	if firstErr != nil {
+		return nil, firstErr // the deferred cleanup removes what was built
 	}
 	if len(pend) == 0 {
 		return results, nil

@@ -413,7 +413,7 @@ func (d *Dataset) openFile(ctx context.Context, df *pb.DataFile) (*file.Reader, 
 		}
 		size = info.Size
 	}
-	r, err := file.Open(ctx, sourceFor(d.store, key), size)
+	r, err := file.Open(ctx, HeldSource(d.store, key), size)
 	if err != nil {
 		return nil, fmt.Errorf("lance/table: open data file %s: %w", key, err)
 	}
