@@ -36,3 +36,13 @@ func (s *subStore) OpenFile(ctx context.Context, key string) (*os.File, error) {
 	}
 	return in.OpenFile(ctx, k)
 }
+
+// OpenFile forwards to the inner store (see subStore.OpenFile): a held
+// file is read with pread, which needs no cache of small objects.
+func (s *SmallFiles) OpenFile(ctx context.Context, key string) (*os.File, error) {
+	in, ok := s.inner.(FileOpener)
+	if !ok {
+		return nil, fmt.Errorf("objstore: %T cannot hold files open: %w", s.inner, errors.ErrUnsupported)
+	}
+	return in.OpenFile(ctx, key)
+}

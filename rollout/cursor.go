@@ -332,7 +332,7 @@ func (s *Store) skipOffset(ctx context.Context, base *table.Dataset, o ListOptio
 		}
 	}
 	for i := range walRows {
-		others = append(others, walRows[i].gen.ids[walRows[i].row])
+		others = append(others, walRows[i].gen.Key(walRows[i].row))
 	}
 	slices.Sort(others)
 	// Base rows of ranked fragments whose id waits in the WAL are not

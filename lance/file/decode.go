@@ -64,6 +64,34 @@ func (r *Reader) ReadWith(ctx context.Context, fieldIDs []int32, start, end int6
 	if start < 0 || end < start || end > r.numRows {
 		return nil, fmt.Errorf("lance/file: rows [%d, %d) out of range [0, %d)", start, end, r.numRows)
 	}
+	return r.read(ctx, fieldIDs, []rowRange{{start, end}}, end-start, opts)
+}
+
+// ReadRanges returns the rows of several row ranges of the given top-level
+// fields, concatenated in one record batch: ranges[i] = {start, end} reads
+// rows [start, end); ranges must be ascending and disjoint. It is Read for
+// scattered rows (a take of a listing page, a late-materializing scan):
+// one call decodes each field once for all the rows, and the byte ranges
+// they need go out together, where a Read per range would pay a decode
+// setup and a read per range and field.
+func (r *Reader) ReadRanges(ctx context.Context, fieldIDs []int32, ranges [][2]int64, opts ReadOptions) (arrow.RecordBatch, error) {
+	rgs := make([]rowRange, 0, len(ranges))
+	var rows, prev int64
+	for i, rg := range ranges {
+		if rg[0] < 0 || rg[1] < rg[0] || rg[1] > r.numRows || (i > 0 && rg[0] < prev) {
+			return nil, fmt.Errorf("lance/file: row ranges must be ascending, disjoint and within [0, %d); range %d is [%d, %d)", r.numRows, i, rg[0], rg[1])
+		}
+		prev = rg[1]
+		if rg[1] > rg[0] {
+			rgs = append(rgs, rowRange{rg[0], rg[1]})
+			rows += rg[1] - rg[0]
+		}
+	}
+	return r.read(ctx, fieldIDs, rgs, rows, opts)
+}
+
+// read decodes rows (the number of rows in ranges) of fieldIDs.
+func (r *Reader) read(ctx context.Context, fieldIDs []int32, ranges []rowRange, rows int64, opts ReadOptions) (arrow.RecordBatch, error) {
 	nodes := make([]*node, len(fieldIDs))
 	for i, id := range fieldIDs {
 		n, ok := r.top[id]
@@ -73,7 +101,6 @@ func (r *Reader) ReadWith(ctx context.Context, fieldIDs []int32, start, end int6
 		nodes[i] = n
 	}
 	rc := &readCtx{ctx: ctx, r: r, limit: max(decodeLimitFloor, 16*r.size), plainDicts: opts.PlainDictionaries}
-	ranges := []rowRange{{start, end}}
 	datas := make([]arrow.ArrayData, len(nodes))
 	errs := make([]error, len(nodes))
 	if len(nodes) == 1 {
@@ -110,7 +137,7 @@ func (r *Reader) ReadWith(ctx context.Context, fieldIDs []int32, start, end int6
 		cols[i] = array.MakeFromData(d)
 		d.Release()
 	}
-	rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, end-start)
+	rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rows)
 	for _, c := range cols {
 		c.Release()
 	}

@@ -145,9 +145,11 @@ func (d *Dataset) lateKeep(ctx context.Context, frag *pb.DataFragment, fproj *sc
 	return offs, nil
 }
 
-// readRows reads the given fragment offsets (ascending) of proj's fields:
-// runs of offsets less than lateGap apart are read as one range, and the
-// rows between them dropped.
+// readRows reads the given fragment offsets (ascending, distinct) of
+// proj's fields with one ReadRanges per data file (nulls for a field no
+// file holds: added after the fragment was written). Runs of offsets less
+// than lateGap apart are read as one range, and the rows between them
+// dropped.
 func (d *Dataset) readRows(ctx context.Context, frag *pb.DataFragment, proj *schema.Schema, out *arrow.Schema,
 	offs []int64, plain bool) (arrow.RecordBatch, error) {
 	var ranges [][2]int64

@@ -9,10 +9,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-
-	"github.com/lance-context/lance-context/lance/file"
-	"github.com/lance-context/lance-context/lance/pb"
-	"github.com/lance-context/lance-context/lance/schema"
 )
 
 // TakeRows is TakePlain for rows scattered over a table (a page of a
@@ -70,13 +66,20 @@ func (d *Dataset) TakeRows(ctx context.Context, addrs []RowAddr, columns []strin
 	for _, id := range order {
 		offs := byFrag[id]
 		base[id] = n
-		arrs, err := d.readRows(ctx, d.Fragments()[frags[id]].GetFiles(), id, proj.Fields, offs)
+		o64 := make([]int64, len(offs))
+		for i, o := range offs {
+			o64[i] = int64(o)
+		}
+		rec, err := d.readRows(ctx, d.Fragments()[frags[id]], proj, out, o64, true)
 		if err != nil {
 			return nil, err
 		}
-		for c, a := range arrs {
-			parts[c] = append(parts[c], a)
+		for c := range parts {
+			col := rec.Column(c)
+			col.Retain()
+			parts[c] = append(parts[c], col)
 		}
+		rec.Release()
 		n += len(offs)
 	}
 	ib := array.NewInt64Builder(memory.DefaultAllocator)
@@ -111,56 +114,4 @@ func (d *Dataset) TakeRows(ctx context.Context, addrs []RowAddr, columns []strin
 	rec := array.NewRecordBatch(out, cols, int64(len(addrs)))
 	releaseAll(cols)
 	return rec, nil
-}
-
-// readRows reads the given row offsets (ascending, distinct) of a fragment
-// whose data files are files: one ReadRanges per data file, nulls for a
-// field no file holds (added after the fragment was written).
-func (d *Dataset) readRows(ctx context.Context, files []*pb.DataFile, frag uint64, fields []*schema.Field, offs []uint32) ([]arrow.Array, error) {
-	var ranges [][2]int64
-	for i := 0; i < len(offs); {
-		j := i + 1
-		for j < len(offs) && offs[j] == offs[j-1]+1 {
-			j++
-		}
-		ranges = append(ranges, [2]int64{int64(offs[i]), int64(offs[j-1]) + 1})
-		i = j
-	}
-	out := make([]arrow.Array, len(fields))
-	type want struct {
-		ids []int32
-		pos []int
-	}
-	perFile := make([]want, len(files))
-	for i, f := range fields {
-		fi := slices.IndexFunc(files, func(df *pb.DataFile) bool { return slices.Contains(df.GetFields(), f.ID) })
-		if fi < 0 {
-			out[i] = array.MakeArrayOfNull(memory.DefaultAllocator, outputType(f.Type, true), len(offs))
-			continue
-		}
-		perFile[fi].ids = append(perFile[fi].ids, f.ID)
-		perFile[fi].pos = append(perFile[fi].pos, i)
-	}
-	for fi, w := range perFile {
-		if len(w.ids) == 0 {
-			continue
-		}
-		r, err := d.openFile(ctx, files[fi])
-		if err != nil {
-			releaseAll(out)
-			return nil, err
-		}
-		rec, err := r.ReadRanges(ctx, w.ids, ranges, file.ReadOptions{PlainDictionaries: true})
-		if err != nil {
-			releaseAll(out)
-			return nil, fmt.Errorf("lance/table: fragment %d file %s: %w", frag, files[fi].GetPath(), err)
-		}
-		for j, p := range w.pos {
-			col := rec.Column(j)
-			col.Retain()
-			out[p] = col
-		}
-		rec.Release()
-	}
-	return out, nil
 }
