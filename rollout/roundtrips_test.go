@@ -71,8 +71,10 @@ var roundTripDepthPins = map[string]int{
 
 // roundTripLatency is the latency of every counted request, so that
 // requests issued in parallel overlap as on a remote store and the
-// sequential depth means something.
-const roundTripLatency = 2 * time.Millisecond
+// sequential depth means something. It is well above a scheduling delay
+// under -race on a loaded machine: at 2 ms, a request of a parallel wave
+// that started late counted one round trip more (a flaky depth pin).
+const roundTripLatency = 10 * time.Millisecond
 
 // roundTripQuiet is how long the store must see no request before an
 // operation is over: longer than the WAL writer's 250 ms between hints.
