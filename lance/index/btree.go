@@ -169,7 +169,7 @@ func (p *page) size() int64 { return p.bytes }
 func (p *page) len() int { return p.values.Len() }
 
 func (t *BTree) readPage(ctx context.Context, i int) (*page, error) {
-	key := pageKey{t.uuid, i}
+	key := pageKey{uuid: t.uuid, page: i}
 	if p, ok := t.cache.get(key); ok {
 		return p, nil
 	}
@@ -218,7 +218,7 @@ func (t *BTree) rowIDs(ctx context.Context, p *page) (*array.Uint64, error) {
 	}
 	ids.Retain()
 	p.ids = ids
-	t.cache.grow(pageKey{t.uuid, p.index}, n*8)
+	t.cache.grow(pageKey{uuid: t.uuid, page: p.index}, n*8)
 	return ids, nil
 }
 
@@ -265,7 +265,7 @@ func (t *BTree) prefetch(ctx context.Context, values []string) error {
 		for p := lo; p < hi; p++ {
 			if !seen[p] {
 				seen[p] = true
-				if _, ok := t.cache.get(pageKey{t.uuid, p}); !ok {
+				if _, ok := t.cache.get(pageKey{uuid: t.uuid, page: p}); !ok {
 					want = append(want, p)
 				}
 			}
@@ -309,6 +309,20 @@ func (t *BTree) Equal(ctx context.Context, v string, out []uint64) ([]uint64, er
 		if !t.minNull[p] && t.mins[p] > v {
 			break
 		}
+		if t.only(p, v) {
+			// A run of pages holding v alone (a frequent value): their row
+			// ids are all that is needed, read in one range.
+			q := p + 1
+			for q < np && t.only(q, v) {
+				q++
+			}
+			var err error
+			if out, err = t.onlyIDs(ctx, p, q, out); err != nil {
+				return out, err
+			}
+			p = q - 1
+			continue
+		}
 		pg, err := t.readPage(ctx, p)
 		if err != nil {
 			return out, err
@@ -326,6 +340,70 @@ func (t *BTree) Equal(ctx context.Context, v string, out []uint64) ([]uint64, er
 		}
 	}
 	return out, nil
+}
+
+// only reports whether every row of page p holds v: its first and last
+// values are v (pages are sorted, nulls first).
+func (t *BTree) only(p int, v string) bool {
+	return !t.minNull[p] && !t.maxNull[p] && t.mins[p] == v && t.maxs[p] == v
+}
+
+// onlyIDs appends to out the row ids of pages [p, q), pages that hold one
+// value each: from the cache (a whole page or its row ids alone), the
+// others read as few ranges of the ids column, without their values.
+func (t *BTree) onlyIDs(ctx context.Context, p, q int, out []uint64) ([]uint64, error) {
+	for p < q {
+		if ids, ok, err := t.cachedIDs(ctx, p); err != nil {
+			return out, err
+		} else if ok {
+			out = append(out, ids.Uint64Values()...)
+			p++
+			continue
+		}
+		// Pages [p, e) are not cached: one read.
+		e := p + 1
+		for e < q {
+			if _, ok := t.cache.get(pageKey{uuid: t.uuid, page: e}); ok {
+				break
+			}
+			if _, ok := t.cache.get(pageKey{uuid: t.uuid, page: e, idsOnly: true}); ok {
+				break
+			}
+			e++
+		}
+		s, end := int64(p)*t.batchSize, min(int64(e)*t.batchSize, t.rows)
+		rec, err := t.pages.Read(ctx, []int32{t.idsID}, s, end)
+		if err != nil {
+			return out, fmt.Errorf("lance/index: read %s row ids of pages %d-%d: %w", t.uuid, p, e-1, err)
+		}
+		ids, ok := rec.Column(0).(*array.Uint64)
+		if !ok || ids.NullN() > 0 || int64(ids.Len()) != end-s {
+			rec.Release()
+			return out, fmt.Errorf("%w: %s pages %d-%d: bad row ids", ErrCorrupt, t.uuid, p, e-1)
+		}
+		out = append(out, ids.Uint64Values()...)
+		// Each page's slice shares the one buffer; it is counted per page.
+		for i := p; i < e; i++ {
+			ps, pe := int64(i)*t.batchSize-s, min(int64(i+1)*t.batchSize, t.rows)-s
+			sl := array.NewSlice(ids, ps, pe).(*array.Uint64)
+			t.cache.put(pageKey{uuid: t.uuid, page: i, idsOnly: true}, &page{start: s + ps, index: i, ids: sl, bytes: (pe - ps) * 8})
+		}
+		rec.Release()
+		p = e
+	}
+	return out, nil
+}
+
+// cachedIDs returns page p's row ids when the cache holds them.
+func (t *BTree) cachedIDs(ctx context.Context, p int) (*array.Uint64, bool, error) {
+	if pg, ok := t.cache.get(pageKey{uuid: t.uuid, page: p, idsOnly: true}); ok {
+		return pg.ids, true, nil
+	}
+	if pg, ok := t.cache.get(pageKey{uuid: t.uuid, page: p}); ok {
+		ids, err := t.rowIDs(ctx, pg)
+		return ids, err == nil, err
+	}
+	return nil, false, nil
 }
 
 // Rows returns the number of values the index holds.
