@@ -43,11 +43,7 @@ func (c *cursor) seek(ctx context.Context, after string) error {
 }
 
 func (c *cursor) load(ctx context.Context) error {
-	pg, err := c.t.readPage(ctx, c.p)
-	if err != nil {
-		return err
-	}
-	ids, err := c.t.rowIDs(ctx, pg)
+	pg, ids, err := c.t.readPageIDs(ctx, c.p)
 	if err != nil {
 		return err
 	}
