@@ -80,3 +80,35 @@ func TestEqualOnlyPagesFromRowIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefetchInChunks: a lookup of many keys prefetches their pages in
+// chunks of one ReadRanges each (more pages than one chunk here) and finds
+// what a scan finds, with a cache that holds them all or few of them.
+func TestPrefetchInChunks(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	appendRows(t, st, 0, 5000)
+	if _, err := Update(ctx, st, "id", BuildOptions{BatchSize: 8}); err != nil {
+		t.Fatal(err)
+	}
+	var ns []int
+	for i := 0; i < 5000; i += 7 {
+		ns = append(ns, i)
+	}
+	ps := probes(ns...)
+	for _, cacheBytes := range []int64{8 << 20, 4096} {
+		d, err := table.Open(ctx, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := NewFinder(cacheBytes)
+		got := lookup(t, d, "id", ps, f)
+		want := lookup(t, d, "id", ps, nil)
+		if len(want) != len(ns) || !slices.Equal(got, want) {
+			t.Fatalf("cache %d: index gives %d rows, scan %d (want %d)", cacheBytes, len(got), len(want), len(ns))
+		}
+		if cacheBytes == 8<<20 && len(f.cache.m) < 2*prefetchChunk {
+			t.Fatalf("%d pages cached, want more than two chunks", len(f.cache.m))
+		}
+	}
+}
