@@ -43,7 +43,11 @@ func (c *cursor) seek(ctx context.Context, after string) error {
 }
 
 func (c *cursor) load(ctx context.Context) error {
-	pg, ids, err := c.t.readPageIDs(ctx, c.p)
+	pg, err := c.t.readPage(ctx, c.p)
+	if err != nil {
+		return err
+	}
+	ids, err := c.t.rowIDs(ctx, pg)
 	if err != nil {
 		return err
 	}

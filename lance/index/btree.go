@@ -170,52 +170,18 @@ func (p *page) size() int64 { return p.bytes }
 func (p *page) len() int { return p.values.Len() }
 
 func (t *BTree) readPage(ctx context.Context, i int) (*page, error) {
-	return t.loadPage(ctx, i, false)
-}
-
-// readPageIDs returns page i with its row ids. A page not cached is read
-// with its ids in one Read: a point lookup or a walk needs both, and the
-// two columns then come in one wave of reads instead of two in a row.
-func (t *BTree) readPageIDs(ctx context.Context, i int) (*page, *array.Uint64, error) {
-	p, err := t.loadPage(ctx, i, true)
-	if err != nil {
-		return nil, nil, err
-	}
-	ids, err := t.rowIDs(ctx, p)
-	if err != nil {
-		return nil, nil, err
-	}
-	return p, ids, nil
-}
-
-func (t *BTree) loadPage(ctx context.Context, i int, withIDs bool) (*page, error) {
 	key := pageKey{uuid: t.uuid, page: i}
 	if p, ok := t.cache.get(key); ok {
 		return p, nil
 	}
 	s := int64(i) * t.batchSize
 	e := min(s+t.batchSize, t.rows)
-	cols := []int32{t.valuesID}
-	if withIDs {
-		cols = append(cols, t.idsID)
-	}
-	rec, err := t.pages.Read(ctx, cols, s, e)
+	rec, err := t.pages.Read(ctx, []int32{t.valuesID}, s, e)
 	if err != nil {
 		return nil, fmt.Errorf("lance/index: read %s page %d: %w", t.uuid, i, err)
 	}
 	if !isString(rec.Column(0).DataType()) {
-		rec.Release()
 		return nil, fmt.Errorf("%w: %s page %d: values are %s", ErrCorrupt, t.uuid, i, rec.Column(0).DataType())
-	}
-	var ids *array.Uint64
-	if withIDs {
-		var ok bool
-		ids, ok = rec.Column(1).(*array.Uint64)
-		if !ok || ids.NullN() > 0 || int64(ids.Len()) != e-s {
-			rec.Release()
-			return nil, fmt.Errorf("%w: %s page at row %d: bad row ids", ErrCorrupt, t.uuid, s)
-		}
-		ids.Retain()
 	}
 	// The arrays outlive the record (they are retained by the page); memory
 	// comes from the Go allocator and is reclaimed by the GC.
@@ -223,14 +189,11 @@ func (t *BTree) loadPage(ctx context.Context, i int, withIDs bool) (*page, error
 	vals.Retain()
 	// The row ids are counted when read (most probed pages never need
 	// them): a 10M-row id index then fits the default cache.
-	p := &page{start: s, values: vals, index: i, ids: ids}
+	p := &page{start: s, values: vals, index: i}
 	for _, b := range vals.Data().Buffers() {
 		if b != nil {
 			p.bytes += int64(b.Len())
 		}
-	}
-	if ids != nil {
-		p.bytes += int64(ids.Len()) * 8
 	}
 	rec.Release()
 	t.cache.put(key, p)
@@ -407,9 +370,7 @@ func (t *BTree) Equal(ctx context.Context, v string, out []uint64) ([]uint64, er
 			p = q - 1
 			continue
 		}
-		// A page not cached is read with its row ids: a merge's probes,
-		// which mostly miss, are prefetched without them.
-		pg, err := t.loadPage(ctx, p, true)
+		pg, err := t.readPage(ctx, p)
 		if err != nil {
 			return out, err
 		}
