@@ -222,10 +222,15 @@ func (f *Finder) AscendEach(ctx context.Context, d *table.Dataset, column, after
 			pg, ids := c.pg, c.ids.Uint64Values()
 			for j := c.j; j < len(ids); j++ {
 				a := ids[j]
+				// keep first: it turns most entries away, and ids in id order
+				// change fragment at almost every entry.
+				if !keep(a) {
+					continue
+				}
 				if frag := a >> 32; frag != lastFrag {
 					lastFrag, lastIn = frag, bm.Contains(uint32(frag))
 				}
-				if !lastIn || !keep(a) || pg.values.IsNull(j) {
+				if !lastIn || pg.values.IsNull(j) {
 					continue
 				}
 				if !fn(pg.values.value(j), a) {

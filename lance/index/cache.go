@@ -8,6 +8,10 @@ import (
 type pageKey struct {
 	uuid string
 	page int
+	// idsOnly marks an entry holding only a page's row ids (a page every
+	// row of which holds one value, known from the lookup: its values
+	// need not be read).
+	idsOnly bool
 }
 
 // pageCache is an LRU of decoded index pages, bounded by bytes. Index files

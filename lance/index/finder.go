@@ -177,6 +177,56 @@ func (f *Finder) Find(ctx context.Context, d *table.Dataset, column string, valu
 	return covered, rows, nil
 }
 
+// Addrs returns the fragments of d that BTree indexes on column cover,
+// and in them the row addresses (fragment id << 32 | offset) of the rows
+// whose value is v, ascending (deleted rows included; the caller drops
+// them). covered is nil when no index covers any fragment of d. It is Find
+// for one value, without a map per fragment.
+func (f *Finder) Addrs(ctx context.Context, d *table.Dataset, column, v string) (covered *roaring.Bitmap, addrs []uint64, err error) {
+	idxs, err := BTreeIndexes(d, column)
+	if err != nil || len(idxs) == 0 {
+		return nil, nil, err
+	}
+	live := liveFragments(d)
+	covered = roaring.New()
+	var seg []uint64
+	for _, m := range idxs {
+		bm, err := table.FragmentBitmap(m)
+		if err != nil {
+			return nil, nil, err
+		}
+		bm.And(live)
+		if bm.IsEmpty() {
+			continue
+		}
+		t, err := f.tree(ctx, d.Store(), uuidString(m))
+		if err != nil {
+			return nil, nil, fmt.Errorf("lance/index: index %s on %s: %w", m.GetName(), column, err)
+		}
+		if seg, err = t.Equal(ctx, v, seg[:0]); err != nil {
+			return nil, nil, err
+		}
+		lastFrag, lastIn := uint64(1<<63), false
+		for _, a := range seg {
+			// An index answers only for the fragments of its bitmap.
+			if frag := a >> 32; frag != lastFrag {
+				lastFrag, lastIn = frag, bm.Contains(uint32(frag))
+			}
+			if lastIn {
+				addrs = append(addrs, a)
+			}
+		}
+		covered.Or(bm)
+	}
+	if covered.IsEmpty() {
+		return nil, nil, nil
+	}
+	if !slices.IsSorted(addrs) {
+		slices.Sort(addrs)
+	}
+	return covered, slices.Compact(addrs), nil
+}
+
 // Result says what Update did.
 type Result struct {
 	Column   string
