@@ -110,11 +110,13 @@ type shardView struct {
 }
 
 func (s *Store) snapshot(ctx context.Context, withWAL bool) (*snapshot, error) {
-	return s.snapshotLimit(ctx, withWAL, s.opts.PendingMax)
+	return s.snapshotLimit(ctx, withWAL, s.opts.PendingMax, true)
 }
 
-// snapshotLimit is snapshot with a chosen pending-generation limit.
-func (s *Store) snapshotLimit(ctx context.Context, withWAL bool, limit int) (*snapshot, error) {
+// snapshotLimit is snapshot with a chosen pending-generation limit; warm
+// opens the base's indexes and newest data files ahead (openBase), for
+// reads that go on to read rows.
+func (s *Store) snapshotLimit(ctx context.Context, withWAL bool, limit int, warm bool) (*snapshot, error) {
 	if v := s.pinned.Load(); v != 0 {
 		// A checkout: the base at that version, without the WAL tier.
 		base, err := table.Checkout(ctx, s.root, v)
@@ -127,9 +129,9 @@ func (s *Store) snapshotLimit(ctx context.Context, withWAL bool, limit int) (*sn
 	var base *table.Dataset
 	var err error
 	if withWAL {
-		shards, base, err = s.readShardsAndBase(ctx)
+		shards, base, err = s.readShardsAndBase(ctx, warm)
 	} else {
-		base, err = table.Open(ctx, s.root)
+		base, err = s.openBase(ctx, warm)
 	}
 	if err != nil {
 		return nil, err
@@ -467,7 +469,7 @@ type (
 // Stats reads the store's statistics from its manifests.
 func (s *Store) Stats(ctx context.Context) (*Stats, error) {
 	// No limit: an overloaded store is exactly the one to describe.
-	snap, err := s.snapshotLimit(ctx, true, int(^uint(0)>>1))
+	snap, err := s.snapshotLimit(ctx, true, int(^uint(0)>>1), false)
 	if err != nil {
 		return nil, err
 	}
