@@ -67,9 +67,9 @@ var roundTripDepthPins = map[string]int{
 	"open store (cold)":            2,
 	"stats (cold)":                 3,
 	"page fragments (cold)":        4,
-	"page all (cold)":              7,
-	"get by id (cold)":             6,
-	"trajectory 10 records (cold)": 7,
+	"page all (cold)":              6,
+	"get by id (cold)":             5,
+	"trajectory 10 records (cold)": 5,
 }
 
 // roundTripLatency is the latency of every counted request, so that

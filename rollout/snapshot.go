@@ -68,11 +68,35 @@ func (s *Store) readShardsAndBase(ctx context.Context, warm bool) ([]shardView, 
 		listErr error
 		base    *table.Dataset
 		baseErr error
+		fresh   []string // shards claimed since the last read
+		fm      []*wal.Manifest
+		ferrs   []error
 	)
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		ids, listErr = wal.ListShards(ctx, s.root)
+		if ids, listErr = wal.ListShards(ctx, s.root); listErr != nil {
+			return
+		}
+		// Shards claimed since the last read: a second wave, which starts
+		// as soon as the listing names them (not after the base and its
+		// warm-up).
+		for _, id := range ids {
+			if !slices.Contains(known, id) {
+				fresh = append(fresh, id)
+			}
+		}
+		fm = make([]*wal.Manifest, len(fresh))
+		ferrs = make([]error, len(fresh))
+		var fwg sync.WaitGroup
+		for i, id := range fresh {
+			fwg.Add(1)
+			go func() {
+				defer fwg.Done()
+				fm[i], ferrs[i] = s.latestShardManifest(ctx, id)
+			}()
+		}
+		fwg.Wait()
 	}()
 	go func() {
 		defer wg.Done()
@@ -88,37 +112,15 @@ func (s *Store) readShardsAndBase(ctx context.Context, warm bool) ([]shardView, 
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(listErr, baseErr, errors.Join(errs...)); err != nil {
+	if err := errors.Join(listErr, baseErr, errors.Join(errs...), errors.Join(ferrs...)); err != nil {
 		return nil, nil, err
 	}
 	got := make(map[string]*wal.Manifest, len(ids))
 	for i, id := range known {
 		got[id] = mans[i]
 	}
-	// Shards claimed since the last read: a second wave.
-	var fresh []string
-	for _, id := range ids {
-		if _, ok := got[id]; !ok {
-			fresh = append(fresh, id)
-		}
-	}
-	if len(fresh) > 0 {
-		fm := make([]*wal.Manifest, len(fresh))
-		ferrs := make([]error, len(fresh))
-		for i, id := range fresh {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				fm[i], ferrs[i] = s.latestShardManifest(ctx, id)
-			}()
-		}
-		wg.Wait()
-		if err := errors.Join(ferrs...); err != nil {
-			return nil, nil, err
-		}
-		for i, id := range fresh {
-			got[id] = fm[i]
-		}
+	for i, id := range fresh {
+		got[id] = fm[i]
 	}
 	m.mu.Lock()
 	m.shards = ids
