@@ -32,7 +32,8 @@
 // implements FirstLister (S3's max-keys; local directories; the wrappers
 // pass it on), else through List. SmallFiles wraps a store so that small
 // immutable objects it selects (a rollout store's index files) are read
-// whole with their first Head and then served from memory.
+// whole with their first Head and then served from memory; its Preload
+// reads several of them in one parallel wave.
 //
 // The cloud backends retry PutIfAbsent themselves, not through their SDKs,
 // so that they know when an attempt failed after it may have been written;

@@ -182,3 +182,22 @@ func (s *SmallFiles) LocalPath(key string) (string, bool) {
 	}
 	return "", false
 }
+
+// Preload reads the selected objects among keys that are not cached yet,
+// all in parallel (each as a Head does, above), so that a reader opening
+// several of them afterwards pays one round trip in all instead of one per
+// object. Errors are left to the reads that follow.
+func (s *SmallFiles) Preload(ctx context.Context, keys ...string) {
+	var wg sync.WaitGroup
+	for _, k := range keys {
+		if _, ok := s.cached(k); ok || !s.match(k) {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = s.Head(ctx, k)
+		}()
+	}
+	wg.Wait()
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestSmallFilesReadsSmallObjectsOnce: a Head of a selected small object
@@ -114,5 +115,36 @@ func TestListFirst(t *testing.T) {
 				t.Errorf("empty prefix: %v %v", got, err)
 			}
 		})
+	}
+}
+
+// TestSmallFilesPreloadIsOneWave: Preload reads every selected, uncached
+// object of its keys in parallel (one sequential round trip on a store
+// with latency), skips unselected keys, and later reads of them cost no
+// request.
+func TestSmallFilesPreloadIsOneWave(t *testing.T) {
+	ctx := context.Background()
+	mem := NewMemory()
+	c := NewCounting(mem, 5*time.Millisecond)
+	s := NewSmallFiles(c, func(k string) bool { return strings.HasPrefix(k, "idx/") }, 100)
+	keys := []string{"idx/a", "idx/b", "idx/c", "data/d"}
+	for _, k := range keys {
+		if err := mem.Put(ctx, k, []byte("bytes of "+k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Preload(ctx, keys...)
+	if got := c.Counts(); got.Sequential != 1 || got.Requests() != 6 {
+		t.Errorf("preload of 3 selected objects: %v, want 6 requests (head and get each) in 1 round trip", got)
+	}
+	c.Reset()
+	for _, k := range keys[:3] {
+		if b, err := s.Get(ctx, k); err != nil || string(b) != "bytes of "+k {
+			t.Fatalf("get %s: %q %v", k, b, err)
+		}
+	}
+	s.Preload(ctx, keys[:3]...)
+	if n := c.Counts().Requests(); n != 0 {
+		t.Errorf("reads and preload of preloaded objects made %d requests", n)
 	}
 }

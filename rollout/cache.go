@@ -82,6 +82,19 @@ func (c *GenCache) get(ctx context.Context, root objstore.Store, ref wal.GenRef)
 	return d, nil
 }
 
+// holdsAll reports whether every generation of refs is decoded in the
+// cache, so that reading them costs no request.
+func (c *GenCache) holdsAll(root objstore.Store, refs []wal.GenRef) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, ref := range refs {
+		if _, ok := c.entries[cacheKey{root, ref.Key()}]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // loader returns the cache as a wal.Loader of root's generations.
 func (c *GenCache) loader(root objstore.Store) wal.Loader {
 	return func(ctx context.Context, ref wal.GenRef) (*wal.LoadedGeneration, error) { return c.get(ctx, root, ref) }

@@ -87,7 +87,23 @@
 // (snapshot.go). The base and the shard manifests are read in the same
 // wave; a merge that drained a shard between the two reads is detected
 // (the base's watermark is below a generation the manifest dropped) and
-// the base is read again, which restores the order above.
+// the base is read again, which restores the order above. A shard the
+// listing names that this handle has not read yet (a new process reading
+// another process's shard) has its manifest directory listed as soon as
+// the listing returns, not after the base.
+//
+// Cold reads: when a snapshot reads a base version this process has not
+// opened yet, it also opens, in parallel and in the same wave as the shard
+// manifests, the BTree indexes on id and rollout_id (both files of each
+// at once) and the data files of the newest 8 fragments (footer and
+// column metadata): all immutable, cached by name, so this costs requests
+// only once per version and saves the dependent index-then-footer-then-data
+// chain of the first read. Get and trajectory, when the pending
+// generations are not decoded in the generation cache yet, look the base
+// up at the same time as they read them (the newest write still wins: the
+// base answer is used only for ids no pending generation holds). A
+// first read of a new process so costs at most 5 sequential round trips
+// (rollout/roundtrips_test.go pins them).
 //
 // Listings are in id order (cursor.go): a page holds the smallest ids
 // above the cursor, so following next_cursor returns every row that

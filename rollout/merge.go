@@ -309,7 +309,7 @@ func (s *Store) CompactionStats(ctx context.Context) (*api.CompactStatsResponse,
 	if !running {
 		s.compactMu.Unlock()
 	}
-	snap, err := s.snapshotLimit(ctx, false, 0)
+	snap, err := s.snapshotLimit(ctx, false, 0, false)
 	if err != nil {
 		return nil, err
 	}

@@ -110,11 +110,13 @@ type shardView struct {
 }
 
 func (s *Store) snapshot(ctx context.Context, withWAL bool) (*snapshot, error) {
-	return s.snapshotLimit(ctx, withWAL, s.opts.PendingMax)
+	return s.snapshotLimit(ctx, withWAL, s.opts.PendingMax, true)
 }
 
-// snapshotLimit is snapshot with a chosen pending-generation limit.
-func (s *Store) snapshotLimit(ctx context.Context, withWAL bool, limit int) (*snapshot, error) {
+// snapshotLimit is snapshot with a chosen pending-generation limit; warm
+// opens the base's indexes and newest data files ahead (openBase), for
+// reads that go on to read rows.
+func (s *Store) snapshotLimit(ctx context.Context, withWAL bool, limit int, warm bool) (*snapshot, error) {
 	if v := s.pinned.Load(); v != 0 {
 		// A checkout: the base at that version, without the WAL tier.
 		base, err := table.Checkout(ctx, s.root, v)
@@ -127,9 +129,9 @@ func (s *Store) snapshotLimit(ctx context.Context, withWAL bool, limit int) (*sn
 	var base *table.Dataset
 	var err error
 	if withWAL {
-		shards, base, err = s.readShardsAndBase(ctx)
+		shards, base, err = s.readShardsAndBase(ctx, warm)
 	} else {
-		base, err = table.Open(ctx, s.root)
+		base, err = s.openBase(ctx, warm)
 	}
 	if err != nil {
 		return nil, err
@@ -291,13 +293,58 @@ func (s *Store) Get(ctx context.Context, id string) (*Record, error) {
 }
 
 func (s *Store) get(ctx context.Context, snap *snapshot, id string) (*Record, error) {
-	if w, ok, err := s.findPending(ctx, snap, id); err != nil || ok {
-		if err != nil {
-			return nil, err
+	if !s.pendingCached(snap) {
+		// The pending generations must be read first (a cold process, or
+		// new generations): look the id up in the base at the same time,
+		// so the base's reads do not wait for theirs. The base's answer is
+		// used only when no pending generation holds the id.
+		bctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		type result struct {
+			r   *Record
+			err error
 		}
-		r, err := w.record()
-		return &r, err
+		ch := make(chan result, 1)
+		go func() {
+			r, err := s.getBase(bctx, snap, id)
+			ch <- result{r, err}
+		}()
+		r, ok, err := s.getPending(ctx, snap, id)
+		if err != nil || ok {
+			cancel()
+			<-ch // no read of this call outlives it
+			return r, err
+		}
+		b := <-ch
+		return b.r, b.err
 	}
+	if r, ok, err := s.getPending(ctx, snap, id); err != nil || ok {
+		return r, err
+	}
+	return s.getBase(ctx, snap, id)
+}
+
+// pendingCached reports whether every pending generation of snap is
+// decoded in the generation cache (reading them costs no request).
+func (s *Store) pendingCached(snap *snapshot) bool {
+	return s.opts.Cache.holdsAll(s.root, snap.pendingRefs())
+}
+
+// getPending looks id up in the pending generations.
+func (s *Store) getPending(ctx context.Context, snap *snapshot, id string) (*Record, bool, error) {
+	w, ok, err := s.findPending(ctx, snap, id)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	r, err := w.record()
+	if err != nil {
+		return nil, false, err
+	}
+	return &r, true, nil
+}
+
+// getBase looks id up in the base table; ErrNotFound when it is not there.
+func (s *Store) getBase(ctx context.Context, snap *snapshot, id string) (*Record, error) {
 	var out *Record
 	err := snap.base.Scan(ctx, table.ScanOptions{Columns: baseColumns(snap.base, listColumns), Where: []table.Eq{{Column: ColID, Value: id}}, Limit: 1, Index: s.finder(), PlainDictionaries: true}, func(b arrow.RecordBatch) error {
 		rs, err := recordsFromBatch(b)
@@ -419,6 +466,25 @@ func (s *Store) Trajectory(ctx context.Context, rolloutID string) ([]Record, err
 // rows after (one round trip less).
 func (s *Store) trajectory(ctx context.Context, snap *snapshot, rolloutID string) ([]Record, error) {
 	fs := []Filter{{ColRolloutID, rolloutID}}
+	scanBase := !missingFilter(snap.base, fs)
+	// The pending generations must be read first (a cold process, or new
+	// generations): scan the base at the same time, without the pending
+	// ids to exclude (they are dropped after), so the base's reads do not
+	// wait for theirs.
+	var (
+		early    []Record
+		earlyErr error
+		done     chan struct{}
+	)
+	if scanBase && !s.pendingCached(snap) {
+		bctx, cancel := context.WithCancel(ctx)
+		defer func() { cancel(); <-done }() // no read of this call outlives it
+		done = make(chan struct{})
+		go func() {
+			defer close(done)
+			early, earlyErr = s.trajectoryBase(bctx, snap, fs, nil, maxTrajectory+1)
+		}()
+	}
 	rows, exclude, err := s.walRows(ctx, snap)
 	if err != nil {
 		return nil, err
@@ -437,25 +503,50 @@ func (s *Store) trajectory(ctx context.Context, snap *snapshot, rolloutID string
 	if len(out) > maxTrajectory {
 		return nil, invalid("trajectory %q has more than %d records", rolloutID, maxTrajectory)
 	}
-	if !missingFilter(snap.base, fs) {
-		opts := table.ScanOptions{Columns: baseColumns(snap.base, listColumns), Where: tableFilters(fs), Index: s.finder(),
-			PlainDictionaries: true, Limit: int64(maxTrajectory + 1 - len(out))}
-		if len(exclude) > 0 {
-			opts.In = []table.In{{Column: ColID, Values: exclude, Negate: true}}
+	if done != nil {
+		<-done
+		if earlyErr != nil {
+			return nil, earlyErr
 		}
-		err := snap.base.Scan(ctx, opts, func(b arrow.RecordBatch) error {
-			rs, err := recordsFromBatch(b)
-			out = append(out, rs...)
-			return err
-		})
+		if len(early) <= maxTrajectory {
+			for _, r := range early {
+				if _, ok := exclude[r.ID]; !ok {
+					out = append(out, r)
+				}
+			}
+			scanBase = false
+		}
+		// Else the scan stopped at its limit before the exclusions:
+		// scan again with them, below.
+	}
+	if scanBase {
+		rs, err := s.trajectoryBase(ctx, snap, fs, exclude, maxTrajectory+1-len(out))
 		if err != nil {
 			return nil, err
 		}
+		out = append(out, rs...)
 	}
 	if len(out) > maxTrajectory {
 		return nil, invalid("trajectory %q has more than %d records", rolloutID, maxTrajectory)
 	}
 	return out, nil
+}
+
+// trajectoryBase reads up to limit base rows matching fs whose id is not
+// in exclude.
+func (s *Store) trajectoryBase(ctx context.Context, snap *snapshot, fs []Filter, exclude map[string]struct{}, limit int) ([]Record, error) {
+	opts := table.ScanOptions{Columns: baseColumns(snap.base, listColumns), Where: tableFilters(fs), Index: s.finder(),
+		PlainDictionaries: true, Limit: int64(limit)}
+	if len(exclude) > 0 {
+		opts.In = []table.In{{Column: ColID, Values: exclude, Negate: true}}
+	}
+	var out []Record
+	err := snap.base.Scan(ctx, opts, func(b arrow.RecordBatch) error {
+		rs, err := recordsFromBatch(b)
+		out = append(out, rs...)
+		return err
+	})
+	return out, err
 }
 
 // ShardStats and Stats are the wire types of a store's statistics.
@@ -467,7 +558,7 @@ type (
 // Stats reads the store's statistics from its manifests.
 func (s *Store) Stats(ctx context.Context) (*Stats, error) {
 	// No limit: an overloaded store is exactly the one to describe.
-	snap, err := s.snapshotLimit(ctx, true, int(^uint(0)>>1))
+	snap, err := s.snapshotLimit(ctx, true, int(^uint(0)>>1), false)
 	if err != nil {
 		return nil, err
 	}

@@ -51,7 +51,7 @@ type cachedShardMan struct {
 
 // readShardsAndBase reads the shard manifests and the base table as
 // described above.
-func (s *Store) readShardsAndBase(ctx context.Context) ([]shardView, *table.Dataset, error) {
+func (s *Store) readShardsAndBase(ctx context.Context, warm bool) ([]shardView, *table.Dataset, error) {
 	m := &s.meta
 	m.mu.Lock()
 	known := slices.Clone(m.shards)
@@ -68,15 +68,39 @@ func (s *Store) readShardsAndBase(ctx context.Context) ([]shardView, *table.Data
 		listErr error
 		base    *table.Dataset
 		baseErr error
+		fresh   []string // shards claimed since the last read
+		fm      []*wal.Manifest
+		ferrs   []error
 	)
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		ids, listErr = wal.ListShards(ctx, s.root)
+		if ids, listErr = wal.ListShards(ctx, s.root); listErr != nil {
+			return
+		}
+		// Shards claimed since the last read: a second wave, which starts
+		// as soon as the listing names them (not after the base and its
+		// warm-up).
+		for _, id := range ids {
+			if !slices.Contains(known, id) {
+				fresh = append(fresh, id)
+			}
+		}
+		fm = make([]*wal.Manifest, len(fresh))
+		ferrs = make([]error, len(fresh))
+		var fwg sync.WaitGroup
+		for i, id := range fresh {
+			fwg.Add(1)
+			go func() {
+				defer fwg.Done()
+				fm[i], ferrs[i] = s.latestShardManifest(ctx, id)
+			}()
+		}
+		fwg.Wait()
 	}()
 	go func() {
 		defer wg.Done()
-		base, baseErr = table.Open(ctx, s.root)
+		base, baseErr = s.openBase(ctx, warm)
 	}()
 	mans := make([]*wal.Manifest, len(known))
 	errs := make([]error, len(known))
@@ -88,37 +112,15 @@ func (s *Store) readShardsAndBase(ctx context.Context) ([]shardView, *table.Data
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(listErr, baseErr, errors.Join(errs...)); err != nil {
+	if err := errors.Join(listErr, baseErr, errors.Join(errs...), errors.Join(ferrs...)); err != nil {
 		return nil, nil, err
 	}
 	got := make(map[string]*wal.Manifest, len(ids))
 	for i, id := range known {
 		got[id] = mans[i]
 	}
-	// Shards claimed since the last read: a second wave.
-	var fresh []string
-	for _, id := range ids {
-		if _, ok := got[id]; !ok {
-			fresh = append(fresh, id)
-		}
-	}
-	if len(fresh) > 0 {
-		fm := make([]*wal.Manifest, len(fresh))
-		ferrs := make([]error, len(fresh))
-		for i, id := range fresh {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				fm[i], ferrs[i] = s.latestShardManifest(ctx, id)
-			}()
-		}
-		wg.Wait()
-		if err := errors.Join(ferrs...); err != nil {
-			return nil, nil, err
-		}
-		for i, id := range fresh {
-			got[id] = fm[i]
-		}
+	for i, id := range fresh {
+		got[id] = fm[i]
 	}
 	m.mu.Lock()
 	m.shards = ids
@@ -197,4 +199,45 @@ func (s *Store) latestShardManifest(ctx context.Context, id string) (*wal.Manife
 	}
 	m.mu.Unlock()
 	return man, nil
+}
+
+// warmFiles is how many of the newest fragments' data files openBase opens
+// ahead.
+const warmFiles = 8
+
+// indexWarmer is a RowFinder that can open a version's indexes ahead
+// (index.Finder).
+type indexWarmer interface {
+	Warm(ctx context.Context, d *table.Dataset, columns ...string)
+}
+
+// warmIndexColumns are the indexes openBase opens ahead: those of the
+// reads a client makes first (pages and get by id, trajectories).
+var warmIndexColumns = []string{ColID, ColRolloutID}
+
+// openBase opens the latest base table. With warm, it also opens, in
+// parallel and before it returns, what a read of that version will need
+// first: the BTree indexes on id and rollout_id and the newest fragments' data files (footers
+// and column metadata). They are immutable and cached once opened, so this
+// costs requests only for a version this process has not read yet (a
+// first read, or the first after a commit), and saves the read's dependent
+// round trips: on a cold store it overlaps the wave that reads the shard
+// manifests, instead of index lookup, then data file footer, then data one
+// after another.
+func (s *Store) openBase(ctx context.Context, warm bool) (*table.Dataset, error) {
+	base, err := table.Open(ctx, s.root)
+	if err != nil || !warm {
+		return base, err
+	}
+	var wg sync.WaitGroup
+	if w, ok := s.finder().(indexWarmer); ok {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.Warm(ctx, base, warmIndexColumns...)
+		}()
+	}
+	base.WarmFiles(ctx, warmFiles)
+	wg.Wait()
+	return base, nil
 }

@@ -107,6 +107,11 @@ func (f *Finder) tree(ctx context.Context, store objstore.Store, uuid string) (*
 	if ok {
 		return t, nil
 	}
+	// Both files of the index are needed; a store that reads small files
+	// whole reads them in one round trip, not one after the other.
+	if p, ok := store.(preloader); ok {
+		p.Preload(ctx, indexDir(uuid)+LookupFile, indexDir(uuid)+PagesFile)
+	}
 	t, err := OpenBTree(ctx, store, uuid, f.cache)
 	if err != nil {
 		return nil, err
@@ -121,6 +126,48 @@ func (f *Finder) tree(ctx context.Context, store objstore.Store, uuid string) (*
 	f.trees[k] = t
 	f.mu.Unlock()
 	return t, nil
+}
+
+// preloader is a store that can read several small objects ahead in one
+// round trip (objstore.SmallFiles).
+type preloader interface {
+	Preload(ctx context.Context, keys ...string)
+}
+
+// maxWarmTrees bounds the indexes Warm opens.
+const maxWarmTrees = 16
+
+// Warm opens the BTree indexes of d on columns (up to maxWarmTrees, those
+// covering a live fragment) in parallel and keeps them, so that a first
+// lookup after a new version finds them open. Errors are left to the
+// lookups.
+func (f *Finder) Warm(ctx context.Context, d *table.Dataset, columns ...string) {
+	var all []*pb.IndexMetadata
+	for _, c := range columns {
+		idxs, err := BTreeIndexes(d, c)
+		if err != nil {
+			return
+		}
+		all = append(all, idxs...)
+	}
+	live := liveFragments(d)
+	var wg sync.WaitGroup
+	n := 0
+	for _, m := range all {
+		if n >= maxWarmTrees {
+			break
+		}
+		if bm, err := table.FragmentBitmap(m); err != nil || !bm.Intersects(live) {
+			continue
+		}
+		n++
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = f.tree(ctx, d.Store(), uuidString(m))
+		}()
+	}
+	wg.Wait()
 }
 
 // Find implements table.RowFinder: the fragments of d that BTree indexes

@@ -3,6 +3,7 @@ package table
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -124,4 +125,28 @@ func sourceFor(store objstore.Store, key string) file.Source {
 		return objectSourceInto{src, in}
 	}
 	return src
+}
+
+// WarmFiles opens the data files of the newest max fragments of d (their
+// footers and column metadata) in parallel and keeps them in the file
+// cache, so that the first read after a new version pays one round trip
+// for all of them instead of one before each read. Errors are left to the
+// reads.
+func (d *Dataset) WarmFiles(ctx context.Context, max int) {
+	frags := d.Fragments()
+	frags = frags[len(frags)-min(max, len(frags)):]
+	var wg sync.WaitGroup
+	for _, f := range frags {
+		for _, df := range f.GetFiles() {
+			if _, ok := d.files.reader(d.store, dataDir+df.GetPath()); ok {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, _ = d.openFile(ctx, df)
+			}()
+		}
+	}
+	wg.Wait()
 }

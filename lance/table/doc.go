@@ -37,7 +37,11 @@
 // default 256 MiB). Data and deletion files are immutable (fresh names), so
 // those entries never go stale; a manifest entry is used only when the
 // listed object's size and modification time match the cached one (a table
-// deleted and created again reuses manifest names).
+// deleted and created again reuses manifest names). Dataset.WarmFiles opens
+// the newest fragments' data files in parallel into that cache (a new
+// process's first read then pays one round trip for their footers, taken
+// from the manifest's file sizes without a Head, instead of one before each
+// read).
 //
 // # Commit protocol
 //

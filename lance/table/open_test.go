@@ -3,6 +3,7 @@ package table
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/lance-context/lance-context/objstore"
 )
@@ -73,5 +74,41 @@ func TestOpenAfterRecreateIsNotStale(t *testing.T) {
 	}
 	if d.Version() != 2 || d.CountRows() != 3 {
 		t.Fatalf("after re-creation: version %d with %d rows, want version 2 with 3 (a stale cached manifest)", d.Version(), d.CountRows())
+	}
+}
+
+// TestWarmFilesOpensInOneWave: WarmFiles opens the newest fragments' data
+// files in parallel (one round trip for all of them: the sizes come from
+// the manifest), at most max of them, and a second call, or a scan after
+// it, reads no footer again.
+func TestWarmFilesOpensInOneWave(t *testing.T) {
+	ctx := context.Background()
+	mem := objstore.NewMemory()
+	newTable(t, mem)
+	for i := range 4 {
+		appendRows(t, mem, i*10, i*10+10)
+	}
+	c := objstore.NewCounting(mem, 2*time.Millisecond) // a new store: nothing cached
+	d, err := Open(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Reset()
+	d.WarmFiles(ctx, 3)
+	if got := c.Counts(); got.Requests() != 3 || got.Sequential != 1 {
+		t.Errorf("WarmFiles(3) of 4 fragments: %v, want 3 requests in 1 round trip", got)
+	}
+	c.Reset()
+	d.WarmFiles(ctx, 4)
+	if got := c.Counts(); got.Requests() != 1 {
+		t.Errorf("WarmFiles(4) after WarmFiles(3): %v, want the oldest file's one request", got)
+	}
+	c.Reset()
+	if ids := scanIDs(t, d, ScanOptions{}); len(ids) != 40 {
+		t.Fatalf("scan: %d ids, want 40", len(ids))
+	}
+	// Per fragment its id column's offsets, then its bytes; no footer.
+	if got := c.Counts(); got.Requests() > 2*4 {
+		t.Errorf("scan after WarmFiles: %v, want no footer reads (at most 2 requests per fragment)", got)
 	}
 }
