@@ -397,6 +397,53 @@ func TestCutEntryIsCorruption(t *testing.T) {
 	}
 }
 
+// ipcMark starts every real frame's payload (an Arrow IPC stream).
+const ipcMark = "\xff\xff\xff\xff"
+
+// testFrame is a segment frame at pos holding payload.
+func testFrame(pos uint64, payload string) []byte {
+	b := make([]byte, frameHeaderSize+len(payload))
+	copy(b[frameHeaderSize:], payload)
+	binary.LittleEndian.PutUint64(b[0:8], pos)
+	binary.LittleEndian.PutUint32(b[8:12], uint32(len(payload)))
+	crc := crc32.Update(crc32.Checksum(b[0:12], castagnoli), castagnoli, b[frameHeaderSize:])
+	binary.LittleEndian.PutUint32(b[12:16], crc)
+	return b
+}
+
+// TestRegression_FindInStaleDataIsLinear: a restarted worker's replay took
+// minutes over a reused 64 MiB segment, because the search after the last
+// frame read and checksummed every stale word that looked like a position
+// and a length (Arrow data is full of small integers). Only candidates
+// whose payload starts as an entry does are read now; the frame after the
+// stale data is still found.
+func TestRegression_FindInStaleDataIsLinear(t *testing.T) {
+	var data []byte
+	for i := 0; i < 1<<16; i++ { // 1 MiB of words that pass the position and length checks
+		data = binary.LittleEndian.AppendUint64(data, uint64(10+i%50))
+		data = binary.LittleEndian.AppendUint64(data, 64)
+	}
+	want := int64(len(data))
+	data = append(data, testFrame(20, ipcMark+"live")...)
+	data = append(data, make([]byte, 4096)...)
+	p := filepath.Join(t.TempDir(), "stale.seg")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := openSegment(vfs.Default, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.close()
+	off, pos, payload, found, err := r.find(0, 20, 1<<20)
+	if err != nil || !found || off != want || pos != 20 || string(payload) != ipcMark+"live" {
+		t.Fatalf("found=%v at %d pos %d %q (%v), want the frame at %d", found, off, pos, payload, err, want)
+	}
+	if r.checked > 1 {
+		t.Fatalf("the search read and checksummed %d candidates in stale data, want only the real frame", r.checked)
+	}
+}
+
 // TestFindAfterZeros: the search for a frame after damage skips zeros a
 // word at a time; a frame at any offset after any run of zeros (or at a
 // chunk boundary) is still found, and a frame below the wanted positions
@@ -415,9 +462,9 @@ func TestFindAfterZeros(t *testing.T) {
 	for _, at := range []int64{0, 1, 7, 8, 9, 15, 16, 17, 1000, 1<<20 - 5, 1 << 20, 1<<20 + 3} {
 		p := filepath.Join(dir, fmt.Sprintf("z%d.seg", at))
 		data := make([]byte, at)
-		data = append(data, frame(3, "stale")...) // below lo: skipped
+		data = append(data, frame(3, ipcMark+"stale")...) // below lo: skipped
 		want := int64(len(data))
-		data = append(data, frame(9, "live")...)
+		data = append(data, frame(9, ipcMark+"live")...)
 		data = append(data, make([]byte, 100)...)
 		if err := os.WriteFile(p, data, 0o644); err != nil {
 			t.Fatal(err)
@@ -428,7 +475,7 @@ func TestFindAfterZeros(t *testing.T) {
 		}
 		off, pos, payload, found, err := r.find(0, 5, 100)
 		r.close()
-		if err != nil || !found || off != want || pos != 9 || string(payload) != "live" {
+		if err != nil || !found || off != want || pos != 9 || string(payload) != ipcMark+"live" {
 			t.Fatalf("frame after %d zeros: found=%v at %d pos %d %q (%v), want at %d", at, found, off, pos, payload, err, want)
 		}
 	}
