@@ -7,7 +7,9 @@
 // policy versions, created_at over 10 hours) into the store STORE (default "charts-timing-<ROWS>";
 // skipped when it already holds them), merges, then RUNS times (default 3) per source: the charts
 // API alone, and in headless Chromium the overview from navigation until every chart is drawn
-// (plus the part of it after the charts answer arrived: the drawing). Prints JSON.
+// (plus the part of it after the charts answer arrived: the drawing), each time twice: cached (the
+// store unchanged since the charts were last computed) and cold (one record appended with
+// ?flush=true just before, so the server computes the charts anew). Prints JSON.
 // Env: LC_API_TOKEN (sent when set), CHROMIUM (default /usr/bin/chromium).
 import { chromium } from 'playwright-core';
 
@@ -76,46 +78,89 @@ async function load() {
   return { loaded: ROWS, seconds: (Date.now() - started) / 1000 };
 }
 
+let coldSeq = 0;
+// cold makes the server's cached charts stale: one record, sealed into a WAL generation.
+async function cold() {
+  const i = coldSeq++;
+  await api('POST', `/api/v1/rollouts/${STORE}/records?flush=true`, {
+    records: [
+      {
+        id: `ct-cold-${Date.now()}-${i}`,
+        rollout_id: `r-cold-${i}`,
+        sequence_order: 0,
+        role: 'assistant',
+        content: 'cold',
+        created_at: new Date(Date.parse('2026-01-01T09:59:00Z')).toISOString(),
+        policy_version: '19',
+        reward: 0.5,
+        num_output_tokens: 4,
+      },
+    ],
+  });
+}
+
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const loaded = await load();
 const out = { base_url: BASE_URL, store: STORE, rows: ROWS, load: loaded, sources: {} };
 const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--headless', '--no-sandbox', '--disable-gpu'] });
 try {
+  // overview times one navigation until every chart is drawn: [total, after the charts answer].
+  const overview = async (source) => {
+    const context = await browser.newContext({ viewport: { width: 1360, height: 900 } });
+    if (TOKEN) await context.addInitScript((tok) => window.sessionStorage.setItem('lc.token', tok), TOKEN);
+    const page = await context.newPage();
+    // The overview asks for source=all; route the request to the source measured.
+    await page.route('**/charts?source=*', (route) => route.continue({ url: route.request().url().replace(/source=[a-z]+/, `source=${source}`) }));
+    let answered = 0;
+    let cache = '';
+    page.on('response', (r) => {
+      if (r.url().includes('/charts?')) {
+        answered = performance.now();
+        cache = r.headers()['x-charts-cache'] ?? '';
+      }
+    });
+    const t = performance.now();
+    await page.goto(`${BASE_URL}/experiments/${encodeURIComponent(STORE)}`);
+    await page.locator('[data-testid="charts"][data-loading="false"]').waitFor({ timeout: 60000 });
+    await page.locator('[data-testid="chart-ingest"] svg.chart').waitFor({ timeout: 60000 });
+    const done = performance.now();
+    await context.close();
+    return { total: done - t, draw: done - answered, cache };
+  };
   for (const source of ['fragments', 'all']) {
     const apiMs = [];
-    const pageMs = [];
-    const drawMs = [];
+    const coldApiMs = [];
+    const m = { cached: { page: [], draw: [], cache: [] }, cold: { page: [], draw: [], cache: [] } };
     let rowsScanned;
     for (let i = 0; i < RUNS; i++) {
+      await cold();
       let t = performance.now();
+      await api('GET', `/api/v1/experiments/${STORE}/charts?source=${source}`);
+      coldApiMs.push(performance.now() - t);
+      t = performance.now();
       const c = await api('GET', `/api/v1/experiments/${STORE}/charts?source=${source}`);
       apiMs.push(performance.now() - t);
       rowsScanned = c.rows_scanned;
-
-      const context = await browser.newContext({ viewport: { width: 1360, height: 900 } });
-      if (TOKEN) await context.addInitScript((tok) => window.sessionStorage.setItem('lc.token', tok), TOKEN);
-      const page = await context.newPage();
-      // The overview asks for source=all; route the request to the source measured.
-      await page.route('**/charts?source=*', (route) => route.continue({ url: route.request().url().replace(/source=[a-z]+/, `source=${source}`) }));
-      let answered = 0;
-      page.on('response', (r) => {
-        if (r.url().includes('/charts?')) answered = performance.now();
-      });
-      t = performance.now();
-      await page.goto(`${BASE_URL}/experiments/${encodeURIComponent(STORE)}`);
-      await page.locator('[data-testid="charts"][data-loading="false"]').waitFor({ timeout: 60000 });
-      await page.locator('[data-testid="chart-ingest"] svg.chart').waitFor({ timeout: 60000 });
-      const done = performance.now();
-      pageMs.push(done - t);
-      drawMs.push(done - answered);
-      await context.close();
+      for (const [kind, before] of [['cached', null], ['cold', cold]]) {
+        if (before) await before();
+        const r = await overview(source);
+        m[kind].page.push(r.total);
+        m[kind].draw.push(r.draw);
+        m[kind].cache.push(r.cache);
+      }
     }
     out.sources[source] = {
       rows_scanned: rowsScanned,
       charts_api_ms_median: Math.round(median(apiMs)),
-      overview_until_charts_drawn_ms_median: Math.round(median(pageMs)),
-      drawing_after_answer_ms_median: Math.round(median(drawMs)),
+      charts_api_cold_ms_median: Math.round(median(coldApiMs)),
+      overview_until_charts_drawn_ms_median: Math.round(median(m.cached.page)),
+      drawing_after_answer_ms_median: Math.round(median(m.cached.draw)),
+      cold_overview_until_charts_drawn_ms_median: Math.round(median(m.cold.page)),
+      cold_drawing_after_answer_ms_median: Math.round(median(m.cold.draw)),
+      overview_ms: m.cached.page.map(Math.round),
+      cold_overview_ms: m.cold.page.map(Math.round),
+      cache_headers: { cached: m.cached.cache, cold: m.cold.cache },
       runs: RUNS,
     };
   }

@@ -1,5 +1,6 @@
 // Client for the master's data-browser API (same origin, under /api/v1).
 import { authHeaders, getToken, requestToken } from './auth';
+import { takeChartsPrefetch } from './prefetch';
 
 export const API_BASE = '/api/v1';
 
@@ -415,7 +416,11 @@ export const api = {
   query(name: string, sql: string, source: Source, signal?: AbortSignal): Promise<QueryResult> {
     return request(`${experimentPath(name)}/query`, { method: 'POST', body: { sql, source }, signal });
   },
-  charts(name: string, source: Source, signal?: AbortSignal): Promise<Charts> {
+  async charts(name: string, source: Source, signal?: AbortSignal): Promise<Charts> {
+    if (source === 'all') {
+      const pre = await takeChartsPrefetch(name);
+      if (pre !== undefined) return pre as Charts;
+    }
     return request(`${experimentPath(name)}/charts${buildQuery({ source })}`, { signal });
   },
   listWorkers(signal?: AbortSignal): Promise<{ workers: Worker[] }> {

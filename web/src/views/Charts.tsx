@@ -1,12 +1,23 @@
-import { lazy, Suspense, useEffect, useState } from 'react';
+import { useEffect, useState } from 'react';
 import { api, SOURCES, type Source } from '../api';
 import { ErrorBanner, Updated } from '../components';
 import { fmtInt, fmtNum } from '../format';
 import { usePoll } from '../live';
 
-// The drawing (visx and d3) is a chunk of its own, loaded while the charts are being computed.
-const loadGrid = () => import('./ChartGrid');
-const ChartGrid = lazy(() => loadGrid().then((m) => ({ default: m.ChartGrid })));
+// The drawing (visx and d3) is a chunk of its own, loaded once, while the charts are being
+// computed. Not React.lazy under Suspense: React holds revealed Suspense content back by up to
+// 300 ms (its fallback throttle), which was most of the time from answer to drawn charts.
+type GridModule = typeof import('./ChartGrid');
+let gridModule: GridModule | undefined;
+let gridLoading: Promise<GridModule> | undefined;
+const loadGrid = (): Promise<GridModule> =>
+  (gridLoading ??= import('./ChartGrid').then(
+    (m) => (gridModule = m),
+    (e: unknown) => {
+      gridLoading = undefined; // a failed chunk load may be retried on the next mount
+      throw e;
+    },
+  ));
 
 /** The charts read every row of the store: refresh them less often than the rest of the page. */
 export const CHARTS_REFRESH_MS = 30_000;
@@ -21,9 +32,20 @@ export function OverviewCharts({ name }: { name: string }) {
     (signal) => api.charts(name, source, signal),
     CHARTS_REFRESH_MS,
   );
+  const [grid, setGrid] = useState<GridModule | undefined>(gridModule);
+  const [gridError, setGridError] = useState<unknown>();
   useEffect(() => {
-    void loadGrid(); // fetch the drawing code alongside the data
-  }, []);
+    if (grid) return;
+    let cancelled = false;
+    // Fetch the drawing code alongside the data.
+    loadGrid().then(
+      (m) => !cancelled && setGrid(m),
+      (e: unknown) => !cancelled && setGridError(e),
+    );
+    return () => {
+      cancelled = true;
+    };
+  }, [grid]);
   return (
     <section className="charts-section" data-testid="charts" data-loading={loading ? 'true' : 'false'}>
       <h2 className="row">
@@ -46,12 +68,10 @@ export function OverviewCharts({ name }: { name: string }) {
         <Updated at={updatedAt} />
       </h2>
       <ErrorBanner error={error} prefix="Charts" />
+      <ErrorBanner error={gridError} prefix="Charts (loading the drawing code)" />
       {loading && !error ? <p className="muted">Loading charts…</p> : null}
-      {data ? (
-        <Suspense fallback={<p className="muted">Drawing charts…</p>}>
-          <ChartGrid charts={data} />
-        </Suspense>
-      ) : null}
+      {data && grid ? <grid.ChartGrid charts={data} /> : null}
+      {data && !grid && !gridError ? <p className="muted">Drawing charts…</p> : null}
     </section>
   );
 }
