@@ -2,7 +2,6 @@ package index
 
 import (
 	"context"
-	"fmt"
 	"sort"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -117,28 +116,13 @@ func (t *BTree) Ascend(ctx context.Context, after string, fn func(v string, addr
 // covered is that set, nil when no index covers any fragment of d, and then
 // nothing is walked.
 func (f *Finder) Ascend(ctx context.Context, d *table.Dataset, column, after string, fn func(v string, addr uint64) bool) (covered *roaring.Bitmap, err error) {
-	idxs, err := BTreeIndexes(d, column)
-	if err != nil || len(idxs) == 0 {
+	segs, covered, err := f.segments(ctx, d, column)
+	if err != nil || covered == nil {
 		return nil, err
 	}
-	live := liveFragments(d)
-	covered = roaring.New()
 	var heads []*cursor
-	for _, m := range idxs {
-		bm, err := table.FragmentBitmap(m)
-		if err != nil {
-			return nil, err
-		}
-		bm.And(live)
-		if bm.IsEmpty() {
-			continue
-		}
-		covered.Or(bm)
-		t, err := f.tree(ctx, d.Store(), uuidString(m))
-		if err != nil {
-			return nil, fmt.Errorf("lance/index: index %s on %s: %w", m.GetName(), column, err)
-		}
-		c := &cursor{t: t, bm: bm}
+	for _, sg := range segs {
+		c := &cursor{t: sg.t, bm: sg.bm}
 		if err := c.seek(ctx, after); err != nil {
 			return nil, err
 		}
@@ -149,9 +133,6 @@ func (f *Finder) Ascend(ctx context.Context, d *table.Dataset, column, after str
 		if ok {
 			heads = append(heads, c)
 		}
-	}
-	if covered.IsEmpty() {
-		return nil, nil
 	}
 	// A k-way merge of the segments (few: delta segments are consolidated
 	// past IndexMaxSegments), smallest value first.
@@ -187,26 +168,12 @@ func (f *Finder) Ascend(ctx context.Context, d *table.Dataset, column, after str
 // set, nil when no index covers any fragment of d. v is valid only during
 // the call.
 func (f *Finder) AscendEach(ctx context.Context, d *table.Dataset, column, after string, keep func(addr uint64) bool, fn func(v string, addr uint64) bool) (covered *roaring.Bitmap, err error) {
-	idxs, err := BTreeIndexes(d, column)
-	if err != nil || len(idxs) == 0 {
+	segs, covered, err := f.segments(ctx, d, column)
+	if err != nil || covered == nil {
 		return nil, err
 	}
-	live := liveFragments(d)
-	covered = roaring.New()
-	for _, m := range idxs {
-		bm, err := table.FragmentBitmap(m)
-		if err != nil {
-			return nil, err
-		}
-		bm.And(live)
-		if bm.IsEmpty() {
-			continue
-		}
-		covered.Or(bm)
-		t, err := f.tree(ctx, d.Store(), uuidString(m))
-		if err != nil {
-			return nil, fmt.Errorf("lance/index: index %s on %s: %w", m.GetName(), column, err)
-		}
+	for _, sg := range segs {
+		t, bm := sg.t, sg.bm
 		c := &cursor{t: t, bm: bm}
 		if err := c.seek(ctx, after); err != nil {
 			return nil, err
@@ -240,9 +207,6 @@ func (f *Finder) AscendEach(ctx context.Context, d *table.Dataset, column, after
 			c.p++
 			c.pg, c.j = nil, 0
 		}
-	}
-	if covered.IsEmpty() {
-		return nil, nil
 	}
 	return covered, nil
 }

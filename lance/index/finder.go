@@ -170,19 +170,24 @@ func (f *Finder) Warm(ctx context.Context, d *table.Dataset, columns ...string) 
 	wg.Wait()
 }
 
-// Find implements table.RowFinder: the fragments of d that BTree indexes
-// on column cover, and in them the offsets of rows whose value is one of
-// values (deleted rows included; the scan drops them). covered is nil when
-// no index covers any fragment of d.
-func (f *Finder) Find(ctx context.Context, d *table.Dataset, column string, values []string) (*roaring.Bitmap, map[uint64][]uint32, error) {
+// segment is one BTree index of a column (the whole index or a delta) and
+// the live fragments of a version it answers for.
+type segment struct {
+	t  *BTree
+	bm *roaring.Bitmap
+}
+
+// segments opens the BTree indexes on column that cover a live fragment of
+// d; covered is the union of their fragments, nil when there is none. An
+// index answers only for the fragments of its bitmap: rows it holds for
+// others (removed by a compaction) are ignored by every caller.
+func (f *Finder) segments(ctx context.Context, d *table.Dataset, column string) (segs []segment, covered *roaring.Bitmap, err error) {
 	idxs, err := BTreeIndexes(d, column)
 	if err != nil || len(idxs) == 0 {
 		return nil, nil, err
 	}
 	live := liveFragments(d)
-	covered := roaring.New()
-	rows := map[uint64][]uint32{}
-	var addrs []uint64
+	covered = roaring.New()
 	for _, m := range idxs {
 		bm, err := table.FragmentBitmap(m)
 		if err != nil {
@@ -196,6 +201,28 @@ func (f *Finder) Find(ctx context.Context, d *table.Dataset, column string, valu
 		if err != nil {
 			return nil, nil, fmt.Errorf("lance/index: index %s on %s: %w", m.GetName(), column, err)
 		}
+		segs = append(segs, segment{t, bm})
+		covered.Or(bm)
+	}
+	if covered.IsEmpty() {
+		return nil, nil, nil
+	}
+	return segs, covered, nil
+}
+
+// Find implements table.RowFinder: the fragments of d that BTree indexes
+// on column cover, and in them the offsets of rows whose value is one of
+// values (deleted rows included; the scan drops them). covered is nil when
+// no index covers any fragment of d.
+func (f *Finder) Find(ctx context.Context, d *table.Dataset, column string, values []string) (*roaring.Bitmap, map[uint64][]uint32, error) {
+	segs, covered, err := f.segments(ctx, d, column)
+	if err != nil || covered == nil {
+		return nil, nil, err
+	}
+	rows := map[uint64][]uint32{}
+	var addrs []uint64
+	for _, sg := range segs {
+		t, bm := sg.t, sg.bm
 		addrs = addrs[:0]
 		if err := t.prefetch(ctx, values); err != nil {
 			return nil, nil, err
@@ -212,10 +239,6 @@ func (f *Finder) Find(ctx context.Context, d *table.Dataset, column string, valu
 				rows[frag] = append(rows[frag], uint32(a))
 			}
 		}
-		covered.Or(bm)
-	}
-	if covered.IsEmpty() {
-		return nil, nil, nil
 	}
 	for k, offs := range rows {
 		slices.Sort(offs)
@@ -230,26 +253,13 @@ func (f *Finder) Find(ctx context.Context, d *table.Dataset, column string, valu
 // them). covered is nil when no index covers any fragment of d. It is Find
 // for one value, without a map per fragment.
 func (f *Finder) Addrs(ctx context.Context, d *table.Dataset, column, v string) (covered *roaring.Bitmap, addrs []uint64, err error) {
-	idxs, err := BTreeIndexes(d, column)
-	if err != nil || len(idxs) == 0 {
+	segs, covered, err := f.segments(ctx, d, column)
+	if err != nil || covered == nil {
 		return nil, nil, err
 	}
-	live := liveFragments(d)
-	covered = roaring.New()
 	var seg []uint64
-	for _, m := range idxs {
-		bm, err := table.FragmentBitmap(m)
-		if err != nil {
-			return nil, nil, err
-		}
-		bm.And(live)
-		if bm.IsEmpty() {
-			continue
-		}
-		t, err := f.tree(ctx, d.Store(), uuidString(m))
-		if err != nil {
-			return nil, nil, fmt.Errorf("lance/index: index %s on %s: %w", m.GetName(), column, err)
-		}
+	for _, sg := range segs {
+		t, bm := sg.t, sg.bm
 		if seg, err = t.Equal(ctx, v, seg[:0]); err != nil {
 			return nil, nil, err
 		}
@@ -263,10 +273,6 @@ func (f *Finder) Addrs(ctx context.Context, d *table.Dataset, column, v string) 
 				addrs = append(addrs, a)
 			}
 		}
-		covered.Or(bm)
-	}
-	if covered.IsEmpty() {
-		return nil, nil, nil
 	}
 	if !slices.IsSorted(addrs) {
 		slices.Sort(addrs)
