@@ -157,18 +157,7 @@ func BenchmarkMerge(b *testing.B) {
 func BenchmarkBuildBatch(b *testing.B) {
 	text := strings.Repeat("t", 1024)
 	now := time.Now()
-	for _, tc := range []struct {
-		name string
-		fill func(r *Record)
-	}{
-		{"sparse", func(*Record) {}},
-		{"dense", func(r *Record) {
-			r.InputTokens, r.OutputTokens = make([]int32, 64), make([]int32, 64)
-			r.OutputLogprobs = make([]float32, 64)
-			r.Reward, r.Advantage = ptr[float32](1), ptr[float32](0.5)
-			r.PolicyVersion = ptr("v1")
-		}},
-	} {
+	for _, tc := range benchRecordKinds(nil) {
 		for _, n := range []int{1, 100} {
 			recs := make([]Record, n)
 			for i := range recs {
@@ -185,5 +174,29 @@ func BenchmarkBuildBatch(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// benchRecordKind is a record shape of the append benchmarks.
+type benchRecordKind struct {
+	name string
+	fill func(r *Record)
+}
+
+// benchRecordKinds are sparse records (ids, rollout, order and text) and
+// dense ones, which fill the token, logprob and score columns too, and
+// metadata when meta is not nil.
+func benchRecordKinds(meta *string) []benchRecordKind {
+	return []benchRecordKind{
+		{"sparse", func(*Record) {}},
+		{"dense", func(r *Record) {
+			r.InputTokens, r.OutputTokens = make([]int32, 64), make([]int32, 64)
+			r.OutputLogprobs = make([]float32, 64)
+			r.Reward, r.Advantage = ptr[float32](1), ptr[float32](0.5)
+			r.PolicyVersion = ptr("v1")
+			if meta != nil {
+				r.Metadata = meta
+			}
+		}},
 	}
 }

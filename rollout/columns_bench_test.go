@@ -14,19 +14,7 @@ func BenchmarkDefaults(b *testing.B) {
 	text := strings.Repeat("t", 1024)
 	meta := `{"k":"v","n":[1,2,3]}`
 	now := time.Now()
-	for _, tc := range []struct {
-		name string
-		fill func(r *Record)
-	}{
-		{"sparse", func(*Record) {}},
-		{"dense", func(r *Record) {
-			r.InputTokens, r.OutputTokens = make([]int32, 64), make([]int32, 64)
-			r.OutputLogprobs = make([]float32, 64)
-			r.Reward, r.Advantage = ptr[float32](1), ptr[float32](0.5)
-			r.PolicyVersion = ptr("v1")
-			r.Metadata = &meta
-		}},
-	} {
+	for _, tc := range benchRecordKinds(&meta) {
 		for _, n := range []int{1, 100} {
 			src := make([]Record, n)
 			for i := range src {
