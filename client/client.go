@@ -175,6 +175,7 @@ type request struct {
 	query       url.Values
 	body        []byte
 	contentType string
+	accept      string // default application/json
 	idempotent  bool
 }
 
@@ -230,7 +231,11 @@ func (c *Client) once(ctx context.Context, rq request, u string) (*http.Response
 	if rq.contentType != "" {
 		req.Header.Set("Content-Type", rq.contentType)
 	}
-	req.Header.Set("Accept", "application/json")
+	accept := rq.accept
+	if accept == "" {
+		accept = "application/json"
+	}
+	req.Header.Set("Accept", accept)
 	if c.userAgent != "" {
 		req.Header.Set("User-Agent", c.userAgent)
 	}
@@ -464,7 +469,7 @@ func (c *Client) AppendArrow(ctx context.Context, store string, batch arrow.Reco
 	if err := w.Close(); err != nil {
 		return nil, fmt.Errorf("lance-context: encoding the Arrow stream: %w", err)
 	}
-	return c.appendBody(ctx, store, buf.Bytes(), "application/vnd.apache.arrow.stream", flush)
+	return c.appendBody(ctx, store, buf.Bytes(), api.ArrowStream, flush)
 }
 
 func (c *Client) appendBody(ctx context.Context, store string, body []byte, ctype string, flush bool) (*AppendResult, error) {
@@ -759,4 +764,46 @@ func (c *Client) Checkout(ctx context.Context, store string, v uint64) (uint64, 
 		return 0, err
 	}
 	return out.Version, nil
+}
+
+// Query runs one read-only SQL statement on the master (or dev) where the
+// store is the table records and other stores are tables of their own
+// names. Numbers in the rows decode as json.Number, so 64-bit integers stay
+// exact. A query that hits a server limit is an *APIError with status 422
+// and code QUERY_LIMIT naming the limit. Retried like a GET: a query
+// changes nothing.
+func (c *Client) Query(ctx context.Context, store string, q api.QueryRequest) (*api.QueryResponse, error) {
+	resp, err := c.query(ctx, store, q, "")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	dec.UseNumber()
+	var out api.QueryResponse
+	if err := dec.Decode(&out); err != nil {
+		return nil, fmt.Errorf("lance-context: query of %q: decoding the answer: %w", store, err)
+	}
+	return &out, nil
+}
+
+// OpenQueryArrow runs a query as Query does and streams its result as an
+// Arrow IPC stream (read it with arrow/ipc.NewReader); the caller closes
+// it. The response headers api.HeaderRowCount, HeaderTruncated and
+// HeaderRowsScanned say what the stream holds.
+func (c *Client) OpenQueryArrow(ctx context.Context, store string, q api.QueryRequest) (io.ReadCloser, http.Header, error) {
+	resp, err := c.query(ctx, store, q, api.ArrowStream)
+	if err != nil {
+		return nil, nil, err
+	}
+	return resp.Body, resp.Header, nil
+}
+
+func (c *Client) query(ctx context.Context, store string, q api.QueryRequest, accept string) (*http.Response, error) {
+	body, err := jsonBody(q)
+	if err != nil {
+		return nil, err
+	}
+	return c.do(ctx, request{method: http.MethodPost, path: "/api/v1/experiments/" + url.PathEscape(store) + "/query",
+		body: body, contentType: "application/json", accept: accept, idempotent: true})
 }

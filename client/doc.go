@@ -1,5 +1,6 @@
 // Package client is the Go client of the lance-context worker HTTP API
-// (routes under /api/v1/rollouts). Its types are those of package api; it
+// (routes under /api/v1/rollouts) and of the master's SQL queries (Query,
+// OpenQueryArrow: /api/v1/experiments/{name}/query). Its types are those of package api; it
 // imports nothing of the engine.
 //
 //	c := client.New("http://127.0.0.1:8080", client.WithToken(os.Getenv("LC_API_TOKEN")))
@@ -29,7 +30,7 @@
 // Idempotent calls are retried with exponential backoff and jitter on
 // 502, 503 and 504 responses (a Retry-After header is honoured, capped at
 // RetryPolicy.MaxBackoff) and on connection errors: every GET, Flush, Merge,
-// Compact, and appends. Appends are idempotent because the client gives every
+// Compact, Query, and appends. Appends are idempotent because the client gives every
 // record without an id a UUIDv7 before the first attempt, so a retry writes
 // the same ids again and the newest write of an id wins. 4xx responses are
 // never retried. CreateStore and DeleteStore are not retried (a retry of a

@@ -17,9 +17,6 @@ import (
 	"github.com/lance-context/lance-context/sqlquery"
 )
 
-// ArrowStream is the media type of an Arrow IPC stream.
-const ArrowStream = "application/vnd.apache.arrow.stream"
-
 // maxQueryBody bounds a query request body.
 const maxQueryBody = 1 << 20
 
@@ -139,30 +136,12 @@ func (m *Master) engines() *sqlEngines {
 	return &m.sql
 }
 
-// queryRequest is the body of POST /api/v1/experiments/{name}/query.
-type queryRequest struct {
-	SQL     string `json:"sql"`
-	Source  string `json:"source"`
-	MaxRows int    `json:"max_rows"` // > 0: truncate to this many rows instead of failing
-}
-
-// queryResponse is the JSON result of a query.
-type queryResponse struct {
-	Columns     []sqlquery.Column   `json:"columns"`
-	Rows        [][]any             `json:"rows"`
-	RowCount    int                 `json:"row_count"`
-	Truncated   bool                `json:"truncated"`
-	RowsScanned int64               `json:"rows_scanned"`
-	ElapsedMS   float64             `json:"elapsed_ms"`
-	Scans       []sqlquery.ScanStat `json:"scans"`
-}
-
 // query runs one read-only SQL statement over the store (as table records)
 // and the other stores (by name). JSON by default; an Arrow IPC stream
 // when the client accepts application/vnd.apache.arrow.stream.
 func (m *Master) query(w http.ResponseWriter, r *http.Request) {
 	name := httpapi.PathParam(r, "name")
-	var body queryRequest
+	var body api.QueryRequest
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxQueryBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil {
@@ -173,7 +152,7 @@ func (m *Master) query(w http.ResponseWriter, r *http.Request) {
 		writeQueryError(w, r, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "max_rows must be >= 0, got %d", body.MaxRows))
 		return
 	}
-	src, err := rollout.ParseSource(body.Source)
+	src, err := rollout.ParseSource(string(body.Source))
 	if err != nil {
 		writeQueryError(w, r, err)
 		return
@@ -194,25 +173,42 @@ func (m *Master) query(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if acceptsArrow(r) {
-		w.Header().Set("Content-Type", ArrowStream)
-		w.Header().Set("X-Row-Count", strconv.Itoa(len(res.Rows)))
-		w.Header().Set("X-Truncated", strconv.FormatBool(res.Truncated))
-		w.Header().Set("X-Rows-Scanned", strconv.FormatInt(res.RowsScanned, 10))
+		w.Header().Set("Content-Type", api.ArrowStream)
+		w.Header().Set(api.HeaderRowCount, strconv.Itoa(len(res.Rows)))
+		w.Header().Set(api.HeaderTruncated, strconv.FormatBool(res.Truncated))
+		w.Header().Set(api.HeaderRowsScanned, strconv.FormatInt(res.RowsScanned, 10))
 		if err := res.WriteArrow(w); err != nil {
 			m.log.Warn("query: write arrow", "store", name, "err", err)
 		}
 		return
 	}
-	httpapi.WriteJSON(w, http.StatusOK, queryResponse{
-		Columns: res.Columns, Rows: res.JSONRows(), RowCount: len(res.Rows), Truncated: res.Truncated,
-		RowsScanned: res.RowsScanned, ElapsedMS: float64(res.Elapsed.Microseconds()) / 1000, Scans: res.Scans,
-	})
+	httpapi.WriteJSON(w, http.StatusOK, queryResponse(res))
+}
+
+// queryResponse is a result in the wire's terms.
+func queryResponse(res *sqlquery.Result) api.QueryResponse {
+	out := api.QueryResponse{
+		Columns:     make([]api.QueryColumn, len(res.Columns)),
+		Rows:        res.JSONRows(),
+		RowCount:    len(res.Rows),
+		Truncated:   res.Truncated,
+		RowsScanned: res.RowsScanned,
+		ElapsedMS:   float64(res.Elapsed.Microseconds()) / 1000,
+		Scans:       make([]api.QueryScan, len(res.Scans)),
+	}
+	for i, c := range res.Columns {
+		out.Columns[i] = api.QueryColumn{Name: c.Name, Type: c.Type}
+	}
+	for i, sc := range res.Scans {
+		out.Scans[i] = api.QueryScan{Store: sc.Store, Source: sc.Source, Columns: sc.Columns, Filters: sc.Filters, Rows: sc.Rows, RowsKept: sc.RowsKept}
+	}
+	return out
 }
 
 func acceptsArrow(r *http.Request) bool {
 	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
 		mt, _, _ := strings.Cut(strings.TrimSpace(part), ";")
-		if strings.EqualFold(strings.TrimSpace(mt), ArrowStream) {
+		if strings.EqualFold(strings.TrimSpace(mt), api.ArrowStream) {
 			return true
 		}
 	}

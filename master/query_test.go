@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,25 +19,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 
+	"github.com/lance-context/lance-context/api"
+	"github.com/lance-context/lance-context/client"
 	"github.com/lance-context/lance-context/objstore"
 	"github.com/lance-context/lance-context/rollout"
 )
-
-type queryResp struct {
-	Columns []struct {
-		Name string `json:"name"`
-		Type string `json:"type"`
-	} `json:"columns"`
-	Rows        [][]any `json:"rows"`
-	RowCount    int     `json:"row_count"`
-	Truncated   bool    `json:"truncated"`
-	RowsScanned int64   `json:"rows_scanned"`
-	ElapsedMS   float64 `json:"elapsed_ms"`
-	Scans       []struct {
-		Store   string   `json:"store"`
-		Columns []string `json:"columns"`
-	} `json:"scans"`
-}
 
 type errResp struct {
 	Error struct {
@@ -67,11 +54,11 @@ func TestQueryHTTP(t *testing.T) {
 	path := "/api/v1/experiments/exp-1/query"
 
 	// fragments (default) is empty until a merge; wal and all see the rows.
-	res := call[queryResp](f, "POST", path, queryBody("SELECT count(*) AS n FROM records", ""), 200)
+	res := call[api.QueryResponse](f, "POST", path, queryBody("SELECT count(*) AS n FROM records", ""), 200)
 	if res.Rows[0][0] != float64(0) {
 		t.Fatalf("fragments before merge: %v", res.Rows)
 	}
-	res = call[queryResp](f, "POST", path, queryBody("SELECT policy_version, avg(reward) AS mean, count(*) AS n FROM records GROUP BY 1 ORDER BY 1", "all"), 200)
+	res = call[api.QueryResponse](f, "POST", path, queryBody("SELECT policy_version, avg(reward) AS mean, count(*) AS n FROM records GROUP BY 1 ORDER BY 1", "all"), 200)
 	if res.RowCount != 2 || len(res.Rows) != 2 || res.Columns[1].Name != "mean" || res.Columns[1].Type != "DOUBLE" ||
 		res.Rows[0][0] != "0" || res.Rows[0][1] != float64(4) || res.Rows[0][2] != float64(5) || res.RowsScanned != 10 || res.Truncated {
 		t.Fatalf("aggregate: %+v", res)
@@ -82,7 +69,7 @@ func TestQueryHTTP(t *testing.T) {
 
 	// max_rows truncates instead of failing.
 	b, _ := json.Marshal(map[string]any{"sql": "SELECT id FROM records ORDER BY id", "source": "wal", "max_rows": 3})
-	res = call[queryResp](f, "POST", path, string(b), 200)
+	res = call[api.QueryResponse](f, "POST", path, string(b), 200)
 	if res.RowCount != 3 || !res.Truncated || res.Rows[2][0] != "a-002" {
 		t.Fatalf("max_rows: %+v", res)
 	}
@@ -146,6 +133,55 @@ func TestQueryHTTP(t *testing.T) {
 		if c.code == "QUERY_LIMIT" && !strings.Contains(e.Error.Message, "max_rows_returned=10000") {
 			t.Errorf("limit message %q does not name the limit", e.Error.Message)
 		}
+	}
+}
+
+// TestGoClientQuery: the Go client's Query and OpenQueryArrow against the
+// master, with the token; int64 values stay exact and a limit is a 422
+// *client.APIError naming it.
+func TestGoClientQuery(t *testing.T) {
+	f := newFixture(t, fixtureOpts{token: "q-token"})
+	st := f.create(f.cat, "exp-c")
+	appendFlush(t, st, scoredRecs("c", 4))
+	c := client.New(f.srv.URL, client.WithToken("q-token"))
+	ctx := context.Background()
+
+	res, err := c.Query(ctx, "exp-c", api.QueryRequest{SQL: "SELECT count(*) AS n, 9007199254740993::BIGINT AS big FROM records", Source: api.SourceAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.RowCount != 1 || res.Columns[0].Name != "n" || res.Rows[0][0] != json.Number("4") || res.Rows[0][1] != json.Number("9007199254740993") {
+		t.Fatalf("query: %+v", res)
+	}
+
+	rc, hdr, err := c.OpenQueryArrow(ctx, "exp-c", api.QueryRequest{SQL: "SELECT id FROM records ORDER BY id", Source: api.SourceWAL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := ipc.NewReader(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for rd.Next() {
+		col := rd.RecordBatch().Column(0).(*array.String)
+		for i := range col.Len() {
+			ids = append(ids, col.Value(i))
+		}
+	}
+	rd.Release()
+	rc.Close()
+	if strings.Join(ids, ",") != "c-000,c-001,c-002,c-003" || hdr.Get(api.HeaderRowCount) != "4" || hdr.Get(api.HeaderTruncated) != "false" {
+		t.Fatalf("arrow: %v %v", ids, hdr)
+	}
+
+	_, err = c.Query(ctx, "exp-c", api.QueryRequest{SQL: "SELECT * FROM range(20000)"})
+	var ae *client.APIError
+	if !errors.As(err, &ae) || ae.Status != 422 || ae.Code != api.CodeQueryLimit || !strings.Contains(ae.Message, "max_rows_returned") {
+		t.Fatalf("limit: %v", err)
+	}
+	if _, err := client.New(f.srv.URL).Query(ctx, "exp-c", api.QueryRequest{SQL: "SELECT 1"}); !client.IsCode(err, api.CodeUnauthorized) {
+		t.Fatalf("without the token: %v", err)
 	}
 }
 

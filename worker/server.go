@@ -208,7 +208,7 @@ func (s *Server) appendRecords(w http.ResponseWriter, r *http.Request) {
 	case "multipart/form-data":
 		format = "multipart"
 		recs, err = s.decodeMultipart(body, params["boundary"])
-	case "application/vnd.apache.arrow.stream":
+	case api.ArrowStream:
 		format = "arrow"
 		batches, err = s.decodeArrow(body)
 		defer func() {
@@ -218,7 +218,7 @@ func (s *Server) appendRecords(w http.ResponseWriter, r *http.Request) {
 		}()
 	default:
 		err = httpapi.Errorf(http.StatusUnsupportedMediaType, api.CodeUnsupportedMediaType,
-			"Content-Type %q is not supported: use application/json, multipart/form-data or application/vnd.apache.arrow.stream", r.Header.Get("Content-Type"))
+			"Content-Type %q is not supported: use application/json, multipart/form-data or %s", r.Header.Get("Content-Type"), api.ArrowStream)
 	}
 	if err == nil && format != "arrow" {
 		err = s.checkLimits(recs)

@@ -42,13 +42,35 @@ func (f *clientFlags) client() *client.Client {
 	return client.New(f.url, client.WithToken(f.token), client.WithUserAgent("lance-context-cli/"+buildinfo.Version()))
 }
 
-// emit prints v as one line of JSON with --json, else runs text.
-func (f *clientFlags) emit(cmd *cobra.Command, v any, text func(w io.Writer) error) error {
-	w := cmd.OutOrStdout()
-	if f.json {
-		return json.NewEncoder(w).Encode(v)
+// textFunc prints a verb's answer as text.
+type textFunc func(w io.Writer) error
+
+// line is a textFunc printing one formatted line.
+func line(format string, args ...any) textFunc {
+	return func(w io.Writer) error {
+		_, err := fmt.Fprintf(w, format+"\n", args...)
+		return err
 	}
-	return text(w)
+}
+
+// clientVerb completes cmd as a client verb: it registers the common flags
+// into f, and its RunE calls run with a client and prints what run returns
+// (out as one line of JSON with --json, else text; nothing when both are
+// nil, for a verb that printed as it went).
+func clientVerb(f *clientFlags, cmd *cobra.Command, run func(cmd *cobra.Command, c *client.Client, args []string) (out any, text textFunc, err error)) *cobra.Command {
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		out, text, err := run(cmd, f.client(), args)
+		if err != nil || (out == nil && text == nil) {
+			return err
+		}
+		w := cmd.OutOrStdout()
+		if f.json {
+			return json.NewEncoder(w).Encode(out)
+		}
+		return text(w)
+	}
+	f.register(cmd)
+	return cmd
 }
 
 // clientCmds are the verbs that call a running worker.
@@ -63,57 +85,48 @@ const clientGroupNote = "\n\nTalks to a running worker at --url (env LC_URL, def
 
 func newCreateCmd() *cobra.Command {
 	var f clientFlags
-	cmd := &cobra.Command{
+	return clientVerb(&f, &cobra.Command{
 		Use:   "create NAME",
 		Short: "Create a rollout store",
 		Long:  "Create a rollout store." + clientGroupNote,
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			info, err := f.client().CreateStore(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			return f.emit(cmd, info, func(w io.Writer) error {
-				_, err := fmt.Fprintf(w, "created %s\n", info.Name)
-				return err
-			})
-		},
-	}
-	f.register(cmd)
-	return cmd
+	}, func(cmd *cobra.Command, c *client.Client, args []string) (any, textFunc, error) {
+		info, err := c.CreateStore(cmd.Context(), args[0])
+		if err != nil {
+			return nil, nil, err
+		}
+		return info, line("created %s", info.Name), nil
+	})
 }
 
 func newStoresCmd() *cobra.Command {
 	var f clientFlags
-	cmd := &cobra.Command{
+	return clientVerb(&f, &cobra.Command{
 		Use:   "stores",
 		Short: "List the rollout stores",
 		Long:  "List the rollout stores, one name a line." + clientGroupNote,
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			stores, err := f.client().ListStores(cmd.Context())
-			if err != nil {
-				return err
-			}
-			return f.emit(cmd, api.ListStoresResponse{Stores: stores, Count: len(stores)}, func(w io.Writer) error {
-				for _, st := range stores {
-					if _, err := fmt.Fprintln(w, st.Name); err != nil {
-						return err
-					}
+	}, func(cmd *cobra.Command, c *client.Client, _ []string) (any, textFunc, error) {
+		stores, err := c.ListStores(cmd.Context())
+		if err != nil {
+			return nil, nil, err
+		}
+		return api.ListStoresResponse{Stores: stores, Count: len(stores)}, func(w io.Writer) error {
+			for _, st := range stores {
+				if _, err := fmt.Fprintln(w, st.Name); err != nil {
+					return err
 				}
-				return nil
-			})
-		},
-	}
-	f.register(cmd)
-	return cmd
+			}
+			return nil
+		}, nil
+	})
 }
 
 func newAppendCmd() *cobra.Command {
 	var f clientFlags
 	var batch int
 	var flush bool
-	cmd := &cobra.Command{
+	cmd := clientVerb(&f, &cobra.Command{
 		Use:   "append NAME [FILE|-]",
 		Short: "Append records from JSON lines (one record object a line) in FILE or stdin",
 		Long: `Append records read as JSON lines, one record object a line (blank lines are
@@ -123,64 +136,57 @@ retries are idempotent. binary_payload is base64; metadata may be any JSON
 value. With --flush the last batch is flushed, so everything appended is
 readable (source wal or all) when the command returns.` + clientGroupNote,
 		Args: cobra.RangeArgs(1, 2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if batch < 1 {
-				return fmt.Errorf("--batch must be at least 1")
+	}, func(cmd *cobra.Command, c *client.Client, args []string) (any, textFunc, error) {
+		if batch < 1 {
+			return nil, nil, fmt.Errorf("--batch must be at least 1")
+		}
+		in := cmd.InOrStdin()
+		src := "stdin"
+		if len(args) == 2 && args[1] != "-" {
+			file, err := os.Open(args[1])
+			if err != nil {
+				return nil, nil, err
 			}
-			in := cmd.InOrStdin()
-			src := "stdin"
-			if len(args) == 2 && args[1] != "-" {
-				file, err := os.Open(args[1])
+			defer file.Close()
+			in, src = file, args[1]
+		}
+		store := args[0]
+		rd := &jsonLines{r: bufio.NewReaderSize(in, 1<<20), name: src}
+		var ids []string
+		flushed := false
+		for {
+			recs, eof, err := rd.next(batch)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%w (%d records appended before)", err, len(ids))
+			}
+			if len(recs) > 0 {
+				res, err := c.Append(cmd.Context(), store, recs, client.AppendOptions{Flush: flush && eof})
 				if err != nil {
-					return err
+					return nil, nil, fmt.Errorf("appending records %d-%d: %w (%d records appended before)", len(ids)+1, len(ids)+len(recs), err, len(ids))
 				}
-				defer file.Close()
-				in, src = file, args[1]
+				ids = append(ids, res.IDs...)
+				flushed = res.Flushed
 			}
-			c := f.client()
-			store := args[0]
-			rd := &jsonLines{r: bufio.NewReaderSize(in, 1<<20), name: src}
-			var ids []string
-			flushed := false
-			for {
-				recs, eof, err := rd.next(batch)
-				if err != nil {
-					return fmt.Errorf("%w (%d records appended before)", err, len(ids))
-				}
-				if len(recs) > 0 {
-					res, err := c.Append(cmd.Context(), store, recs, client.AppendOptions{Flush: flush && eof})
-					if err != nil {
-						return fmt.Errorf("appending records %d-%d: %w (%d records appended before)", len(ids)+1, len(ids)+len(recs), err, len(ids))
-					}
-					ids = append(ids, res.IDs...)
-					flushed = res.Flushed
-				}
-				if eof {
-					break
-				}
+			if eof {
+				break
 			}
-			if len(ids) == 0 {
-				return fmt.Errorf("no records in %s", src)
+		}
+		if len(ids) == 0 {
+			return nil, nil, fmt.Errorf("no records in %s", src)
+		}
+		if flush && !flushed {
+			// The input ended on a batch boundary: flush on its own.
+			if err := c.Flush(cmd.Context(), store); err != nil {
+				return nil, nil, fmt.Errorf("%d records appended (durable), but the flush failed: %w", len(ids), err)
 			}
-			if flush && !flushed {
-				// The input ended on a batch boundary: flush on its own.
-				if err := c.Flush(cmd.Context(), store); err != nil {
-					return fmt.Errorf("%d records appended (durable), but the flush failed: %w", len(ids), err)
-				}
-				flushed = true
-			}
-			out := map[string]any{"ids": ids, "count": len(ids), "flushed": flushed}
-			return f.emit(cmd, out, func(w io.Writer) error {
-				note := "durable; readable after the next flush"
-				if flushed {
-					note = "flushed: readable now"
-				}
-				_, err := fmt.Fprintf(w, "appended %d records to %s (%s)\n", len(ids), store, note)
-				return err
-			})
-		},
-	}
-	f.register(cmd)
+			flushed = true
+		}
+		note := "durable; readable after the next flush"
+		if flushed {
+			note = "flushed: readable now"
+		}
+		return map[string]any{"ids": ids, "count": len(ids), "flushed": flushed}, line("appended %d records to %s (%s)", len(ids), store, note), nil
+	})
 	cmd.Flags().IntVar(&batch, "batch", 500, "records per request")
 	cmd.Flags().BoolVar(&flush, "flush", false, "flush after the last batch so the records are readable at once")
 	return cmd
@@ -237,7 +243,7 @@ func newListCmd() *cobra.Command {
 	var cursor string
 	var filters []string
 	var all bool
-	cmd := &cobra.Command{
+	cmd := clientVerb(&f, &cobra.Command{
 		Use:   "list NAME",
 		Short: "List records of a store (a page, or --all)",
 		Long: `List records of a store, in id order. --source all (merged and un-merged rows,
@@ -248,71 +254,68 @@ dataset, role, content_type, policy_version, artifact_type, include_in_training.
 end. --json prints one page object ({"records",...}), or with --all one record
 per line.` + clientGroupNote,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o := client.ListOptions{Source: api.Source(source), Limit: limit, Offset: offset, Cursor: cursor, Filters: map[string]string{}}
-			for _, kv := range filters {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok || k == "" {
-					return fmt.Errorf("--filter %q: want COLUMN=VALUE", kv)
-				}
-				o.Filters[k] = v
+	}, func(cmd *cobra.Command, c *client.Client, args []string) (any, textFunc, error) {
+		o := client.ListOptions{Source: api.Source(source), Limit: limit, Offset: offset, Cursor: cursor, Filters: map[string]string{}}
+		for _, kv := range filters {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" {
+				return nil, nil, fmt.Errorf("--filter %q: want COLUMN=VALUE", kv)
 			}
-			c := f.client()
-			w := cmd.OutOrStdout()
-			if all {
-				enc := json.NewEncoder(w)
-				var tw *recordTable
-				if !f.json {
-					tw = newRecordTable(w)
-				}
-				n := 0
-				for rec, err := range c.Iterate(cmd.Context(), args[0], o) {
-					if err != nil {
-						if tw != nil {
-							_ = tw.flush()
-						}
-						return err
-					}
-					n++
-					if f.json {
-						if err := enc.Encode(rec); err != nil {
-							return err
-						}
-					} else {
-						tw.add(rec)
-					}
-				}
-				if tw != nil {
-					if err := tw.flush(); err != nil {
-						return err
-					}
-					fmt.Fprintf(w, "%d records (source %s)\n", n, sourceName(o.Source))
-				}
-				return nil
+			o.Filters[k] = v
+		}
+		w := cmd.OutOrStdout()
+		if all {
+			enc := json.NewEncoder(w)
+			var tw *recordTable
+			if !f.json {
+				tw = newRecordTable(w)
 			}
-			page, err := c.List(cmd.Context(), args[0], o)
-			if err != nil {
-				return err
-			}
-			page.Records = nonNil(page.Records)
-			return f.emit(cmd, page, func(w io.Writer) error {
-				tw := newRecordTable(w)
-				for _, r := range page.Records {
-					tw.add(r)
+			n := 0
+			for rec, err := range c.Iterate(cmd.Context(), args[0], o) {
+				if err != nil {
+					if tw != nil {
+						_ = tw.flush()
+					}
+					return nil, nil, err
 				}
+				n++
+				if f.json {
+					if err := enc.Encode(rec); err != nil {
+						return nil, nil, err
+					}
+				} else {
+					tw.add(rec)
+				}
+			}
+			if tw != nil {
 				if err := tw.flush(); err != nil {
-					return err
+					return nil, nil, err
 				}
-				more := ""
-				if page.HasMore {
-					more = fmt.Sprintf("; more: --cursor %s, or --all", page.NextCursor)
-				}
-				_, err := fmt.Fprintf(w, "%d records (source %s, offset %d%s)\n", len(page.Records), page.Source, page.Offset, more)
+				fmt.Fprintf(w, "%d records (source %s)\n", n, sourceName(o.Source))
+			}
+			return nil, nil, nil
+		}
+		page, err := c.List(cmd.Context(), args[0], o)
+		if err != nil {
+			return nil, nil, err
+		}
+		page.Records = nonNil(page.Records)
+		return page, func(w io.Writer) error {
+			tw := newRecordTable(w)
+			for _, r := range page.Records {
+				tw.add(r)
+			}
+			if err := tw.flush(); err != nil {
 				return err
-			})
-		},
-	}
-	f.register(cmd)
+			}
+			more := ""
+			if page.HasMore {
+				more = fmt.Sprintf("; more: --cursor %s, or --all", page.NextCursor)
+			}
+			_, err := fmt.Fprintf(w, "%d records (source %s, offset %d%s)\n", len(page.Records), page.Source, page.Offset, more)
+			return err
+		}, nil
+	})
 	cmd.Flags().StringVar(&source, "source", "", "all, fragments or wal (default: the server's, all on a worker)")
 	cmd.Flags().IntVar(&limit, "limit", 25, "records per page (1-1000)")
 	cmd.Flags().IntVar(&offset, "offset", 0, "records to skip")
@@ -377,172 +380,142 @@ func oneLine(s string, n int) string {
 
 func newGetCmd() *cobra.Command {
 	var f clientFlags
-	cmd := &cobra.Command{
+	return clientVerb(&f, &cobra.Command{
 		Use:   "get NAME ID",
 		Short: "Print one record (without its payload: see blob)",
 		Long:  "Print one record, the newest write of its id, as indented JSON (one line with --json)." + clientGroupNote,
 		Args:  cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			rec, err := f.client().Get(cmd.Context(), args[0], args[1])
-			if err != nil {
-				return err
-			}
-			return f.emit(cmd, rec, func(w io.Writer) error {
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				return enc.Encode(rec)
-			})
-		},
-	}
-	f.register(cmd)
-	return cmd
+	}, func(cmd *cobra.Command, c *client.Client, args []string) (any, textFunc, error) {
+		rec, err := c.Get(cmd.Context(), args[0], args[1])
+		if err != nil {
+			return nil, nil, err
+		}
+		return rec, func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(rec)
+		}, nil
+	})
 }
 
 func newBlobCmd() *cobra.Command {
 	var f clientFlags
 	var output string
-	cmd := &cobra.Command{
+	cmd := clientVerb(&f, &cobra.Command{
 		Use:   "blob NAME ID",
 		Short: "Write a record's binary payload to stdout or -o FILE",
 		Long:  "Write a record's binary payload to stdout, or to -o FILE (then print what was written)." + clientGroupNote,
 		Args:  cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			rc, ctype, err := f.client().OpenBlob(cmd.Context(), args[0], args[1])
-			if err != nil {
-				return err
-			}
-			defer rc.Close()
-			if output == "" || output == "-" {
-				_, err := io.Copy(cmd.OutOrStdout(), rc)
-				return err
-			}
-			file, err := os.Create(output)
-			if err != nil {
-				return err
-			}
-			n, err := io.Copy(file, rc)
-			if cerr := file.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				_ = os.Remove(output)
-				return fmt.Errorf("writing %s: %w", output, err)
-			}
-			out := map[string]any{"file": output, "bytes": n, "content_type": ctype}
-			return f.emit(cmd, out, func(w io.Writer) error {
-				_, err := fmt.Fprintf(w, "wrote %d bytes (%s) to %s\n", n, ctype, output)
-				return err
-			})
-		},
-	}
-	f.register(cmd)
+	}, func(cmd *cobra.Command, c *client.Client, args []string) (any, textFunc, error) {
+		rc, ctype, err := c.OpenBlob(cmd.Context(), args[0], args[1])
+		if err != nil {
+			return nil, nil, err
+		}
+		defer rc.Close()
+		if output == "" || output == "-" {
+			_, err := io.Copy(cmd.OutOrStdout(), rc)
+			return nil, nil, err
+		}
+		file, err := os.Create(output)
+		if err != nil {
+			return nil, nil, err
+		}
+		n, err := io.Copy(file, rc)
+		if cerr := file.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			_ = os.Remove(output)
+			return nil, nil, fmt.Errorf("writing %s: %w", output, err)
+		}
+		return map[string]any{"file": output, "bytes": n, "content_type": ctype}, line("wrote %d bytes (%s) to %s", n, ctype, output), nil
+	})
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write to FILE instead of stdout")
 	return cmd
 }
 
 func newStatsCmd() *cobra.Command {
 	var f clientFlags
-	cmd := &cobra.Command{
+	return clientVerb(&f, &cobra.Command{
 		Use:   "stats NAME",
 		Short: "Print a store's rows, fragments, version and WAL backlog",
 		Long:  "Print a store's statistics (from manifests only)." + clientGroupNote,
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := f.client().Stats(cmd.Context(), args[0])
-			if err != nil {
-				return err
+	}, func(cmd *cobra.Command, c *client.Client, args []string) (any, textFunc, error) {
+		st, err := c.Stats(cmd.Context(), args[0])
+		if err != nil {
+			return nil, nil, err
+		}
+		return st, func(w io.Writer) error {
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			ts := func(t *time.Time) string {
+				if t == nil {
+					return "-"
+				}
+				return t.UTC().Format(time.RFC3339)
 			}
-			return f.emit(cmd, st, func(w io.Writer) error {
-				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-				ts := func(t *time.Time) string {
-					if t == nil {
-						return "-"
-					}
-					return t.UTC().Format(time.RFC3339)
-				}
-				fmt.Fprintf(tw, "name\t%s\n", st.Name)
-				fmt.Fprintf(tw, "rows\t%d (base %d, pending %d)\n", st.Rows, st.BaseRows, st.PendingRows)
-				fmt.Fprintf(tw, "unflushed rows\t%d (this worker)\n", st.UnflushedRows)
-				fmt.Fprintf(tw, "pending generations\t%d\n", st.PendingGenerations)
-				fmt.Fprintf(tw, "fragments\t%d\n", st.Fragments)
-				fmt.Fprintf(tw, "version\t%d\n", st.Version)
-				fmt.Fprintf(tw, "last updated\t%s\n", ts(st.LastUpdated))
-				fmt.Fprintf(tw, "last compaction\t%s\n", ts(st.LastCompaction))
-				shards := append([]api.ShardStats(nil), st.Shards...)
-				sort.Slice(shards, func(i, j int) bool { return shards[i].ShardID < shards[j].ShardID })
-				for _, sh := range shards {
-					fmt.Fprintf(tw, "shard %s\t%d pending generations, %d pending rows, epoch %d, watermark %d\n", sh.ShardID, sh.PendingGenerations, sh.PendingRows, sh.Epoch, sh.Watermark)
-				}
-				return tw.Flush()
-			})
-		},
-	}
-	f.register(cmd)
-	return cmd
+			fmt.Fprintf(tw, "name\t%s\n", st.Name)
+			fmt.Fprintf(tw, "rows\t%d (base %d, pending %d)\n", st.Rows, st.BaseRows, st.PendingRows)
+			fmt.Fprintf(tw, "unflushed rows\t%d (this worker)\n", st.UnflushedRows)
+			fmt.Fprintf(tw, "pending generations\t%d\n", st.PendingGenerations)
+			fmt.Fprintf(tw, "fragments\t%d\n", st.Fragments)
+			fmt.Fprintf(tw, "version\t%d\n", st.Version)
+			fmt.Fprintf(tw, "last updated\t%s\n", ts(st.LastUpdated))
+			fmt.Fprintf(tw, "last compaction\t%s\n", ts(st.LastCompaction))
+			shards := append([]api.ShardStats(nil), st.Shards...)
+			sort.Slice(shards, func(i, j int) bool { return shards[i].ShardID < shards[j].ShardID })
+			for _, sh := range shards {
+				fmt.Fprintf(tw, "shard %s\t%d pending generations, %d pending rows, epoch %d, watermark %d\n", sh.ShardID, sh.PendingGenerations, sh.PendingRows, sh.Epoch, sh.Watermark)
+			}
+			return tw.Flush()
+		}, nil
+	})
 }
 
 func newFlushCmd() *cobra.Command {
 	var f clientFlags
-	cmd := &cobra.Command{
+	return clientVerb(&f, &cobra.Command{
 		Use:   "flush NAME",
 		Short: "Seal the worker's buffered rows of a store so they are readable",
 		Long:  "Seal the worker's buffered rows of a store so they are readable (source wal or all)." + clientGroupNote,
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := f.client().Flush(cmd.Context(), args[0]); err != nil {
-				return err
-			}
-			return f.emit(cmd, map[string]any{"flushed": true}, func(w io.Writer) error {
-				_, err := fmt.Fprintf(w, "flushed %s\n", args[0])
-				return err
-			})
-		},
-	}
-	f.register(cmd)
-	return cmd
+	}, func(cmd *cobra.Command, c *client.Client, args []string) (any, textFunc, error) {
+		if err := c.Flush(cmd.Context(), args[0]); err != nil {
+			return nil, nil, err
+		}
+		return map[string]any{"flushed": true}, line("flushed %s", args[0]), nil
+	})
 }
 
 func newMergeCmd() *cobra.Command {
 	var f clientFlags
-	cmd := &cobra.Command{
+	return clientVerb(&f, &cobra.Command{
 		Use:   "merge NAME",
 		Short: "Fold the worker's flushed rows of a store into its base table (one pass)",
 		Long:  "Run one merge pass of the worker's shard: seal buffered rows and fold pending generations into the base table. Repeat while generations remain." + clientGroupNote,
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			res, err := f.client().Merge(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			return f.emit(cmd, res, func(w io.Writer) error {
-				_, err := fmt.Fprintf(w, "merged %d generations, %d rows (%d replaced) into %s; base version %d; %d generations remain\n",
-					res.Generations, res.Rows, res.Replaced, args[0], res.BaseVersion, res.Remaining)
-				return err
-			})
-		},
-	}
-	f.register(cmd)
-	return cmd
+	}, func(cmd *cobra.Command, c *client.Client, args []string) (any, textFunc, error) {
+		res, err := c.Merge(cmd.Context(), args[0])
+		if err != nil {
+			return nil, nil, err
+		}
+		return res, line("merged %d generations, %d rows (%d replaced) into %s; base version %d; %d generations remain",
+			res.Generations, res.Rows, res.Replaced, args[0], res.BaseVersion, res.Remaining), nil
+	})
 }
 
 func newCompactCmd() *cobra.Command {
 	var f clientFlags
-	cmd := &cobra.Command{
+	return clientVerb(&f, &cobra.Command{
 		Use:   "compact NAME",
 		Short: "Rewrite a store's small base-table fragments into fewer large ones",
 		Long:  "Compact a store's base table: bin-pack small fragments and fragments with deletions." + clientGroupNote,
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			res, err := f.client().Compact(cmd.Context(), args[0], nil)
-			if err != nil {
-				return err
-			}
-			return f.emit(cmd, res, func(w io.Writer) error {
-				_, err := fmt.Fprintf(w, "compacted %s: %d fragments removed, %d added; version %d\n", args[0], res.FragmentsRemoved, res.FragmentsAdded, res.Version)
-				return err
-			})
-		},
-	}
-	f.register(cmd)
-	return cmd
+	}, func(cmd *cobra.Command, c *client.Client, args []string) (any, textFunc, error) {
+		res, err := c.Compact(cmd.Context(), args[0], nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		return res, line("compacted %s: %d fragments removed, %d added; version %d", args[0], res.FragmentsRemoved, res.FragmentsAdded, res.Version), nil
+	})
 }
