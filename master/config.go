@@ -1,0 +1,70 @@
+package master
+
+import (
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/lance-context/lance-context/rollout"
+)
+
+// Config tunes the master.
+type Config struct {
+	ID                   string        // this master's id (election candidate); default hostname + random
+	RefreshInterval      time.Duration // statistics refresh; default 10 s
+	StatsTimeout         time.Duration // per store per refresh; default 3 s
+	Maintenance          bool          // run the scheduler (LC_MAINTENANCE=off disables)
+	SchedulerInterval    time.Duration // default 15 s
+	MergeThreshold       int           // pending generations that trigger a merge; default 8
+	CompactMinFragments  int           // fragments that trigger compaction; default 16
+	WorkerLeaseTTLSecond int
+	APIToken             string // LC_API_TOKEN: sent to workers when asking them to merge
+	// Store tunes the stores the master opens (to read statistics, merge
+	// orphan shards, compact and index): the ROLLOUT_* and LC_INDEX_COLUMNS
+	// variables, as rollout.OptionsFromEnv reads them.
+	Store rollout.Options
+}
+
+// ConfigFromEnv reads LC_MAINTENANCE (on|off), LC_MERGE_THRESHOLD_GENERATIONS
+// (8), LC_COMPACT_MIN_FRAGMENTS (16), LC_STATS_REFRESH_SECS (10),
+// LC_API_TOKEN and the store options (rollout.OptionsFromEnv).
+func ConfigFromEnv() (Config, error) {
+	c := Config{Maintenance: os.Getenv("LC_MAINTENANCE") != "off", APIToken: os.Getenv("LC_API_TOKEN")}
+	var err error
+	c.Store, err = rollout.OptionsFromEnv()
+	c.MergeThreshold = envInt("LC_MERGE_THRESHOLD_GENERATIONS", 8)
+	c.CompactMinFragments = envInt("LC_COMPACT_MIN_FRAGMENTS", 16)
+	c.RefreshInterval = time.Duration(envInt("LC_STATS_REFRESH_SECS", 10)) * time.Second
+	return c, err
+}
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+func (c *Config) setDefaults() {
+	if c.ID == "" {
+		h, _ := os.Hostname()
+		c.ID = h + "-" + uuid.NewString()[:8]
+	}
+	if c.RefreshInterval <= 0 {
+		c.RefreshInterval = 10 * time.Second
+	}
+	if c.StatsTimeout <= 0 {
+		c.StatsTimeout = 3 * time.Second
+	}
+	if c.SchedulerInterval <= 0 {
+		c.SchedulerInterval = 15 * time.Second
+	}
+	if c.MergeThreshold <= 0 {
+		c.MergeThreshold = 8
+	}
+	if c.CompactMinFragments <= 0 {
+		c.CompactMinFragments = 16
+	}
+}

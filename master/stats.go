@@ -1,0 +1,273 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lance-context/lance-context/api"
+	"github.com/lance-context/lance-context/httpapi"
+	"github.com/lance-context/lance-context/rollout"
+)
+
+type statsEntry struct {
+	stats   *rollout.Stats
+	fetched time.Time
+	err     error
+}
+
+func (m *Master) refreshLoop(ctx context.Context) {
+	t := time.NewTicker(m.cfg.RefreshInterval)
+	defer t.Stop()
+	for {
+		m.refreshAll(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// storeNames lists registered stores, backfilling etcd with stores found on
+// storage that are not registered.
+func (m *Master) storeNames(ctx context.Context) ([]string, error) {
+	reg, err := m.coord.ListStores(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names := map[string]bool{}
+	for _, s := range reg {
+		names[s.Name] = true
+	}
+	onDisk, err := m.catalog.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range onDisk {
+		if !names[n] {
+			if err := m.coord.RegisterStore(ctx, n); err == nil {
+				m.log.Info("backfilled store into the registry", "store", n)
+			}
+			names[n] = true
+		}
+	}
+	out := make([]string, 0, len(names))
+	for n := range names {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// refreshAll re-reads every store's statistics, each with a timeout, so a
+// slow store keeps its previous figures (marked stale) instead of blocking.
+func (m *Master) refreshAll(ctx context.Context) {
+	names, err := m.storeNames(ctx)
+	if err != nil {
+		m.log.Warn("list stores", "err", err)
+		return
+	}
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for _, n := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			_, _ = m.refreshStore(ctx, n)
+		}()
+	}
+	wg.Wait()
+	m.mu.Lock()
+	keep := map[string]bool{}
+	for _, n := range names {
+		keep[n] = true
+	}
+	for n := range m.stats {
+		if !keep[n] {
+			delete(m.stats, n)
+		}
+	}
+	m.refreshed = time.Now()
+	m.mu.Unlock()
+}
+
+func (m *Master) refreshStore(ctx context.Context, name string) (*statsEntry, error) {
+	sctx, cancel := context.WithTimeout(ctx, m.cfg.StatsTimeout)
+	defer cancel()
+	st, err := m.catalog.Open(sctx, name)
+	var stats *rollout.Stats
+	if err == nil {
+		stats, err = st.Stats(sctx)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.stats[name]
+	if errors.Is(err, rollout.ErrNotFound) {
+		// No entry for a store that does not exist: it would be listed, and
+		// served, as an empty experiment.
+		delete(m.stats, name)
+		return &statsEntry{err: err}, err
+	}
+	if e == nil {
+		e = &statsEntry{}
+		m.stats[name] = e
+	}
+	e.err = err
+	if err == nil {
+		e.stats, e.fetched = stats, time.Now()
+	}
+	c := *e
+	return &c, err
+}
+
+// Experiment is the JSON of one store in the data browser.
+type Experiment struct {
+	Name               string               `json:"name"`
+	Rows               int64                `json:"rows"`
+	Fragments          int                  `json:"fragments"`
+	PendingGenerations int                  `json:"pending_generations"`
+	Shards             []rollout.ShardStats `json:"shards"`
+	UnflushedRows      int64                `json:"unflushed_rows"`
+	Version            uint64               `json:"version"`
+	LastUpdated        *time.Time           `json:"last_updated"`
+	LastCompaction     *time.Time           `json:"last_compaction"`
+	NeedsCompaction    bool                 `json:"needs_compaction"`
+	// Stale is true when the figures missed a refresh (or the last one
+	// failed); StatsAgeSeconds says how old they are either way (refreshes
+	// run every LC_STATS_REFRESH_SECS; ?fresh=true reads them now).
+	Stale           bool       `json:"stale"`
+	StatsFetchedAt  *time.Time `json:"stats_fetched_at"`
+	StatsAgeSeconds float64    `json:"stats_age_seconds"`
+	Error           string     `json:"error,omitempty"`
+}
+
+func (m *Master) experiment(name string, e *statsEntry) Experiment {
+	x := Experiment{Name: name, Shards: []rollout.ShardStats{}}
+	if e.stats != nil {
+		s := e.stats
+		x.Rows, x.Fragments, x.PendingGenerations, x.Shards = s.Rows, s.Fragments, s.PendingGenerations, s.Shards
+		x.UnflushedRows, x.Version, x.LastUpdated, x.LastCompaction = s.UnflushedRows, s.Version, s.LastUpdated, s.LastCompaction
+		x.NeedsCompaction = s.Fragments >= m.cfg.CompactMinFragments
+	}
+	x.Stale = e.stats == nil || e.err != nil || time.Since(e.fetched) > 2*m.cfg.RefreshInterval
+	if !e.fetched.IsZero() {
+		t := e.fetched.UTC()
+		x.StatsFetchedAt, x.StatsAgeSeconds = &t, time.Since(e.fetched).Seconds()
+	}
+	if e.err != nil {
+		x.Error = e.err.Error()
+	}
+	return x
+}
+
+func (m *Master) listExperiments(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit, offset := 25, 0
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			httpapi.WriteError(w, r, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "limit must be an integer from 1 to 1000, got %q", v))
+			return
+		}
+		limit = n
+	}
+	if v := q.Get("offset"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			httpapi.WriteError(w, r, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "offset must be a non-negative integer, got %q", v))
+			return
+		}
+		offset = n
+	}
+	search := strings.ToLower(q.Get("search"))
+	// The registry is cheap to read and always current; statistics come from
+	// the cache (a store not yet refreshed shows as stale and is fetched in
+	// the background).
+	reg, err := m.coord.ListStores(r.Context())
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	m.mu.Lock()
+	var names []string
+	var missing []string
+	seen := map[string]bool{}
+	add := func(n string) {
+		if seen[n] || (search != "" && !strings.Contains(strings.ToLower(n), search)) {
+			return
+		}
+		seen[n] = true
+		names = append(names, n)
+	}
+	for _, s := range reg {
+		add(s.Name)
+		if m.stats[s.Name] == nil && !m.refreshing[s.Name] {
+			m.refreshing[s.Name] = true
+			missing = append(missing, s.Name)
+		}
+	}
+	for n := range m.stats {
+		add(n)
+	}
+	sort.Strings(names)
+	total := len(names)
+	stale := time.Since(m.refreshed) > 3*m.cfg.RefreshInterval
+	page := []Experiment{}
+	for i := offset; i < len(names) && i < offset+limit; i++ {
+		e := m.stats[names[i]]
+		if e == nil {
+			e = &statsEntry{}
+		}
+		x := m.experiment(names[i], e)
+		stale = stale || x.Stale
+		page = append(page, x)
+	}
+	m.mu.Unlock()
+	// One background refresh per store at a time, a few at once: a page
+	// polled during a cold start must not pile up reads of every store.
+	for _, n := range missing {
+		go func() {
+			m.fetchSem <- struct{}{}
+			_, _ = m.refreshStore(context.WithoutCancel(r.Context()), n)
+			<-m.fetchSem
+			m.mu.Lock()
+			delete(m.refreshing, n)
+			m.mu.Unlock()
+		}()
+	}
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"experiments": page, "total": total, "stale": stale, "limit": limit, "offset": offset})
+}
+
+func (m *Master) getExperiment(w http.ResponseWriter, r *http.Request) {
+	name := httpapi.PathParam(r, "name")
+	m.mu.Lock()
+	e, ok := m.stats[name]
+	var cached statsEntry
+	if ok {
+		cached = *e
+	}
+	m.mu.Unlock()
+	if !ok || r.URL.Query().Get("fresh") == "true" || r.URL.Query().Get("fresh") == "1" {
+		fresh, err := m.refreshStore(r.Context(), name)
+		if err != nil {
+			if errors.Is(err, rollout.ErrNotFound) || !ok {
+				httpapi.WriteError(w, r, err)
+				return
+			}
+			// Serve what we had, marked stale.
+			fresh = &cached
+			fresh.err = err
+		}
+		httpapi.WriteJSON(w, http.StatusOK, m.experiment(name, fresh))
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, m.experiment(name, &cached))
+}

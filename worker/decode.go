@@ -1,0 +1,248 @@
+package worker
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	fastjson "github.com/segmentio/encoding/json"
+
+	"github.com/lance-context/lance-context/api"
+	"github.com/lance-context/lance-context/httpapi"
+	"github.com/lance-context/lance-context/rollout"
+)
+
+func (s *Server) checkLimits(recs []rollout.Record) error {
+	if len(recs) > s.cfg.MaxRecords {
+		return httpapi.Errorf(http.StatusRequestEntityTooLarge, api.CodePayloadTooLarge,
+			"%d records in one request; the limit is %d (LC_MAX_RECORDS_PER_REQUEST): split the batch", len(recs), s.cfg.MaxRecords)
+	}
+	for i, rec := range recs {
+		if int64(len(rec.BinaryPayload)) > s.cfg.MaxPayloadBytes {
+			return httpapi.Errorf(http.StatusRequestEntityTooLarge, api.CodePayloadTooLarge,
+				"record %d: payload of %d bytes; the limit is %d (LC_MAX_PAYLOAD_BYTES)", i, len(rec.BinaryPayload), s.cfg.MaxPayloadBytes)
+		}
+	}
+	return nil
+}
+
+// decodeJSON decodes one JSON value strictly (unknown fields are errors).
+// It reads the whole body, then parses it with segmentio's decoder, which
+// is over ten times faster than encoding/json on record bodies (1 KB of
+// text per record: 1.4 µs against 21 µs) with the same struct rules.
+// Strings alias the body buffer, which is fresh per request.
+func decodeJSON(r io.Reader, sizeHint int64, v any) error {
+	b, err := readBody(r, sizeHint)
+	if err != nil {
+		return err
+	}
+	return parseJSON(b, v)
+}
+
+// parseJSON is decodeJSON's parse of a body already read.
+func parseJSON(b []byte, v any) error {
+	rest, err := fastjson.Parse(b, v, fastjson.DisallowUnknownFields|fastjson.DontCopyString|fastjson.DontCopyRawMessage)
+	if err != nil {
+		return httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "invalid JSON body: %v", err)
+	}
+	if len(bytes.TrimSpace(rest)) > 0 {
+		return httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "invalid JSON body: more than one value")
+	}
+	return nil
+}
+
+// readBody reads a body whose size is probably sizeHint (the request's
+// Content-Length; -1 when unknown) into one buffer.
+func readBody(r io.Reader, sizeHint int64) ([]byte, error) {
+	n := 512
+	if sizeHint > 0 && sizeHint < 64<<20 {
+		n = int(sizeHint) + bytes.MinRead // room for ReadFrom to see EOF without growing
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, n))
+	if _, err := buf.ReadFrom(r); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, err
+		}
+		return nil, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "reading the body: %v", err)
+	}
+	return buf.Bytes(), nil
+}
+
+func (s *Server) decodeJSONRecords(body io.Reader, sizeHint int64) ([]rollout.Record, error) {
+	// RecordJSON, not Record: one strict decoding pass over the body
+	// instead of a nested decoder per record.
+	b, err := readBody(body, sizeHint)
+	if err != nil {
+		return nil, err
+	}
+	var req struct {
+		Records []api.RecordJSON `json:"records"`
+	}
+	// The decoder would start the slice at 10 records (4.5 KB) and double
+	// it, most of an append's garbage; a pooled slice is reused instead, as
+	// the records are copied out of it below.
+	pooled := recordsPool.Get().(*[]api.RecordJSON)
+	req.Records = (*pooled)[:0]
+	defer func() {
+		// Zero what the decoder wrote, so that no field of this body leaks
+		// into the next one (fields a body omits keep their old values).
+		clear(req.Records[:min(len(req.Records)+1, cap(req.Records))])
+		if cap(req.Records) <= maxPooledRecords {
+			*pooled = req.Records[:0]
+			recordsPool.Put(pooled)
+		}
+	}()
+	if err := parseJSON(b, &req); err != nil {
+		return nil, explainRecordsError(b, err)
+	}
+	if len(req.Records) == 0 {
+		return nil, nil
+	}
+	recs := make([]rollout.Record, len(req.Records))
+	for i := range req.Records {
+		recs[i] = req.Records[i].Record()
+	}
+	return recs, nil
+}
+
+// decodeMultipart reads a "metadata" part ({"records":[...]}) followed by
+// payload parts named by record index.
+func (s *Server) decodeMultipart(body io.Reader, boundary string) ([]rollout.Record, error) {
+	if boundary == "" {
+		return nil, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "multipart body without a boundary")
+	}
+	mr := multipart.NewReader(body, boundary)
+	var recs []rollout.Record
+	var parts []bool // parts[i]: record i's payload part arrived
+	seen := false
+	for {
+		p, err := mr.NextPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				return nil, err
+			}
+			return nil, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "malformed multipart body: %v", err)
+		}
+		name := p.FormName()
+		if !seen {
+			if name != "metadata" {
+				return nil, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "the first multipart part must be \"metadata\" (JSON {\"records\":[...]}), got %q", name)
+			}
+			if recs, err = s.decodeJSONRecords(p, -1); err != nil {
+				return nil, err
+			}
+			parts = make([]bool, len(recs))
+			seen = true
+			continue
+		}
+		i, err := strconv.Atoi(name)
+		if err != nil || i < 0 || i >= len(recs) {
+			return nil, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "payload part %q must be named by a record index 0..%d", name, len(recs)-1)
+		}
+		data, err := io.ReadAll(io.LimitReader(p, s.cfg.MaxPayloadBytes+1))
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				return nil, err
+			}
+			return nil, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "reading payload part %q: %v", name, err)
+		}
+		if int64(len(data)) > s.cfg.MaxPayloadBytes {
+			return nil, httpapi.Errorf(http.StatusRequestEntityTooLarge, api.CodePayloadTooLarge, "payload part %q is larger than %d bytes (LC_MAX_PAYLOAD_BYTES)", name, s.cfg.MaxPayloadBytes)
+		}
+		if parts[i] {
+			return nil, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "duplicate payload part for record index %d: send one part per record", i)
+		}
+		parts[i] = true
+		if want := recs[i].PayloadSize; want != nil && *want != int64(len(data)) {
+			return nil, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "record %d: payload_size %d does not match the %d bytes of its part", i, *want, len(data))
+		}
+		recs[i].BinaryPayload = data
+	}
+	if !seen {
+		return nil, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "multipart body has no \"metadata\" part")
+	}
+	// A record that declares a payload but got no bytes would be stored
+	// without its artifact: refuse it, as the reference does.
+	for i := range recs {
+		if recs[i].PayloadSize != nil && !parts[i] && recs[i].BinaryPayload == nil {
+			return nil, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "record %d declares payload_size but no part named %q carries its bytes", i, strconv.Itoa(i))
+		}
+	}
+	return recs, nil
+}
+
+// decodeArrow reads an Arrow IPC stream's batches, checking the limits on
+// records per request and payload bytes per record as it goes.
+func (s *Server) decodeArrow(body io.Reader) ([]arrow.RecordBatch, error) {
+	rd, err := ipc.NewReader(body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, err
+		}
+		return nil, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "invalid Arrow IPC stream: %v", err)
+	}
+	defer rd.Release()
+	var (
+		out  []arrow.RecordBatch
+		rows int
+	)
+	fail := func(err error) ([]arrow.RecordBatch, error) {
+		for _, b := range out {
+			b.Release()
+		}
+		return nil, err
+	}
+	for rd.Next() {
+		rec := rd.RecordBatch()
+		if err := s.checkArrowPayloads(rec, rows); err != nil {
+			return fail(err)
+		}
+		rows += int(rec.NumRows())
+		if rows > s.cfg.MaxRecords {
+			return fail(httpapi.Errorf(http.StatusRequestEntityTooLarge, api.CodePayloadTooLarge,
+				"more than %d records in one request (LC_MAX_RECORDS_PER_REQUEST): split the batch", s.cfg.MaxRecords))
+		}
+		rec.Retain()
+		out = append(out, rec)
+	}
+	if err := rd.Err(); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return fail(err)
+		}
+		return fail(httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "invalid Arrow IPC stream: %v", err))
+	}
+	return out, nil
+}
+
+// checkArrowPayloads applies the payload size limit to a batch's payload
+// column; base is the index of its first row in the request.
+func (s *Server) checkArrowPayloads(rec arrow.RecordBatch, base int) error {
+	idx := rec.Schema().FieldIndices(rollout.ColPayload)
+	if len(idx) == 0 {
+		return nil
+	}
+	col, ok := rec.Column(idx[0]).(interface{ ValueLen(int) int })
+	if !ok {
+		return nil // a wrong type is the store's validation error
+	}
+	for i := 0; i < int(rec.NumRows()); i++ {
+		if n := int64(col.ValueLen(i)); n > s.cfg.MaxPayloadBytes {
+			return httpapi.Errorf(http.StatusRequestEntityTooLarge, api.CodePayloadTooLarge,
+				"record %d: payload of %d bytes; the limit is %d (LC_MAX_PAYLOAD_BYTES)", base+i, n, s.cfg.MaxPayloadBytes)
+		}
+	}
+	return nil
+}
