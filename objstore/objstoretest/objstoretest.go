@@ -28,8 +28,12 @@ type Options struct {
 	LargeSize int
 	// Requests, when set, returns the number of requests the backend has
 	// sent so far (an http.RoundTripper that counts, for a cloud backend):
-	// the suite then checks the requests that ListFirst costs.
+	// the suite then checks the requests that ListFirst and GetTail cost.
 	Requests func() int64
+	// TailRequests is what GetTail costs with Requests set: 0 means one
+	// (a store with a one-request tail read); a backend without suffix
+	// ranges (Azure) says 2, a Head and a ranged read.
+	TailRequests int
 }
 
 // Run runs the suite. newStore must return an empty store, isolated from
@@ -57,6 +61,7 @@ func RunWith(t *testing.T, newStore func(t *testing.T) objstore.Store, opts Opti
 		{"ListOrder", testListOrder},
 		{"ListPrefix", testListPrefix},
 		{"ListFirst", func(t *testing.T, s objstore.Store) { testListFirst(t, s, opts) }},
+		{"GetTail", func(t *testing.T, s objstore.Store) { testGetTail(t, s, opts) }},
 		{"InvalidKeys", testInvalidKeys},
 		{"CreateVisibility", testCreateVisibility},
 		{"CreateAbort", testCreateAbort},
@@ -674,6 +679,46 @@ func testListFirst(t *testing.T, s objstore.Store, opts Options) {
 			if k := opts.Requests() - before; k != 1 {
 				t.Errorf("ListFirst(v/, %d) over %d keys took %d requests, want 1", n, len(want), k)
 			}
+		}
+	}
+}
+
+// testGetTail: GetTail returns the last min(n, size) bytes and the whole
+// object's size; with a request counter, in TailRequests requests.
+func testGetTail(t *testing.T, s objstore.Store, opts Options) {
+	ctx := ctxT(t)
+	data := pattern(100_000, 7)
+	mustPut(t, s, "f", data)
+	mustPut(t, s, "empty", []byte{})
+	for _, n := range []int64{0, 1, 40, 65536, 99_999, 100_000, 100_001, 1 << 30} {
+		got, info, err := objstore.GetTail(ctx, s, "f", n)
+		if err != nil {
+			t.Fatalf("GetTail(f, %d): %v", n, err)
+		}
+		if want := data[len(data)-int(min(n, int64(len(data)))):]; !bytes.Equal(got, want) || info.Size != int64(len(data)) || info.Key != "f" {
+			t.Fatalf("GetTail(f, %d) = %d bytes, %+v; want the last %d of %d", n, len(got), info, len(want), len(data))
+		}
+	}
+	for _, n := range []int64{0, 10} {
+		got, info, err := objstore.GetTail(ctx, s, "empty", n)
+		if err != nil || len(got) != 0 || info.Size != 0 {
+			t.Fatalf("GetTail(empty, %d) = %d bytes, %+v, %v; want nothing", n, len(got), info, err)
+		}
+	}
+	if _, _, err := objstore.GetTail(ctx, s, "missing", 10); !errors.Is(err, objstore.ErrNotFound) {
+		t.Fatalf("GetTail(missing) err = %v, want ErrNotFound", err)
+	}
+	if _, _, err := objstore.GetTail(ctx, s, "f", -1); !errors.Is(err, objstore.ErrInvalidRange) {
+		t.Fatalf("GetTail(f, -1) err = %v, want ErrInvalidRange", err)
+	}
+	if opts.Requests != nil {
+		want := int64(max(opts.TailRequests, 1))
+		before := opts.Requests()
+		if _, _, err := objstore.GetTail(ctx, s, "f", 64<<10); err != nil {
+			t.Fatal(err)
+		}
+		if k := opts.Requests() - before; k != want {
+			t.Errorf("GetTail(f, 64 KiB) took %d requests, want %d", k, want)
 		}
 	}
 }
