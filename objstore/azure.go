@@ -40,6 +40,8 @@ type AzureConfig struct {
 	Endpoint               string // e.g. http://127.0.0.1:10000/devstoreaccount1 for Azurite
 
 	BlockSize int64 // block size of streaming writes; 0: DefaultPartSize
+
+	transport http.RoundTripper // tests: counts requests; nil: the SDK's
 }
 
 // AzureConfigFromEnv reads AZURE_STORAGE_CONNECTION_STRING, or the account
@@ -90,10 +92,17 @@ func NewAzure(ctx context.Context, cfg AzureConfig) (*Azure, error) {
 	if cfg.BlockSize == 0 {
 		cfg.BlockSize = DefaultPartSize
 	}
-	var c *container.Client
+	var (
+		c    *container.Client
+		opts *container.ClientOptions
+	)
+	if cfg.transport != nil {
+		opts = &container.ClientOptions{}
+		opts.Transport = &http.Client{Transport: cfg.transport}
+	}
 	switch {
 	case cfg.ConnectionString != "":
-		c, err = container.NewClientFromConnectionString(cfg.ConnectionString, cfg.Container, nil)
+		c, err = container.NewClientFromConnectionString(cfg.ConnectionString, cfg.Container, opts)
 	case cfg.Account == "":
 		return nil, errors.New("objstore: azure: no account: set AZURE_STORAGE_CONNECTION_STRING, or AZURE_STORAGE_ACCOUNT with AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN")
 	default:
@@ -106,10 +115,10 @@ func NewAzure(ctx context.Context, cfg AzureConfig) (*Azure, error) {
 		case cfg.Key != "":
 			var cred *container.SharedKeyCredential
 			if cred, err = container.NewSharedKeyCredential(cfg.Account, cfg.Key); err == nil {
-				c, err = container.NewClientWithSharedKeyCredential(u, cred, nil)
+				c, err = container.NewClientWithSharedKeyCredential(u, cred, opts)
 			}
 		case cfg.SASToken != "":
-			c, err = container.NewClientWithNoCredential(u+"?"+strings.TrimPrefix(cfg.SASToken, "?"), nil)
+			c, err = container.NewClientWithNoCredential(u+"?"+strings.TrimPrefix(cfg.SASToken, "?"), opts)
 		default:
 			return nil, errors.New("objstore: azure: no credentials: set AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN")
 		}

@@ -27,13 +27,27 @@
 // Sub gives a view of a store rooted at a prefix, and Open picks a backend
 // from a URL: "s3://bucket/prefix", "gs://bucket/prefix",
 // "az://container/prefix", "mem://name", or a filesystem path (optionally
-// "file://path"). Counting wraps a store to count its requests. ListFirst
-// lists the first n keys under a prefix, with one request where the store
-// implements FirstLister (S3's max-keys; local directories; the wrappers
-// pass it on), else through List. SmallFiles wraps a store so that small
-// immutable objects it selects (a rollout store's index files) are read
-// whole with their first Head and then served from memory; its Preload
-// reads several of them in one parallel wave.
+// "file://path"). Counting wraps a store to count its requests.
+//
+// Two optional interfaces save round trips where a backend allows, each
+// with a package function that falls back for the others (the wrappers,
+// Sub, Counting, Faulty and SmallFiles, pass both on):
+//
+//   - FirstLister: ListFirst lists the first n keys under a prefix in one
+//     request for n up to a page (S3's max-keys, GCS's maxResults, 1000 a
+//     page; Azure's maxresults, 5000; local directories), else through
+//     List. Readers find the newest of names that sort newest first.
+//   - TailReader: GetTail reads the last n bytes of an object and its size
+//     in one request (a suffix range, "Range: bytes=-n", on S3 and GCS; a
+//     stat and a pread on local disk), else with a Head and then a ranged
+//     read. Azure Blob Storage takes no suffix range, so it costs those
+//     two there. Readers of files whose metadata is at the end (Lance
+//     files) learn the size and the metadata together.
+//
+// SmallFiles wraps a store so that small immutable objects it selects (a
+// rollout store's index files) are read whole with their first Head (or
+// GetTail) and then served from memory; its Preload reads several of them
+// in one parallel wave.
 //
 // The cloud backends retry PutIfAbsent themselves, not through their SDKs,
 // so that they know when an attempt failed after it may have been written;

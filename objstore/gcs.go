@@ -28,6 +28,8 @@ type GCSConfig struct {
 	Endpoint string
 
 	ChunkSize int // upload chunk of streaming writes; 0: DefaultPartSize
+
+	transport http.RoundTripper // tests, with Endpoint: counts requests
 }
 
 // GCSConfigFromEnv reads the endpoint override from STORAGE_EMULATOR_HOST
@@ -74,6 +76,9 @@ func NewGCS(ctx context.Context, cfg GCSConfig) (*GCS, error) {
 			ep = "http://" + ep
 		}
 		opts = append(opts, option.WithEndpoint(strings.TrimSuffix(ep, "/")+"/storage/v1/"), option.WithoutAuthentication())
+		if cfg.transport != nil {
+			opts = append(opts, option.WithHTTPClient(&http.Client{Transport: cfg.transport}))
+		}
 	}
 	client, err := storage.NewClient(ctx, opts...)
 	if err != nil {

@@ -8,13 +8,18 @@ import (
 	"slices"
 	"strings"
 
+	"cloud.google.com/go/storage"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"google.golang.org/api/iterator"
 )
 
 // FirstLister is implemented by stores that can list the first n keys under
-// a prefix, in byte order, with one request (S3's max-keys). It is
-// optional: ListFirst falls back to List.
+// a prefix, in byte order, with one request for n up to a page (S3's
+// max-keys and GCS's maxResults, 1000 a page; Azure's maxresults, 5000).
+// It is optional: ListFirst falls back to List.
 type FirstLister interface {
 	ListFirst(ctx context.Context, prefix string, n int) ([]ObjectInfo, error)
 }
@@ -43,31 +48,125 @@ func ListFirst(ctx context.Context, r Reader, prefix string, n int) ([]ObjectInf
 
 var (
 	_ FirstLister = (*S3)(nil)
+	_ FirstLister = (*GCS)(nil)
+	_ FirstLister = (*Azure)(nil)
 	_ FirstLister = (*subStore)(nil)
 	_ FirstLister = (*Counting)(nil)
 	_ FirstLister = (*Faulty)(nil)
 )
 
-// ListFirst implements FirstLister: one ListObjectsV2 request with MaxKeys.
+// ListFirst implements FirstLister: one ListObjectsV2 request with MaxKeys
+// (S3 answers at most 1000 keys a request: more take more pages).
 func (s *S3) ListFirst(ctx context.Context, prefix string, n int) ([]ObjectInfo, error) {
 	if err := validatePrefix(prefix); err != nil {
 		return nil, err
 	}
+	if n <= 0 {
+		return nil, nil
+	}
 	full := s.root + prefix
-	page, err := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &full, MaxKeys: aws.Int32(int32(min(n, 1000)))})
-	if err != nil {
-		return nil, fmt.Errorf("objstore: s3 list %q: %w", prefix, err)
+	var (
+		out   []ObjectInfo
+		token *string
+	)
+	for {
+		page, err := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &full,
+			MaxKeys: aws.Int32(int32(min(n-len(out), 1000))), ContinuationToken: token})
+		if err != nil {
+			return nil, fmt.Errorf("objstore: s3 list %q: %w", prefix, err)
+		}
+		for _, o := range page.Contents {
+			k := aws.ToString(o.Key)
+			if !strings.HasPrefix(k, full) || strings.HasSuffix(k, "/") {
+				continue
+			}
+			out = append(out, ObjectInfo{Key: k[len(s.root):], Size: aws.ToInt64(o.Size), ModTime: aws.ToTime(o.LastModified)})
+		}
+		if len(out) >= n || !aws.ToBool(page.IsTruncated) || page.NextContinuationToken == nil {
+			break
+		}
+		token = page.NextContinuationToken
+	}
+	return firstSorted(out, n), nil
+}
+
+// firstSorted sorts infos by key and keeps the first n.
+func firstSorted(infos []ObjectInfo, n int) []ObjectInfo {
+	slices.SortFunc(infos, func(a, b ObjectInfo) int { return strings.Compare(a.Key, b.Key) })
+	if len(infos) > n {
+		infos = infos[:n]
+	}
+	return infos
+}
+
+// ListFirst implements FirstLister: one objects.list request with
+// maxResults (GCS answers at most 1000 a page: more take more pages).
+func (g *GCS) ListFirst(ctx context.Context, prefix string, n int) ([]ObjectInfo, error) {
+	if err := validatePrefix(prefix); err != nil {
+		return nil, err
+	}
+	if n <= 0 {
+		return nil, nil
+	}
+	full := g.root + prefix
+	q := &storage.Query{Prefix: full}
+	if err := q.SetAttrSelection([]string{"Name", "Size", "Updated"}); err != nil {
+		return nil, err
 	}
 	var out []ObjectInfo
-	for _, o := range page.Contents {
-		k := aws.ToString(o.Key)
-		if !strings.HasPrefix(k, full) || strings.HasSuffix(k, "/") {
-			continue
+	// A Pager asks for one page of the size left to fill, and fetches
+	// another only when the server answered fewer and has more.
+	p := iterator.NewPager(g.bucket.Objects(ctx, q), min(n, 1000), "")
+	for len(out) < n {
+		var page []*storage.ObjectAttrs
+		token, err := p.NextPage(&page)
+		if err != nil {
+			return nil, fmt.Errorf("objstore: gcs list %q: %w", prefix, err)
 		}
-		out = append(out, ObjectInfo{Key: k[len(s.root):], Size: aws.ToInt64(o.Size), ModTime: aws.ToTime(o.LastModified)})
+		for _, a := range page {
+			if !strings.HasPrefix(a.Name, full) || strings.HasSuffix(a.Name, "/") {
+				continue
+			}
+			out = append(out, ObjectInfo{Key: a.Name[len(g.root):], Size: a.Size, ModTime: a.Updated})
+		}
+		if token == "" {
+			break
+		}
 	}
-	slices.SortFunc(out, func(a, b ObjectInfo) int { return strings.Compare(a.Key, b.Key) })
-	return out, nil
+	return firstSorted(out, n), nil
+}
+
+// ListFirst implements FirstLister: one List Blobs request with
+// maxresults (Azure answers at most 5000 a page: more take more pages).
+func (a *Azure) ListFirst(ctx context.Context, prefix string, n int) ([]ObjectInfo, error) {
+	if err := validatePrefix(prefix); err != nil {
+		return nil, err
+	}
+	if n <= 0 {
+		return nil, nil
+	}
+	full := a.root + prefix
+	var out []ObjectInfo
+	p := a.c.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &full, MaxResults: to.Ptr(int32(min(n, 5000)))})
+	for len(out) < n && p.More() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("objstore: azure list %q: %w", prefix, err)
+		}
+		for _, it := range page.Segment.BlobItems {
+			name := deref(it.Name)
+			if !strings.HasPrefix(name, full) || strings.HasSuffix(name, "/") {
+				continue
+			}
+			info := ObjectInfo{Key: name[len(a.root):]}
+			if it.Properties != nil {
+				info.Size = deref(it.Properties.ContentLength)
+				info.ModTime = deref(it.Properties.LastModified)
+			}
+			out = append(out, info)
+		}
+	}
+	return firstSorted(out, n), nil
 }
 
 // ListFirst implements FirstLister.

@@ -58,17 +58,7 @@ func TestS3(t *testing.T) {
 	if url == "" {
 		t.Skip("LC_TEST_S3_URL is not set (e.g. s3://lc-test/conformance; run scripts/versitygw.sh start DIR and eval $(scripts/versitygw.sh env DIR))")
 	}
-	root, err := objstore.Open(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	run := "run-" + randomSuffix(t)
-	var n atomic.Int64
-	objstoretest.Run(t, func(t *testing.T) objstore.Store {
-		s := objstore.Sub(root, fmt.Sprintf("%s/%d", run, n.Add(1)))
-		t.Cleanup(func() { cleanup(t, s) })
-		return s
-	})
+	runCloud(t, url, objstoretest.Options{})
 }
 
 func cleanup(t *testing.T, s objstore.Store) {
@@ -296,5 +286,35 @@ func TestLocalRaceChild(t *testing.T) {
 		fmt.Println("RESULT: exists")
 	default:
 		t.Fatal(err)
+	}
+}
+
+// TestRegression_S3ListFirstPastOnePage: ListFirst with n above S3's 1000
+// keys a request returned only the first page (MaxKeys was capped at 1000
+// and no further page was asked for).
+func TestRegression_S3ListFirstPastOnePage(t *testing.T) {
+	backend := s3mem.New()
+	srv := httptest.NewServer(gofakes3.New(backend).Server())
+	t.Cleanup(srv.Close)
+	if err := backend.CreateBucket("lc-test"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s, err := objstore.NewS3(ctx, objstore.S3Config{Bucket: "lc-test", Endpoint: srv.URL, AccessKeyID: "test", SecretAccessKey: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const keys = 1003
+	for i := range keys {
+		if err := s.Put(ctx, fmt.Sprintf("v/%04d", i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	infos, err := objstore.ListFirst(ctx, s, "v/", 1002)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(infos) != 1002 || infos[1001].Key != "v/1001" {
+		t.Fatalf("ListFirst(v/, 1002) = %d keys, want 1002 ending with v/1001", len(infos))
 	}
 }

@@ -3,6 +3,7 @@ package objstore
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 )
@@ -25,6 +26,12 @@ var (
 //   - "file://path" or a plain path: the local filesystem rooted at path,
 //     created if missing.
 func Open(ctx context.Context, url string) (Store, error) {
+	return open(ctx, url, nil)
+}
+
+// open is Open with an HTTP transport for the cloud backends (tests count
+// requests with it); nil: their SDKs' own.
+func open(ctx context.Context, url string, rt http.RoundTripper) (Store, error) {
 	switch {
 	case strings.HasPrefix(url, "s3://"):
 		bucket, prefix, _ := strings.Cut(strings.TrimPrefix(url, "s3://"), "/")
@@ -34,6 +41,7 @@ func Open(ctx context.Context, url string) (Store, error) {
 		cfg := S3ConfigFromEnv()
 		cfg.Bucket = bucket
 		cfg.Prefix = prefix
+		cfg.transport = rt
 		return NewS3(ctx, cfg)
 	case strings.HasPrefix(url, "gs://"):
 		bucket, prefix, _ := strings.Cut(strings.TrimPrefix(url, "gs://"), "/")
@@ -43,6 +51,7 @@ func Open(ctx context.Context, url string) (Store, error) {
 		cfg := GCSConfigFromEnv()
 		cfg.Bucket = bucket
 		cfg.Prefix = prefix
+		cfg.transport = rt
 		return NewGCS(ctx, cfg)
 	case strings.HasPrefix(url, "az://"):
 		cont, prefix, _ := strings.Cut(strings.TrimPrefix(url, "az://"), "/")
@@ -52,6 +61,7 @@ func Open(ctx context.Context, url string) (Store, error) {
 		cfg := AzureConfigFromEnv()
 		cfg.Container = cont
 		cfg.Prefix = prefix
+		cfg.transport = rt
 		return NewAzure(ctx, cfg)
 	case strings.HasPrefix(url, "mem://"):
 		name := strings.TrimPrefix(url, "mem://")

@@ -10,15 +10,18 @@ import (
 
 // SmallFiles wraps a store so that small immutable objects (those match
 // selects, such as index files whose names are never reused) are read
-// whole, once per process, and then served from memory: a Head of such an
-// object also reads its first max bytes, in parallel; when that is the
-// whole object it is kept in the process-wide cache (internal/lru) and
-// every later Head, Get and ranged read of it costs no request. A reader
-// that opens a file (Head, then its footer, then its pages one dependent
-// read after another) so pays one round trip instead of several. Larger
-// objects pay for the speculative read once per Head and are read as
-// usual. Writes and deletes of a key drop its entry; everything else goes
-// to the inner store unchanged, optional interfaces included.
+// whole, once per process, and then served from memory: a Head or GetTail
+// of such an object also reads max bytes of it (its last max bytes, with
+// its size, in one request where the store has one-request tail reads,
+// TailReader; else its first max bytes in parallel with a Head); when that
+// is the whole object it is kept in the process-wide cache (internal/lru)
+// and every later Head, Get and ranged read of it costs no request. A
+// reader that opens a file (Head, then its footer, then its pages one
+// dependent read after another) so pays one round trip instead of
+// several. Larger objects pay for the speculative read once per Head and
+// are read as usual. Writes and deletes of a key drop its entry;
+// everything else goes to the inner store unchanged, optional interfaces
+// included.
 type SmallFiles struct {
 	inner Store
 	match func(key string) bool
@@ -72,6 +75,11 @@ func (s *SmallFiles) Head(ctx context.Context, key string) (ObjectInfo, error) {
 	}
 	if !s.match(key) {
 		return s.inner.Head(ctx, key)
+	}
+	if oneRequestTail(s.inner) {
+		// One request: the object's last max bytes, with its size.
+		_, info, err := s.GetTail(ctx, key, 0)
+		return info, err
 	}
 	var (
 		wg   sync.WaitGroup

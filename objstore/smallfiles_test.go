@@ -124,27 +124,136 @@ func TestListFirst(t *testing.T) {
 // request.
 func TestSmallFilesPreloadIsOneWave(t *testing.T) {
 	ctx := context.Background()
+	for _, c := range []struct {
+		name     string
+		wrap     func(Store) Store
+		requests int
+	}{
+		// One tail read each (TailReader).
+		{"tail reads", func(s Store) Store { return s }, 3},
+		// A Head and a read of the object's start each, in parallel.
+		{"no tail reads", func(s Store) Store { return noTail{s} }, 6},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mem := NewMemory()
+			cs := NewCounting(c.wrap(mem), 5*time.Millisecond)
+			s := NewSmallFiles(cs, func(k string) bool { return strings.HasPrefix(k, "idx/") }, 100)
+			keys := []string{"idx/a", "idx/b", "idx/c", "data/d"}
+			for _, k := range keys {
+				if err := mem.Put(ctx, k, []byte("bytes of "+k)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s.Preload(ctx, keys...)
+			if got := cs.Counts(); got.Sequential != 1 || got.Requests() != c.requests {
+				t.Errorf("preload of 3 selected objects: %v, want %d requests in 1 round trip", got, c.requests)
+			}
+			cs.Reset()
+			for _, k := range keys[:3] {
+				if b, err := s.Get(ctx, k); err != nil || string(b) != "bytes of "+k {
+					t.Fatalf("get %s: %q %v", k, b, err)
+				}
+			}
+			s.Preload(ctx, keys[:3]...)
+			if _, _, err := s.GetTail(ctx, "idx/a", 5); err != nil {
+				t.Fatal(err)
+			}
+			if n := cs.Counts().Requests(); n != 0 {
+				t.Errorf("reads and preload of preloaded objects made %d requests", n)
+			}
+		})
+	}
+}
+
+// noTail hides a store's optional interfaces (TailReader among them).
+type noTail struct{ Store }
+
+// TestSmallFilesGetTail: GetTail of a small selected object reads it whole
+// with its one request and caches it (later reads cost nothing); of a large
+// one it returns just the tail asked for; of an unselected one it passes
+// through.
+func TestSmallFilesGetTail(t *testing.T) {
+	ctx := context.Background()
 	mem := NewMemory()
-	c := NewCounting(mem, 5*time.Millisecond)
-	s := NewSmallFiles(c, func(k string) bool { return strings.HasPrefix(k, "idx/") }, 100)
-	keys := []string{"idx/a", "idx/b", "idx/c", "data/d"}
-	for _, k := range keys {
-		if err := mem.Put(ctx, k, []byte("bytes of "+k)); err != nil {
+	c := NewCounting(mem, 0)
+	s := NewSmallFiles(c, func(k string) bool { return strings.HasPrefix(k, "idx/") }, 1000)
+	small, large := bytes.Repeat([]byte("s"), 600), bytes.Repeat([]byte("L"), 5000)
+	large[4999] = 'E'
+	for k, v := range map[string][]byte{"idx/small": small, "idx/large": large, "data/x": small} {
+		if err := mem.Put(ctx, k, v); err != nil {
 			t.Fatal(err)
 		}
 	}
-	s.Preload(ctx, keys...)
-	if got := c.Counts(); got.Sequential != 1 || got.Requests() != 6 {
-		t.Errorf("preload of 3 selected objects: %v, want 6 requests (head and get each) in 1 round trip", got)
+	b, info, err := s.GetTail(ctx, "idx/small", 10)
+	if err != nil || !bytes.Equal(b, small[590:]) || info.Size != 600 || info.Key != "idx/small" {
+		t.Fatalf("GetTail(idx/small, 10) = %q, %+v, %v", b, info, err)
+	}
+	if got := c.Counts().Requests(); got != 1 {
+		t.Fatalf("GetTail of a small object: %d requests, want 1", got)
 	}
 	c.Reset()
-	for _, k := range keys[:3] {
-		if b, err := s.Get(ctx, k); err != nil || string(b) != "bytes of "+k {
-			t.Fatalf("get %s: %q %v", k, b, err)
+	if got, err := s.GetRange(ctx, "idx/small", 0, 600); err != nil || !bytes.Equal(got, small) {
+		t.Fatalf("GetRange after GetTail = %d bytes, %v", len(got), err)
+	}
+	if info, err := s.Head(ctx, "idx/small"); err != nil || info.Size != 600 {
+		t.Fatalf("Head after GetTail = %+v, %v", info, err)
+	}
+	if b, _, err := s.GetTail(ctx, "idx/small", 1000); err != nil || !bytes.Equal(b, small) {
+		t.Fatalf("cached GetTail = %d bytes, %v", len(b), err)
+	}
+	if got := c.Counts().Requests(); got != 0 {
+		t.Fatalf("reads of a cached object: %d requests, want 0", got)
+	}
+	b, info, err = s.GetTail(ctx, "idx/large", 3)
+	if err != nil || string(b) != "LLE" || info.Size != 5000 {
+		t.Fatalf("GetTail(idx/large, 3) = %q, %+v, %v", b, info, err)
+	}
+	b, info, err = s.GetTail(ctx, "data/x", 4)
+	if err != nil || string(b) != "ssss" || info.Size != 600 {
+		t.Fatalf("GetTail(data/x, 4) = %q, %+v, %v", b, info, err)
+	}
+	c.Reset()
+	if _, err := s.GetRange(ctx, "data/x", 0, 1); err != nil || c.Counts().Requests() != 1 {
+		t.Fatalf("an unselected object was cached (%v, %s)", err, c.Counts())
+	}
+}
+
+// TestSmallFilesGetTailWithoutTailReads: over a store without one-request
+// tails (Azure), GetTail of a small selected object costs one round trip
+// (a Head and a read of its start, in parallel), as Head does, not a Head
+// and then a read; of a large one, two.
+func TestSmallFilesGetTailWithoutTailReads(t *testing.T) {
+	ctx := context.Background()
+	mem := NewMemory()
+	c := NewCounting(Sub(noTail{mem}, "p"), 5*time.Millisecond)
+	s := NewSmallFiles(c, func(k string) bool { return strings.HasPrefix(k, "idx/") }, 1000)
+	small, large := bytes.Repeat([]byte("s"), 600), bytes.Repeat([]byte("L"), 5000)
+	large[4999] = 'E'
+	for k, v := range map[string][]byte{"p/idx/small": small, "p/idx/large": large} {
+		if err := mem.Put(ctx, k, v); err != nil {
+			t.Fatal(err)
 		}
 	}
-	s.Preload(ctx, keys[:3]...)
-	if n := c.Counts().Requests(); n != 0 {
-		t.Errorf("reads and preload of preloaded objects made %d requests", n)
+	for _, w := range []struct {
+		key        string
+		want       []byte
+		sequential int
+	}{{"idx/small", small[595:], 1}, {"idx/large", large[4995:], 2}} {
+		c.Reset()
+		b, info, err := s.GetTail(ctx, w.key, 5)
+		if err != nil || !bytes.Equal(b, w.want) || info.Key != w.key {
+			t.Fatalf("GetTail(%s, 5) = %q, %+v, %v", w.key, b, info, err)
+		}
+		if got := c.Counts(); got.Sequential != w.sequential {
+			t.Errorf("GetTail(%s): %s; want %d sequential", w.key, got, w.sequential)
+		}
+	}
+	// Counting sees through Sub that a tail costs a Head and a read here.
+	c.Reset()
+	if _, _, err := GetTail(ctx, c, "idx/large", 5); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Counts(); got.Requests() != 2 || got.Sequential != 2 {
+		t.Errorf("GetTail through Counting(Sub(a store without tails)): %s; want head and getrange", got)
 	}
 }

@@ -6,6 +6,9 @@
 // page (WriterOptions.PageBytes, 8 MiB by default) of encoded data per
 // physical column. Open reads a file's footer and metadata with one ranged
 // read of the last 64 KiB (a second read only when the metadata is larger);
+// OpenTail takes those bytes from a caller that read them together with the
+// file's size (objstore.GetTail: one request where Open needs the size
+// first, then its read);
 // Reader.Read then fetches only the pages, and within large pages only the
 // byte ranges, that the requested rows and columns need, coalescing nearby
 // ranges into one read. The fields of one Read decode concurrently and

@@ -64,13 +64,31 @@ func (c *column) rows() int64 { return c.starts[len(c.starts)-1] }
 // Open reads the footer and metadata of a file of the given size. It reads
 // the last 64 KiB first and reads more only if the metadata is larger.
 func Open(ctx context.Context, src Source, size int64) (*Reader, error) {
+	return OpenTail(ctx, src, size, nil)
+}
+
+// TailReadSize is how much of the end of a file Open reads first: the
+// footer, the column metadata and their offset tables of most files. A
+// caller that does not know a file's size reads this much with the size
+// (objstore.GetTail, one request on S3 and GCS) and passes it to OpenTail.
+const TailReadSize = tailReadSize
+
+// OpenTail is Open for a caller that has read the end of the file already:
+// tail is its last len(tail) bytes (nil: none). It reads the rest of the
+// first 64 KiB if tail is shorter, and the rest of the metadata only if it
+// starts before. The Reader keeps tail.
+func OpenTail(ctx context.Context, src Source, size int64, tail []byte) (*Reader, error) {
 	if src == nil {
 		return nil, fmt.Errorf("lance/file: Open needs a source")
 	}
 	if size < footerLen {
 		return nil, corruptf("file too small (%d bytes)", size)
 	}
-	t := &tail{ctx: ctx, src: src, size: size}
+	if int64(len(tail)) > size {
+		return nil, fmt.Errorf("lance/file: a tail of %d bytes for a file of %d", len(tail), size)
+	}
+	// A caller's tail shorter than the first read is extended to it.
+	t := newTail(ctx, src, size, tail)
 	if err := t.ensure(size - min(size, tailReadSize)); err != nil {
 		return nil, err
 	}
@@ -93,7 +111,11 @@ func Open(ctx context.Context, src Source, size int64) (*Reader, error) {
 	case ft.columnMetaStart > ft.cmoTableStart:
 		return nil, corruptf("column metadata start %d is after its offset table %d", ft.columnMetaStart, ft.cmoTableStart)
 	}
-	if err := t.ensure(int64(ft.cmoTableStart)); err != nil {
+	// The global buffer table (just before the footer, so nearly always in
+	// the first read) says where global buffer 0, the schema, starts; from
+	// there (or from the column metadata, if earlier) to the end is all the
+	// metadata, fetched with at most one more read.
+	if err := t.ensure(int64(ft.gboTableStart)); err != nil {
 		return nil, err
 	}
 	gbufs := make([]bufRange, ngb)
@@ -163,6 +185,16 @@ type tail struct {
 	size  int64
 	start int64
 	b     []byte
+}
+
+// newTail returns a tail holding b, the last len(b) bytes of the file
+// (none when b is nil).
+func newTail(ctx context.Context, src Source, size int64, b []byte) *tail {
+	t := &tail{ctx: ctx, src: src, size: size}
+	if b != nil {
+		t.b, t.start = b, size-int64(len(b))
+	}
+	return t
 }
 
 // ensure extends the buffer down to file offset from.

@@ -64,13 +64,15 @@ type BTree struct {
 // indexDir is the directory of index files for uuid.
 func indexDir(uuid string) string { return IndicesDir + uuid + "/" }
 
-// openFile opens one Lance file of an index.
+// openFile opens one Lance file of an index. Its size and its metadata come
+// with one read of its tail (one request on S3 and GCS), not a Head and
+// then a read that depends on it.
 func openFile(ctx context.Context, store objstore.Store, key string) (*file.Reader, error) {
-	info, err := store.Head(ctx, key)
+	tail, info, err := objstore.GetTail(ctx, store, key, file.TailReadSize)
 	if err != nil {
 		return nil, fmt.Errorf("lance/index: %s: %w", key, err)
 	}
-	r, err := file.Open(ctx, table.HeldSource(store, key), info.Size)
+	r, err := file.OpenTail(ctx, table.HeldSource(store, key), info.Size, tail)
 	if err != nil {
 		return nil, fmt.Errorf("lance/index: open %s: %w", key, err)
 	}
@@ -79,11 +81,22 @@ func openFile(ctx context.Context, store objstore.Store, key string) (*file.Read
 
 // OpenBTree opens the BTree index stored under _indices/{uuid}/.
 func OpenBTree(ctx context.Context, store objstore.Store, uuid string, cache *pageCache) (*BTree, error) {
-	lookup, err := openFile(ctx, store, indexDir(uuid)+LookupFile)
-	if err != nil {
-		return nil, err
-	}
+	// The two files open in parallel: one round trip, not one each.
+	var (
+		lookup *file.Reader
+		lerr   error
+		wg     sync.WaitGroup
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		lookup, lerr = openFile(ctx, store, indexDir(uuid)+LookupFile)
+	}()
 	pages, err := openFile(ctx, store, indexDir(uuid)+PagesFile)
+	wg.Wait()
+	if lerr != nil {
+		return nil, lerr
+	}
 	if err != nil {
 		return nil, err
 	}

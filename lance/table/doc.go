@@ -28,8 +28,9 @@
 // # Finding the latest version, and caches
 //
 // V2 names sort newest first, so Open lists the first few names of
-// _versions/ (one request: objstore.ListFirst, S3's max-keys) and takes the
-// first manifest; a V1 table is found from the hint, probing upward. A
+// _versions/ (one request: objstore.ListFirst; S3's max-keys, GCS's
+// maxResults, Azure's maxresults) and takes the first manifest; a V1 table
+// is found from the hint, probing upward. A
 // listing is strongly consistent, so Open always returns the latest
 // version committed before it began. Decoded manifests, opened data file
 // readers (footer and column metadata) and deletion bitmaps are kept in the
@@ -41,7 +42,9 @@
 // the newest fragments' data files in parallel into that cache (a new
 // process's first read then pays one round trip for their footers, taken
 // from the manifest's file sizes without a Head, instead of one before each
-// read).
+// read). A data file whose size the manifest lacks is opened from one read
+// of its tail that also returns its size (objstore.GetTail), not a Head and
+// then a read.
 //
 // # Commit protocol
 //

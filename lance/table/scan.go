@@ -16,6 +16,7 @@ import (
 	"github.com/lance-context/lance-context/lance/file"
 	"github.com/lance-context/lance-context/lance/pb"
 	"github.com/lance-context/lance-context/lance/schema"
+	"github.com/lance-context/lance-context/objstore"
 )
 
 // RowAddrColumn is the name of the optional uint64 column holding each row's
@@ -406,14 +407,21 @@ func (d *Dataset) openFile(ctx context.Context, df *pb.DataFile) (*file.Reader, 
 		return r, nil
 	}
 	size := int64(df.GetFileSizeBytes())
+	var tail []byte
 	if size == 0 {
-		info, err := d.store.Head(ctx, key)
+		// A manifest without the size (Lance writes it only sometimes):
+		// learn it with the metadata, in one read of the file's tail.
+		var (
+			info objstore.ObjectInfo
+			err  error
+		)
+		tail, info, err = objstore.GetTail(ctx, d.store, key, file.TailReadSize)
 		if err != nil {
 			return nil, fmt.Errorf("lance/table: data file %s: %w", key, err)
 		}
 		size = info.Size
 	}
-	r, err := file.Open(ctx, HeldSource(d.store, key), size)
+	r, err := file.OpenTail(ctx, HeldSource(d.store, key), size, tail)
 	if err != nil {
 		return nil, fmt.Errorf("lance/table: open data file %s: %w", key, err)
 	}

@@ -26,6 +26,14 @@ type Options struct {
 	// LargeSize is the object size of the large streaming-write subtests,
 	// which should exceed one multipart part on S3. 0: 9 MiB.
 	LargeSize int
+	// Requests, when set, returns the number of requests the backend has
+	// sent so far (an http.RoundTripper that counts, for a cloud backend):
+	// the suite then checks the requests that ListFirst and GetTail cost.
+	Requests func() int64
+	// TailRequests is what GetTail costs with Requests set: 0 means one
+	// (a store with a one-request tail read); a backend without suffix
+	// ranges (Azure) says 2, a Head and a ranged read.
+	TailRequests int
 }
 
 // Run runs the suite. newStore must return an empty store, isolated from
@@ -52,6 +60,8 @@ func RunWith(t *testing.T, newStore func(t *testing.T) objstore.Store, opts Opti
 		{"DeleteIdempotent", testDelete},
 		{"ListOrder", testListOrder},
 		{"ListPrefix", testListPrefix},
+		{"ListFirst", func(t *testing.T, s objstore.Store) { testListFirst(t, s, opts) }},
+		{"GetTail", func(t *testing.T, s objstore.Store) { testGetTail(t, s, opts) }},
 		{"InvalidKeys", testInvalidKeys},
 		{"CreateVisibility", testCreateVisibility},
 		{"CreateAbort", testCreateAbort},
@@ -591,5 +601,124 @@ func testRace(t *testing.T, s objstore.Store) {
 	mustGet(t, s, "race/key", []byte(fmt.Sprintf("writer %d", winner)))
 	if got := keys(t, s, ""); !slices.Equal(got, []string{"race/key"}) {
 		t.Fatalf("List after race = %q", got)
+	}
+}
+
+// listFirstKeys is the number of keys under the ListFirst subtest's prefix:
+// more than S3's and GCS's 1000 keys a page.
+const listFirstKeys = 1005
+
+// putAll writes every key (its name as content), a few at a time.
+func putAll(t *testing.T, s objstore.Store, keys []string) {
+	t.Helper()
+	ctx := ctxT(t)
+	sem := make(chan struct{}, 16)
+	errs := make(chan error, len(keys))
+	var wg sync.WaitGroup
+	for _, k := range keys {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := s.Put(ctx, k, []byte(k)); err != nil {
+				errs <- fmt.Errorf("Put(%q): %w", k, err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// testListFirst: ListFirst returns exactly the first n keys in byte order
+// under a prefix holding more than n (and more than a page of 1000), with
+// their sizes; with a request counter, one request for n up to a page.
+func testListFirst(t *testing.T, s objstore.Store, opts Options) {
+	ctx := ctxT(t)
+	var want []string
+	for i := range listFirstKeys {
+		// Written in an order unlike byte order; names of unequal length.
+		want = append(want, fmt.Sprintf("v/%d", (i*7919)%listFirstKeys))
+	}
+	want = append(want, "v/0-nested/x") // a "directory" among the first names
+	// Neighbours of the prefix on both sides.
+	putAll(t, s, append(slices.Clone(want), "u/1", "v0", "w/1"))
+	slices.Sort(want)
+
+	for _, n := range []int{1, 3, 1000, 1001, len(want), len(want) + 5} {
+		infos, err := objstore.ListFirst(ctx, s, "v/", n)
+		if err != nil {
+			t.Fatalf("ListFirst(v/, %d): %v", n, err)
+		}
+		got := make([]string, len(infos))
+		for i, in := range infos {
+			got[i] = in.Key
+			if in.Size != int64(len(in.Key)) {
+				t.Fatalf("ListFirst(v/, %d): %s has size %d, want %d", n, in.Key, in.Size, len(in.Key))
+			}
+		}
+		if w := want[:min(n, len(want))]; !slices.Equal(got, w) {
+			t.Fatalf("ListFirst(v/, %d) = %d keys %v..., want %d keys %v...", n, len(got), got[:min(len(got), 5)], len(w), w[:min(len(w), 5)])
+		}
+	}
+	if infos, err := objstore.ListFirst(ctx, s, "v", 2); err != nil || len(infos) != 2 || infos[0].Key != want[0] || infos[1].Key != want[1] {
+		t.Fatalf("ListFirst(v, 2) = %v, %v; want %v", infos, err, want[:2])
+	}
+	if infos, err := objstore.ListFirst(ctx, s, "none/", 3); err != nil || len(infos) != 0 {
+		t.Fatalf("ListFirst(none/, 3) = %v, %v; want nothing", infos, err)
+	}
+	if opts.Requests != nil {
+		for _, n := range []int{1, 3, 1000} {
+			before := opts.Requests()
+			if _, err := objstore.ListFirst(ctx, s, "v/", n); err != nil {
+				t.Fatal(err)
+			}
+			if k := opts.Requests() - before; k != 1 {
+				t.Errorf("ListFirst(v/, %d) over %d keys took %d requests, want 1", n, len(want), k)
+			}
+		}
+	}
+}
+
+// testGetTail: GetTail returns the last min(n, size) bytes and the whole
+// object's size; with a request counter, in TailRequests requests.
+func testGetTail(t *testing.T, s objstore.Store, opts Options) {
+	ctx := ctxT(t)
+	data := pattern(100_000, 7)
+	mustPut(t, s, "f", data)
+	mustPut(t, s, "empty", []byte{})
+	for _, n := range []int64{0, 1, 40, 65536, 99_999, 100_000, 100_001, 1 << 30} {
+		got, info, err := objstore.GetTail(ctx, s, "f", n)
+		if err != nil {
+			t.Fatalf("GetTail(f, %d): %v", n, err)
+		}
+		if want := data[len(data)-int(min(n, int64(len(data)))):]; !bytes.Equal(got, want) || info.Size != int64(len(data)) || info.Key != "f" {
+			t.Fatalf("GetTail(f, %d) = %d bytes, %+v; want the last %d of %d", n, len(got), info, len(want), len(data))
+		}
+	}
+	for _, n := range []int64{0, 10} {
+		got, info, err := objstore.GetTail(ctx, s, "empty", n)
+		if err != nil || len(got) != 0 || info.Size != 0 {
+			t.Fatalf("GetTail(empty, %d) = %d bytes, %+v, %v; want nothing", n, len(got), info, err)
+		}
+	}
+	if _, _, err := objstore.GetTail(ctx, s, "missing", 10); !errors.Is(err, objstore.ErrNotFound) {
+		t.Fatalf("GetTail(missing) err = %v, want ErrNotFound", err)
+	}
+	if _, _, err := objstore.GetTail(ctx, s, "f", -1); !errors.Is(err, objstore.ErrInvalidRange) {
+		t.Fatalf("GetTail(f, -1) err = %v, want ErrInvalidRange", err)
+	}
+	if opts.Requests != nil {
+		want := int64(max(opts.TailRequests, 1))
+		before := opts.Requests()
+		if _, _, err := objstore.GetTail(ctx, s, "f", 64<<10); err != nil {
+			t.Fatal(err)
+		}
+		if k := opts.Requests() - before; k != want {
+			t.Errorf("GetTail(f, 64 KiB) took %d requests, want %d", k, want)
+		}
 	}
 }

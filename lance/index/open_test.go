@@ -1,0 +1,89 @@
+package index
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lance-context/lance-context/objstore"
+)
+
+// TestOpenIndexFileIsOneRoundTrip: opening an index file bigger than the
+// rollout store's small-file threshold (1 MiB, read whole) takes its size
+// and its metadata from one read of its tail (objstore.GetTail): one
+// request, where a Head and then the read that depends on it took two
+// round trips (and, through SmallFiles, a third request: the speculative
+// read of its first MiB). Run with -v to print the counts.
+func TestOpenIndexFileIsOneRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	appendRows(t, st, 0, 120_000)
+	res, err := Update(ctx, st, "id", BuildOptions{})
+	if err != nil || !res.Built {
+		t.Fatalf("update: %+v %v", res, err)
+	}
+	key := indexDir(res.Index) + PagesFile
+	info, err := st.Head(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Size <= 1<<20 {
+		t.Fatalf("%s is %d bytes; the test wants more than 1 MiB", key, info.Size)
+	}
+	for _, w := range []struct {
+		name string
+		wrap func(objstore.Store) objstore.Store
+	}{
+		{"store", func(s objstore.Store) objstore.Store { return s }},
+		// As a rollout store reads index files.
+		{"smallfiles", func(s objstore.Store) objstore.Store {
+			return objstore.NewSmallFiles(s, func(k string) bool { return strings.HasPrefix(k, IndicesDir) }, 1<<20)
+		}},
+	} {
+		cs := objstore.NewCounting(st, 5*time.Millisecond)
+		if _, err := openFile(ctx, w.wrap(cs), key); err != nil {
+			t.Fatal(err)
+		}
+		got := cs.Counts()
+		t.Logf("%s: open a %d-byte index file: %s", w.name, info.Size, got)
+		if got.Sequential != 1 || got.Requests() != 1 {
+			t.Errorf("%s: opening a %d-byte index file: %s; want 1 request, 1 sequential", w.name, info.Size, got)
+		}
+	}
+}
+
+// TestOpenBTreeRoundTrips: a cold OpenBTree opens its two files in
+// parallel (one round trip; it was a Head and a read each, one after the
+// other: four) and then reads the page lookup's string columns (offsets,
+// then bytes: two more); through SmallFiles the page lookup, under 1 MiB,
+// arrives whole with its tail and its read costs nothing.
+func TestOpenBTreeRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	appendRows(t, st, 0, 120_000)
+	res, err := Update(ctx, st, "id", BuildOptions{})
+	if err != nil || !res.Built {
+		t.Fatalf("update: %+v %v", res, err)
+	}
+	for _, w := range []struct {
+		name       string
+		wrap       func(objstore.Store) objstore.Store
+		sequential int
+	}{
+		{"store", func(s objstore.Store) objstore.Store { return s }, 3},
+		{"smallfiles", func(s objstore.Store) objstore.Store {
+			return objstore.NewSmallFiles(s, func(k string) bool { return strings.HasPrefix(k, IndicesDir) }, 1<<20)
+		}, 1},
+	} {
+		cs := objstore.NewCounting(st, 5*time.Millisecond)
+		if _, err := OpenBTree(ctx, w.wrap(cs), res.Index, nil); err != nil {
+			t.Fatal(err)
+		}
+		got := cs.Counts()
+		t.Logf("%s: OpenBTree: %s", w.name, got)
+		if got.Sequential != w.sequential {
+			t.Errorf("%s: OpenBTree: %s; want %d sequential", w.name, got, w.sequential)
+		}
+	}
+}
