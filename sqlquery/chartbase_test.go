@@ -317,3 +317,71 @@ func TestChartBaseMovedDuringCharts(t *testing.T) {
 		t.Fatalf("charts after the base moved:%s", d)
 	}
 }
+
+// Charts of several stores at once, with a cap that holds one chart base:
+// chart bases are built, replaced and evicted while others use them, and
+// every answer is that of a scan.
+func TestChartBaseConcurrent(t *testing.T) {
+	ctx := context.Background()
+	f := newChartBaseFixture(t, 1<<40)
+	var want []*Charts
+	names := []string{"s0", "s1", "s2"}
+	for i, name := range names {
+		s, err := f.cat.Create(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		appendFlush(t, s, chartRecs("a", 0, 60+40*i, 0.1*float32(i), fmt.Sprint(i), 0))
+		if _, err := s.Merge(ctx); err != nil {
+			t.Fatal(err)
+		}
+		appendFlush(t, s, chartRecs("a", 10, 20, 0.9, "x", 100))
+		ch, err := f.eng.Charts(ctx, name, rollout.SourceAll)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, ch)
+	}
+	// Room for the largest chart base alone: built once each to learn
+	// their sizes, then dropped.
+	var largest int64
+	for _, name := range names {
+		if _, err := f.cached.Charts(ctx, name, rollout.SourceAll); err != nil {
+			t.Fatal(err)
+		}
+		f.cached.bases.mu.Lock()
+		largest = max(largest, f.cached.bases.m[name].bytes)
+		f.cached.bases.mu.Unlock()
+	}
+	f.cached.Close()
+	f.cached.CacheChartBases(largest)
+	errs := make(chan error, 64)
+	done := make(chan struct{})
+	for g := 0; g < 4; g++ {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for k := 0; k < 6; k++ {
+				i := (g + k) % len(names)
+				got, err := f.cached.Charts(ctx, names[i], rollout.SourceAll)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if d := chartsDiff(got, want[i]); d != "" {
+					errs <- fmt.Errorf("%s:%s", names[i], d)
+					return
+				}
+			}
+		}()
+	}
+	for g := 0; g < 4; g++ {
+		<-done
+	}
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if n, bytes := f.cached.chartBaseStats(); n < 1 || bytes > largest {
+		t.Fatalf("cache holds %d bases of %d bytes (cap %d)", n, bytes, f.cached.bases.capBytes)
+	}
+}
