@@ -239,18 +239,7 @@ func TestChartBaseOverCapFallsBack(t *testing.T) {
 			t.Fatalf("cache holds %d bases of %d bytes over a cap of 1000", n, bytes)
 		}
 	}
-	// A small store fits beside it; the big one does not evict it.
-	small, err := f.cat.Create(ctx, "small")
-	if err != nil {
-		t.Fatal(err)
-	}
-	appendFlush(t, small, chartRecs("s", 0, 3, 0.2, "1", 0))
-	if _, err := small.Merge(ctx); err != nil {
-		t.Fatal(err)
-	}
-	f.check(t, "small", rollout.SourceAll, BaseBuilt, "small store")
-	f.check(t, "exp", rollout.SourceAll, BaseBuilt, "over the cap, beside a small one")
-	f.check(t, "small", rollout.SourceAll, BaseCached, "small store again")
+	f.check(t, "exp", rollout.SourceFragments, BaseBuilt, "over the cap, fragments")
 }
 
 // With the cache off, and for the WAL source, the charts scan the store.
