@@ -68,9 +68,9 @@ const (
 // or a storage read failed (the scan of the store reports it).
 func (e *Engine) chartsCached(ctx context.Context, store string, src rollout.Source, ch *Charts) (bool, error) {
 	e.bases.mu.Lock()
-	on := e.bases.capBytes > 0
+	capBytes := e.bases.capBytes
 	e.bases.mu.Unlock()
-	if !on || (src != rollout.SourceFragments && src != rollout.SourceAll) {
+	if capBytes <= 0 || (src != rollout.SourceFragments && src != rollout.SourceAll) {
 		return false, nil
 	}
 	t, err := e.open(ctx, store)
@@ -88,6 +88,13 @@ func (e *Engine) chartsCached(ctx context.Context, store string, src rollout.Sou
 	how := BaseCached
 	b := e.bases.get(store, ident) // locked
 	if b == nil {
+		// A base table whose rows alone would pass the cap is not built
+		// only to be dropped: the scan costs less.
+		if st, ok := t.(statser); ok {
+			if stats, err := st.Stats(ctx); err == nil && stats.BaseRows*cbRowBytes > capBytes {
+				return false, nil
+			}
+		}
 		how = BaseBuilt
 		if b, err = e.buildBase(ctx, store, bs, ident); err != nil || b == nil {
 			return false, err

@@ -219,27 +219,37 @@ func TestChartBaseStoreCreatedAgain(t *testing.T) {
 	f.check(t, "exp", rollout.SourceAll, BaseBuilt, "second store")
 }
 
-// A cap smaller than a store's chart base keeps nothing: every computation
-// scans the store, and the charts are the same.
+// A cap smaller than a store's chart base keeps nothing, and the charts are
+// the same: a base table whose rows alone pass the cap is scanned without
+// building one; one that passes it only once built is used by that request
+// and dropped.
 func TestChartBaseOverCapFallsBack(t *testing.T) {
-	f := newChartBaseFixture(t, 1000)
 	ctx := context.Background()
-	s, err := f.cat.Create(ctx, "exp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	appendFlush(t, s, chartRecs("a", 0, 200, 0.2, "1", 0))
-	if _, err := s.Merge(ctx); err != nil {
-		t.Fatal(err)
-	}
-	appendFlush(t, s, chartRecs("a", 20, 30, 0.8, "2", 100))
-	for i := 0; i < 2; i++ {
-		f.check(t, "exp", rollout.SourceAll, BaseBuilt, "over the cap")
-		if n, bytes := f.cached.chartBaseStats(); n != 0 || bytes != 0 {
-			t.Fatalf("cache holds %d bases of %d bytes over a cap of 1000", n, bytes)
+	for _, tc := range []struct {
+		capBytes int64
+		want     BaseSource
+	}{
+		{1000, BaseScanned},    // 200 rows: over the cap by the estimate from the row count
+		{100 << 10, BaseBuilt}, // under it by that estimate, over it by DuckDB's account (whole blocks)
+	} {
+		f := newChartBaseFixture(t, tc.capBytes)
+		s, err := f.cat.Create(ctx, "exp")
+		if err != nil {
+			t.Fatal(err)
 		}
+		appendFlush(t, s, chartRecs("a", 0, 200, 0.2, "1", 0))
+		if _, err := s.Merge(ctx); err != nil {
+			t.Fatal(err)
+		}
+		appendFlush(t, s, chartRecs("a", 20, 30, 0.8, "2", 100))
+		for i := 0; i < 2; i++ {
+			f.check(t, "exp", rollout.SourceAll, tc.want, fmt.Sprintf("over a cap of %d", tc.capBytes))
+			if n, bytes := f.cached.chartBaseStats(); n != 0 || bytes != 0 {
+				t.Fatalf("cache holds %d bases of %d bytes over a cap of %d", n, bytes, tc.capBytes)
+			}
+		}
+		f.check(t, "exp", rollout.SourceFragments, tc.want, "over the cap, fragments")
 	}
-	f.check(t, "exp", rollout.SourceFragments, BaseBuilt, "over the cap, fragments")
 }
 
 // With the cache off, and for the WAL source, the charts scan the store.
