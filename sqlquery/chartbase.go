@@ -47,6 +47,10 @@ type chartBase struct {
 	lastUsed uint64     // under chartBases.mu
 }
 
+// maxChartBases bounds the chart bases kept, whatever their size: each is
+// a DuckDB instance with its own threads.
+const maxChartBases = 32
+
 // errBaseMoved ends a use of a chart base whose base table changed during
 // the request: the charts are then computed by a scan of the store.
 var errBaseMoved = errors.New("sqlquery: the base table changed during the charts")
@@ -331,7 +335,7 @@ func (c *chartBases) put(b *chartBase) {
 	if b.bytes > c.capBytes {
 		return // used by this request only (release closes it)
 	}
-	for c.used+b.bytes > c.capBytes {
+	for len(c.m) > 0 && (c.used+b.bytes > c.capBytes || len(c.m) >= maxChartBases) {
 		var lru *chartBase
 		for _, o := range c.m {
 			if lru == nil || o.lastUsed < lru.lastUsed {
