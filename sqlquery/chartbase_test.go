@@ -384,3 +384,28 @@ func TestChartBaseConcurrent(t *testing.T) {
 		t.Fatalf("cache holds %d bases of %d bytes (cap %d)", n, bytes, f.cached.bases.capBytes)
 	}
 }
+
+// However small, at most maxChartBases chart bases are kept.
+func TestChartBaseCountBound(t *testing.T) {
+	f := newChartBaseFixture(t, 1<<40)
+	ctx := context.Background()
+	for i := 0; i < maxChartBases+2; i++ {
+		name := fmt.Sprintf("s%d", i)
+		s, err := f.cat.Create(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		appendFlush(t, s, chartRecs("a", 0, 2, 0.1, "1", 0))
+		if _, err := s.Merge(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.cached.Charts(ctx, name, rollout.SourceFragments); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, _ := f.cached.chartBaseStats(); n != maxChartBases {
+		t.Fatalf("%d chart bases kept, want %d", n, maxChartBases)
+	}
+	// The most recent is among them.
+	f.check(t, fmt.Sprintf("s%d", maxChartBases+1), rollout.SourceFragments, BaseCached, "latest")
+}
