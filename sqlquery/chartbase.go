@@ -115,8 +115,17 @@ func (e *Engine) chartsCached(ctx context.Context, store string, src rollout.Sou
 	if errors.Is(err, errBaseMoved) {
 		return false, nil
 	}
-	if err != nil {
+	var le *LimitError
+	if errors.As(err, &le) || errors.Is(err, context.Canceled) {
 		return false, err
+	}
+	if err != nil {
+		// A failed use may have left the database unusable (DuckDB
+		// invalidates a database after a fatal error): the next charts
+		// build a new one, and these scan the store, which reports a
+		// storage fault again.
+		e.bases.drop(b)
+		return false, nil
 	}
 	ch.RowsScanned = q.scanned.Load()
 	ch.Base = how
@@ -364,6 +373,15 @@ func (c *chartBases) evict(o *chartBase) {
 		defer o.mu.Unlock()
 		o.close()
 	}()
+}
+
+// drop evicts b if it is cached.
+func (c *chartBases) drop(b *chartBase) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m[b.store] == b {
+		c.evict(b)
+	}
 }
 
 // release ends a request's use of b, closing it when it is not cached.

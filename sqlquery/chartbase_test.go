@@ -4,6 +4,7 @@ package sqlquery
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -408,4 +409,50 @@ func TestChartBaseCountBound(t *testing.T) {
 	}
 	// The most recent is among them.
 	f.check(t, fmt.Sprintf("s%d", maxChartBases+1), rollout.SourceFragments, BaseCached, "latest")
+}
+
+// failingStore fails its first WAL scan.
+type failingStore struct {
+	*rollout.Store
+	failed bool
+}
+
+func (m *failingStore) Scan(ctx context.Context, o rollout.ScanOptions, fn func(arrow.RecordBatch) error) error {
+	if o.Source == rollout.SourceWAL && !m.failed {
+		m.failed = true
+		return errors.New("injected scan failure")
+	}
+	return m.Store.Scan(ctx, o, fn)
+}
+
+// A use of a chart base that fails drops it (DuckDB may have invalidated
+// the database): those charts scan the store, the next build a new one.
+func TestChartBaseDroppedAfterFailure(t *testing.T) {
+	f := newChartBaseFixture(t, 64<<20)
+	ctx := context.Background()
+	s, err := f.cat.Create(ctx, "exp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendFlush(t, s, chartRecs("a", 0, 50, 0.2, "1", 0))
+	if _, err := s.Merge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.check(t, "exp", rollout.SourceAll, BaseBuilt, "merged")
+	appendFlush(t, s, chartRecs("a", 10, 20, 0.8, "2", 100))
+	fs := &failingStore{Store: s}
+	open := f.cached.open
+	f.cached.open = func(ctx context.Context, name string) (Table, error) { return fs, nil }
+	got, err := f.cached.Charts(ctx, "exp", rollout.SourceAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fs.failed || got.Base != BaseScanned {
+		t.Fatalf("failed %v, base %q: want a scan after the failure", fs.failed, got.Base)
+	}
+	if n, _ := f.cached.chartBaseStats(); n != 0 {
+		t.Fatalf("%d chart bases kept after a failed use", n)
+	}
+	f.cached.open = open
+	f.check(t, "exp", rollout.SourceAll, BaseBuilt, "after the failure")
 }
