@@ -24,7 +24,9 @@ const maxQueryBody = 1 << 20
 // LC_SQL_MAX_ROWS_SCANNED (200000), LC_SQL_MAX_ROWS_RETURNED (10000),
 // LC_SQL_TIMEOUT_SECS (30), LC_SQL_MEMORY_MB (512), LC_SQL_THREADS (2), and
 // LC_CHARTS_MAX_ROWS_SCANNED (10000000) for the charts (whose other limits
-// are the query's). Listed in `lance-context master --help`.
+// are the query's), and LC_CHARTS_CACHE_MB (256; 0 turns it off), the memory
+// the charts' cached base tables may take (sqlquery.CacheChartBases). Listed
+// in `lance-context master --help`.
 var sqlLimits = sync.OnceValues(func() (sqlquery.Limits, sqlquery.Limits) {
 	q := sqlquery.Limits{
 		MaxRowsScanned:  int64(envInt("LC_SQL_MAX_ROWS_SCANNED", sqlquery.DefaultMaxRowsScanned)),
@@ -111,13 +113,25 @@ func (c *chartsCache) put(key, state string, ch *sqlquery.Charts) {
 	c.m[key] = chartsEntry{state: state, charts: *ch}
 }
 
-// chartsState identifies what a store's reads see, from its manifests:
-// every commit of the base table (merge, compaction, delete, checkout)
-// changes its version, and every seal or merge commits a shard manifest.
-// Rows only in a memtable are read by no source.
-func chartsState(st *rollout.Stats) string {
+// defaultChartsCacheMB is the default of LC_CHARTS_CACHE_MB: the chart
+// base of a store of 1M rollout rows takes about 90 MB.
+const defaultChartsCacheMB = 256
+
+// chartsState identifies what a store's reads of source src see, from its
+// manifests: every commit of the base table (merge, compaction, delete,
+// checkout) changes its version and commit time, and every seal or merge
+// commits a shard manifest, which fragments does not read. Rows only in a
+// memtable are read by no source.
+//
+// base identifies the base table (sqlquery.BaseIdentity), which is all a
+// fragments read depends on: a seal changes only the other sources' state.
+func chartsState(st *rollout.Stats, src rollout.Source, base string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "v%d r%d f%d p%d g%d", st.Version, st.BaseRows, st.Fragments, st.PendingRows, st.PendingGenerations)
+	fmt.Fprintf(&b, "v%d r%d f%d %s", st.Version, st.BaseRows, st.Fragments, base)
+	if src == rollout.SourceFragments && base != "" {
+		return b.String()
+	}
+	fmt.Fprintf(&b, " p%d g%d", st.PendingRows, st.PendingGenerations)
 	if st.LastUpdated != nil {
 		fmt.Fprintf(&b, " u%d", st.LastUpdated.UnixNano())
 	}
@@ -132,6 +146,7 @@ func (m *Master) engines() *sqlEngines {
 		q, c := sqlLimits()
 		m.sql.query = sqlquery.New(sqlquery.FromCatalog(m.catalog), q)
 		m.sql.charts = sqlquery.New(sqlquery.FromCatalog(m.catalog), c)
+		m.sql.charts.CacheChartBases(int64(envInt("LC_CHARTS_CACHE_MB", defaultChartsCacheMB)) << 20)
 	})
 	return &m.sql
 }
@@ -254,7 +269,12 @@ func (m *Master) charts(w http.ResponseWriter, r *http.Request) {
 		writeQueryError(w, r, fmt.Errorf("pending backlog: %w", err))
 		return
 	}
-	key, state := name+"\x00"+string(src), chartsState(st)
+	base, _, err := sqlquery.BaseIdentity(r.Context(), store)
+	if err != nil {
+		writeQueryError(w, r, fmt.Errorf("base table: %w", err))
+		return
+	}
+	key, state := name+"\x00"+string(src), chartsState(st, src, base)
 	ch, hit := m.engines().cache.get(key, state)
 	if !hit {
 		release, err := acquireSQL(r)
@@ -272,5 +292,8 @@ func (m *Master) charts(w http.ResponseWriter, r *http.Request) {
 	}
 	ch.Pending = sqlquery.Pending{WALRows: st.PendingRows, Generations: st.PendingGenerations}
 	w.Header().Set("X-Charts-Cache", map[bool]string{true: "hit", false: "miss"}[hit])
+	if !hit {
+		w.Header().Set("X-Charts-Base", string(ch.Base))
+	}
 	httpapi.WriteJSON(w, http.StatusOK, ch)
 }

@@ -301,3 +301,52 @@ func TestChartsCachedUntilStoreChanges(t *testing.T) {
 	}
 	get("fragments", "hit")
 }
+
+// A seal changes only what all and wal read: the fragments charts stay
+// cached. The charts of all after a seal read the base from the chart base
+// (X-Charts-Base: cached) and are those of a scan; a merge builds a new one.
+func TestChartsFragmentsIgnoreSealsAndBaseIsCached(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	st := f.create(f.cat, "exp")
+	appendFlush(t, st, scoredRecs("a", 10))
+	if _, err := st.Merge(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	get := func(src, wantCache, wantBase string) chartsResp {
+		t.Helper()
+		resp, b := f.request("GET", "/api/v1/experiments/exp/charts?source="+src, "")
+		if resp.StatusCode != 200 || resp.Header.Get("X-Charts-Cache") != wantCache || resp.Header.Get("X-Charts-Base") != wantBase {
+			t.Fatalf("charts %s: %d, cache %q base %q (want %q %q): %s", src, resp.StatusCode,
+				resp.Header.Get("X-Charts-Cache"), resp.Header.Get("X-Charts-Base"), wantCache, wantBase, b)
+		}
+		var ch chartsResp
+		if err := json.Unmarshal(b, &ch); err != nil {
+			t.Fatal(err)
+		}
+		return ch
+	}
+	rows := func(ch chartsResp) (n int64) {
+		for _, p := range ch.IngestRate {
+			n += p.Rows
+		}
+		return n
+	}
+	if ch := get("fragments", "miss", "built"); rows(ch) != 10 {
+		t.Fatalf("fragments: %d rows", rows(ch))
+	}
+	get("all", "miss", "cached")
+	appendFlush(t, st, scoredRecs("b", 5))
+	if ch := get("fragments", "hit", ""); rows(ch) != 10 || ch.Pending.WALRows != 5 {
+		t.Fatalf("fragments after a seal: %d rows, backlog %d", rows(ch), ch.Pending.WALRows)
+	}
+	if ch := get("all", "miss", "cached"); rows(ch) != 15 {
+		t.Fatalf("all after a seal: %d rows", rows(ch))
+	}
+	if _, err := st.Merge(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if ch := get("all", "miss", "built"); rows(ch) != 15 || ch.Pending.WALRows != 0 {
+		t.Fatalf("all after a merge: %d rows, backlog %d", rows(ch), ch.Pending.WALRows)
+	}
+	get("fragments", "miss", "cached")
+}

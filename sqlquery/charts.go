@@ -25,55 +25,99 @@ const (
 	histBins   = 20
 )
 
-// Charts computes the charts of store with SQL, in one sandboxed session
-// with the chart scan limit. The base columns are scanned once into a
-// temporary table; content is read only for rows without
-// num_output_tokens (its length stands in for the token count): a second
-// statement whose scan filter (num_output_tokens IS NULL) makes a fragments
-// scan read content and created_at of those rows alone (see lateBase).
+// Charts computes the charts of store with SQL, with the chart scan limit.
+//
+// The charts read four columns of every row (reward, policy_version,
+// created_at, num_output_tokens) and the content of the rows without
+// num_output_tokens, whose length stands in for the token count. They are
+// gathered into two tables, base (reward, policy_version, us, len) and clen
+// (us, len: the content lengths), which aggregate reduces to the charts.
+//
+// With a base cache (CacheChartBases), fragments and all read the base
+// table's part of those tables from a database kept per store and base
+// table version (chartBase), so a change of the WAL alone costs a scan of
+// the pending rows only; see chartsCached. Otherwise, and when the cache
+// cannot serve, one sandboxed session scans the store (scanInputs).
 func (e *Engine) Charts(ctx context.Context, store string, src rollout.Source) (*Charts, error) {
 	start := time.Now()
 	ch := &Charts{
 		RewardByPolicyVersion: []PolicyPoint{}, RewardOverTime: []TimePoint{}, LengthHist: []Bin{},
 		LengthOverTime: []LengthPoint{}, IngestRate: []RatePoint{},
 	}
-	q, err := e.session(ctx, store, src, e.limits, func(ctx context.Context, c *duckdb.Conn, q *query) error {
-		return charts(ctx, c, q, ch)
-	})
+	if src == "" {
+		src = rollout.SourceFragments
+	}
+	done, err := e.chartsCached(ctx, store, src, ch)
 	if err != nil {
 		return nil, err
 	}
-	ch.RowsScanned = q.scanned.Load()
+	if !done {
+		q, err := e.session(ctx, store, src, e.limits, func(ctx context.Context, c *duckdb.Conn, q *query) error {
+			if err := scanInputs(ctx, c, q); err != nil {
+				return err
+			}
+			return aggregate(ctx, c, ch)
+		})
+		if err != nil {
+			return nil, err
+		}
+		ch.RowsScanned = q.scanned.Load()
+		ch.Base = BaseScanned
+	}
 	ch.ElapsedMS = float64(time.Since(start).Microseconds()) / 1000
 	return ch, nil
 }
 
-func charts(ctx context.Context, c *duckdb.Conn, q *query, ch *Charts) error {
-	if err := exec(ctx, c, `CREATE TEMP TABLE base AS SELECT
-		CASE WHEN isnan(reward) OR isinf(reward) THEN NULL ELSE reward::DOUBLE END AS reward,
-		policy_version, epoch_us(created_at) AS us, num_output_tokens::BIGINT AS len
-		FROM records`); err != nil {
+// rewardExpr is reward as the charts take it: NaN and infinities (which
+// JSON cannot carry) count as no reward.
+const rewardExpr = "CASE WHEN isnan(reward) OR isinf(reward) THEN NULL ELSE reward::DOUBLE END"
+
+// scanInputs fills the temporary tables base and clen from one scan of the
+// store's chosen tier, and, when some rows lack num_output_tokens, a second
+// statement whose scan filter (num_output_tokens IS NULL) makes a
+// fragments scan read content and created_at of those rows alone (see
+// lateBase).
+func scanInputs(ctx context.Context, c *duckdb.Conn, q *query) error {
+	if err := exec(ctx, c, `CREATE TEMP TABLE base AS SELECT `+rewardExpr+` AS reward,
+		policy_version, epoch_us(created_at) AS us, num_output_tokens::BIGINT AS len FROM records`); err != nil {
 		return err
 	}
-	summary, err := all(ctx, c, `SELECT count(*) FILTER (WHERE len IS NULL), min(us), max(us), min(len), max(len) FROM base`)
+	nulls, err := all(ctx, c, `SELECT count(*) FILTER (WHERE len IS NULL) FROM base`)
+	if err != nil {
+		return err
+	}
+	if asInt(nulls[0][0]) == 0 {
+		return exec(ctx, c, `CREATE TEMP TABLE clen (us BIGINT, len BIGINT)`)
+	}
+	return hinted(q, []hint{{Column: "num_output_tokens", Op: opIsNull}}, func() error {
+		return exec(ctx, c, `CREATE TEMP TABLE clen AS SELECT epoch_us(created_at) AS us, length(content)::BIGINT AS len
+			FROM records WHERE num_output_tokens IS NULL`)
+	})
+}
+
+// hinted runs fn, one statement with one scan of the query's store, with
+// scan filters hs (as run derives them for a query).
+func hinted(q *query, hs []hint, fn func() error) error {
+	q.mu.Lock()
+	q.hintStore, q.hints, q.binds = q.store, hs, nil
+	q.mu.Unlock()
+	err := fn()
+	q.mu.Lock()
+	q.hintStore, q.hints = "", nil
+	q.mu.Unlock()
+	return err
+}
+
+// aggregate computes the charts from the tables (or views) base (reward,
+// policy_version, us, len) and clen (us, len): every row's length is its
+// len in base or, when that is NULL, its len in clen.
+func aggregate(ctx context.Context, c *duckdb.Conn, ch *Charts) error {
+	summary, err := all(ctx, c, `SELECT (SELECT count(*) FROM clen), min(us), max(us), min(len), max(len) FROM base`)
 	if err != nil {
 		return err
 	}
 	lenSrc, clen := "SELECT us, len FROM base", false // clen: some lengths come from content
 	if asInt(summary[0][0]) > 0 {
-		// The statement's one scan of the store gets the hint (as run
-		// derives them for a query).
-		q.mu.Lock()
-		q.hintStore, q.hints, q.binds = q.store, []hint{{Column: "num_output_tokens", Op: opIsNull}}, nil
-		q.mu.Unlock()
-		err := exec(ctx, c, `CREATE TEMP TABLE clen AS SELECT epoch_us(created_at) AS us, length(content)::BIGINT AS len
-			FROM records WHERE num_output_tokens IS NULL`)
-		q.mu.Lock()
-		q.hintStore, q.hints = "", nil
-		q.mu.Unlock()
-		if err != nil {
-			return err
-		}
 		lenSrc, clen = "SELECT us, len FROM base WHERE len IS NOT NULL UNION ALL SELECT us, len FROM clen", true
 	}
 	width := bucketWidths[len(bucketWidths)-1]

@@ -13,9 +13,20 @@ type Charts struct {
 	IngestRate            []RatePoint   `json:"ingest_rate"`
 	Pending               Pending       `json:"pending"`
 	BucketSeconds         int64         `json:"bucket_seconds"` // width of the time buckets
-	RowsScanned           int64         `json:"rows_scanned"`
+	RowsScanned           int64         `json:"rows_scanned"`   // rows read, from storage or from the cached base
 	ElapsedMS             float64       `json:"elapsed_ms"`
+
+	Base BaseSource `json:"-"` // where the base table's rows came from
 }
+
+// BaseSource says how a computation of the charts read the base table.
+type BaseSource string
+
+const (
+	BaseScanned BaseSource = "scanned" // the store was scanned (no cache, or the cache could not serve)
+	BaseCached  BaseSource = "cached"  // from the cached base of this base table version
+	BaseBuilt   BaseSource = "built"   // scanned into a new cached base
+)
 
 // PolicyPoint is the reward of one policy_version (a string column; ordered
 // numerically when it is a number).

@@ -73,6 +73,23 @@
 // reads them from LC_SQL_* variables and gives the charts a larger scan
 // bound.
 //
+// # Charts
+//
+// Engine.Charts computes the overview charts with SQL over four columns of
+// every row (reward, policy_version, created_at, num_output_tokens) and the
+// content length of rows without a token count. With CacheChartBases (the
+// master: LC_CHARTS_CACHE_MB, default 256), the base table's part of those
+// inputs is kept per store in a sandboxed DuckDB database of its own (a
+// chart base: tables cb and cc, see chartbase.go), valid for one base table
+// version and commit time. Charts of fragments then read no storage, and
+// charts of all scan the WAL tier alone (at the same base version: every use
+// reads the base's identity before and after its scans, and scans the store
+// when it changed) and drop the base rows whose id a pending row writes, as
+// a scan of all does. A merge, compaction, delete or checkout makes a new
+// base table, whose chart base the first charts after it build. Chart bases
+// above the cap (an estimate of their storage, all stores together) are not
+// kept; the least recently used go first.
+//
 // DuckDB is C++ (cgo). A binary built with CGO_ENABLED=0 compiles, and
 // every query and chart fails with ErrUnavailable (HTTP 501).
 package sqlquery

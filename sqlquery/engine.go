@@ -116,36 +116,44 @@ func (e *Engine) session(ctx context.Context, store string, src rollout.Source, 
 		cancel()
 		q.wg.Wait() // scan producers end with the query
 	}()
-	db, conn, err := e.sandbox(qctx, q)
+	db, conn, err := sandbox(qctx, q.limits, func() *query { return q })
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close()
 	defer conn.Close()
-	err = conn.Raw(func(dc any) error {
-		c, ok := dc.(*duckdb.Conn)
-		if !ok {
-			return fmt.Errorf("sqlquery: driver connection is %T", dc)
-		}
-		return fn(qctx, c, q)
-	})
-	if err != nil {
+	if err := raw(conn, func(c *duckdb.Conn) error { return fn(qctx, c, q) }); err != nil {
 		return nil, q.classify(ctx, qctx, err)
 	}
 	return q, nil
 }
 
+// raw runs fn on the DuckDB connection under conn.
+func raw(conn *sql.Conn, fn func(*duckdb.Conn) error) error {
+	return conn.Raw(func(dc any) error {
+		c, ok := dc.(*duckdb.Conn)
+		if !ok {
+			return fmt.Errorf("sqlquery: driver connection is %T", dc)
+		}
+		return fn(c)
+	})
+}
+
 // sandbox opens an in-memory database that can read no file, network or
 // extension, whose settings cannot change, with the store scan registered.
-func (e *Engine) sandbox(ctx context.Context, q *query) (*sql.DB, *sql.Conn, error) {
+// The scan serves the query cur returns when a statement binds it: a
+// database kept across requests (a cached chart base) serves each request
+// in turn.
+func sandbox(ctx context.Context, lim Limits, cur func() *query) (*sql.DB, *sql.Conn, error) {
 	dsn := fmt.Sprintf("?enable_external_access=false&autoinstall_known_extensions=false&autoload_known_extensions=false"+
 		"&allow_community_extensions=false&allow_unsigned_extensions=false&memory_limit=%dMB&threads=%d&max_temp_directory_size=0B",
-		q.limits.MaxMemoryMB, q.limits.Threads)
+		lim.MaxMemoryMB, lim.Threads)
 	connector, err := duckdb.NewConnector(dsn, nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("sqlquery: open engine: %w", err)
 	}
 	duckdb.RegisterReplacementScan(connector, func(name string) (string, []any, error) {
+		q := cur()
 		if strings.EqualFold(name, RecordsTable) {
 			name = q.store
 		} else if rollout.ValidateName(name) != nil {
@@ -164,7 +172,7 @@ func (e *Engine) sandbox(ctx context.Context, q *query) (*sql.DB, *sql.Conn, err
 		db.Close()
 		return nil, nil, err
 	}
-	if err := registerScan(conn, q); err != nil {
+	if err := registerScan(conn, cur); err != nil {
 		return fail(fmt.Errorf("sqlquery: register scan: %w", err))
 	}
 	if _, err := conn.ExecContext(ctx, "SET lock_configuration = true"); err != nil {

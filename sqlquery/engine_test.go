@@ -693,7 +693,7 @@ func TestTopNBoundKeepsResults(t *testing.T) {
 		{"SELECT id, reward FROM records WHERE reward > 0.5 AND content LIKE '%x%' ORDER BY reward DESC, id LIMIT 3", false},
 		{"SELECT id, -reward AS reward FROM records ORDER BY reward DESC, id LIMIT 3", false},
 		{"SELECT id, num_output_tokens AS reward, reward AS r2 FROM records ORDER BY reward DESC, id LIMIT 3", false},
-		{"SELECT DISTINCT policy_version, reward FROM records ORDER BY reward DESC LIMIT 3", false},
+		{"SELECT DISTINCT policy_version, reward FROM records ORDER BY reward DESC, policy_version LIMIT 3", false}, // ties broken: 0.995 is in v2 and v7
 		{"SELECT policy_version, max(reward) FROM records GROUP BY 1 ORDER BY 2 DESC LIMIT 3", false},
 	} {
 		got := f.query(t, "exp", tc.sql, rollout.SourceFragments)

@@ -8,16 +8,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/lance-context/lance-context/lance/table"
-	"github.com/lance-context/lance-context/objstore"
 	"github.com/lance-context/lance-context/rollout"
 )
-
-// baseStore is a store whose base table the engine can open itself (a
-// rollout.Store): the dataset root, and the version a checkout pinned.
-type baseStore interface {
-	Root() objstore.Store
-	Pinned() uint64
-}
 
 // lateBase decides whether the scan materializes late: it reads the hinted
 // columns of every row first and the other projected columns only for the

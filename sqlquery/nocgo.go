@@ -13,6 +13,12 @@ import (
 
 // Without cgo there is no DuckDB: every query fails with ErrUnavailable.
 
+// chartBase is a cached chart base; without cgo there is none.
+type chartBase struct{}
+
+// Close releases nothing: there is no cached chart base.
+func (e *Engine) Close() {}
+
 // Query fails with ErrUnavailable.
 func (e *Engine) Query(context.Context, Request) (*Result, error) { return nil, ErrUnavailable }
 

@@ -74,7 +74,7 @@ func duckType(t arrow.DataType) (duckdb.TypeInfo, error) {
 // registerScan registers the table function every store name resolves to:
 // lance_context_scan(store). DuckDB pushes the projection down: the scan
 // reads only the columns the query names.
-func registerScan(conn *sql.Conn, q *query) error {
+func registerScan(conn *sql.Conn, cur func() *query) error {
 	infos := make([]duckdb.ColumnInfo, len(scanColumns))
 	for i, f := range scanColumns {
 		t, err := duckType(f.Type)
@@ -90,6 +90,7 @@ func registerScan(conn *sql.Conn, q *query) error {
 	return duckdb.RegisterTableUDF(conn, scanFunc, duckdb.ChunkTableFunction{
 		Config: duckdb.TableFunctionConfig{Arguments: []duckdb.TypeInfo{vc}},
 		BindArguments: func(_ map[string]any, args ...any) (duckdb.ChunkTableSource, error) {
+			q := cur()
 			name, _ := args[0].(string)
 			t, err := q.open(q.ctx, name)
 			if err != nil {

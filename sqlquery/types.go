@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -78,6 +79,28 @@ var DefaultLimits = Limits{
 type Engine struct {
 	open   Opener
 	limits Limits
+	bases  chartBases // the charts' cached base tables; off unless CacheChartBases
+}
+
+// chartBases are the cached chart bases, one per store, at most capBytes
+// together (an estimate of DuckDB's storage of them).
+type chartBases struct {
+	mu       sync.Mutex
+	capBytes int64
+	used     int64
+	m        map[string]*chartBase // by store
+	tick     uint64                // use counter, for least recently used eviction
+}
+
+// CacheChartBases keeps, per store, the base table's part of the charts'
+// inputs (a few columns of each row) in memory, at most capBytes for all
+// stores together, so charts after a change of the WAL alone read only the
+// pending rows. Zero or less turns the cache off (the default). Call it
+// before the engine serves charts.
+func (e *Engine) CacheChartBases(capBytes int64) {
+	e.bases.mu.Lock()
+	defer e.bases.mu.Unlock()
+	e.bases.capBytes = capBytes
 }
 
 // New returns an engine reading stores through open, with limits (zero

@@ -9,7 +9,8 @@
 // API alone, and in headless Chromium the overview from navigation until every chart is drawn
 // (plus the part of it after the charts answer arrived: the drawing), each time twice: cached (the
 // store unchanged since the charts were last computed) and cold (one record appended with
-// ?flush=true just before, so the server computes the charts anew). Prints JSON.
+// ?flush=true just before, so the server computes the charts anew: for source all from the cached
+// base table and the pending rows, X-Charts-Base cached; fragments charts do not change). Prints JSON.
 // Env: LC_API_TOKEN (sent when set), CHROMIUM (default /usr/bin/chromium).
 import { chromium } from 'playwright-core';
 
@@ -117,7 +118,9 @@ try {
     page.on('response', (r) => {
       if (r.url().includes('/charts?')) {
         answered = performance.now();
-        cache = r.headers()['x-charts-cache'] ?? '';
+        // hit, or miss/<how the base table was read: cached, built, scanned>
+        const h = r.headers();
+        cache = [h['x-charts-cache'] ?? '', h['x-charts-base'] ?? ''].filter(Boolean).join('/');
       }
     });
     const t = performance.now();
