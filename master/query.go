@@ -290,10 +290,10 @@ func (m *Master) charts(w http.ResponseWriter, r *http.Request) {
 		}
 		m.engines().cache.put(key, state, ch)
 	}
-	ch.Pending = sqlquery.Pending{WALRows: st.PendingRows, Generations: st.PendingGenerations}
-	w.Header().Set("X-Charts-Cache", map[bool]string{true: "hit", false: "miss"}[hit])
+	ch.Pending = api.PendingBacklog{WALRows: st.PendingRows, Generations: st.PendingGenerations}
+	w.Header().Set(api.HeaderChartsCache, map[bool]string{true: "hit", false: "miss"}[hit])
 	if !hit {
-		w.Header().Set("X-Charts-Base", string(ch.Base))
+		w.Header().Set(api.HeaderChartsBase, string(ch.Base))
 	}
-	httpapi.WriteJSON(w, http.StatusOK, ch)
+	httpapi.WriteJSON(w, http.StatusOK, ch.Charts)
 }

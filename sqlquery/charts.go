@@ -13,6 +13,7 @@ import (
 
 	duckdb "github.com/duckdb/duckdb-go/v2"
 
+	"github.com/lance-context/lance-context/api"
 	"github.com/lance-context/lance-context/rollout"
 )
 
@@ -40,10 +41,10 @@ const (
 // cannot serve, one sandboxed session scans the store (scanInputs).
 func (e *Engine) Charts(ctx context.Context, store string, src rollout.Source) (*Charts, error) {
 	start := time.Now()
-	ch := &Charts{
-		RewardByPolicyVersion: []PolicyPoint{}, RewardOverTime: []TimePoint{}, LengthHist: []Bin{},
-		LengthOverTime: []LengthPoint{}, IngestRate: []RatePoint{},
-	}
+	ch := &Charts{Charts: api.Charts{
+		RewardByPolicyVersion: []api.PolicyPoint{}, RewardOverTime: []api.TimePoint{}, LengthHist: []api.LengthBin{},
+		LengthOverTime: []api.LengthPoint{}, IngestRate: []api.RatePoint{},
+	}}
 	if src == "" {
 		src = rollout.SourceFragments
 	}
@@ -142,7 +143,7 @@ func aggregate(ctx context.Context, c *duckdb.Conn, ch *Charts) error {
 		return err
 	}
 	for _, r := range rows {
-		ch.RewardByPolicyVersion = append(ch.RewardByPolicyVersion, PolicyPoint{
+		ch.RewardByPolicyVersion = append(ch.RewardByPolicyVersion, api.PolicyPoint{
 			PolicyVersion: r[0].(string), Mean: asFloat(r[1]), P10: nth(r[2], 0), P90: nth(r[2], 1), Count: asInt(r[3])})
 	}
 
@@ -160,12 +161,12 @@ func aggregate(ctx context.Context, c *duckdb.Conn, ch *Charts) error {
 	}
 	for _, r := range rows {
 		t := bucketTime(r[0])
-		ch.IngestRate = append(ch.IngestRate, RatePoint{T: t, Rows: asInt(r[1])})
+		ch.IngestRate = append(ch.IngestRate, api.RatePoint{T: t, Rows: asInt(r[1])})
 		if n := asInt(r[2]); n > 0 {
-			ch.RewardOverTime = append(ch.RewardOverTime, TimePoint{T: t, Mean: asFloat(r[3]), P10: nth(r[4], 0), P90: nth(r[4], 1), Count: n})
+			ch.RewardOverTime = append(ch.RewardOverTime, api.TimePoint{T: t, Mean: asFloat(r[3]), P10: nth(r[4], 0), P90: nth(r[4], 1), Count: n})
 		}
 		if asInt(r[5]) > 0 {
-			ch.LengthOverTime = append(ch.LengthOverTime, LengthPoint{T: t, Mean: asFloat(r[6]), P50: nth(r[7], 0), P90: nth(r[7], 1)})
+			ch.LengthOverTime = append(ch.LengthOverTime, api.LengthPoint{T: t, Mean: asFloat(r[6]), P50: nth(r[7], 0), P90: nth(r[7], 1)})
 		}
 	}
 
@@ -186,7 +187,7 @@ func aggregate(ctx context.Context, c *duckdb.Conn, ch *Charts) error {
 		}
 		for _, r := range hist {
 			b := asInt(r[0])
-			ch.LengthHist = append(ch.LengthHist, Bin{Lo: lo + b*w, Hi: lo + (b+1)*w, Count: asInt(r[1])})
+			ch.LengthHist = append(ch.LengthHist, api.LengthBin{Lo: lo + b*w, Hi: lo + (b+1)*w, Count: asInt(r[1])})
 		}
 	}
 
@@ -199,7 +200,7 @@ func aggregate(ctx context.Context, c *duckdb.Conn, ch *Charts) error {
 		return err
 	}
 	for _, r := range rows {
-		ch.LengthOverTime = append(ch.LengthOverTime, LengthPoint{T: bucketTime(r[0]), Mean: asFloat(r[1]), P50: nth(r[2], 0), P90: nth(r[2], 1)})
+		ch.LengthOverTime = append(ch.LengthOverTime, api.LengthPoint{T: bucketTime(r[0]), Mean: asFloat(r[1]), P50: nth(r[2], 0), P90: nth(r[2], 1)})
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/lance-context/lance-context/api"
 	"github.com/lance-context/lance-context/objstore"
 	"github.com/lance-context/lance-context/rollout"
 )
@@ -407,7 +408,7 @@ func TestCharts(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(ch.RewardByPolicyVersion) != 1 || ch.RewardByPolicyVersion[0].Count != 1 || ch.RewardByPolicyVersion[0].P10 != 0 ||
-		len(ch.LengthHist) != 1 || ch.LengthHist[0] != (Bin{Lo: 0, Hi: 1, Count: 1}) ||
+		len(ch.LengthHist) != 1 || ch.LengthHist[0] != (api.LengthBin{Lo: 0, Hi: 1, Count: 1}) ||
 		len(ch.RewardOverTime) != 1 || ch.RewardOverTime[0].T != "2026-01-01T00:00:00Z" || len(ch.IngestRate) != 1 {
 		t.Fatalf("single point charts = %+v", ch)
 	}
