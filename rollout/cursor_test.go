@@ -153,7 +153,7 @@ func TestListByIDIndexWalkMatchesScan(t *testing.T) {
 		}
 	}
 	appendFlush(t, s, []Record{{ID: "id-007", RolloutID: "pending"}, {ID: "zz-new", RolloutID: "pending"}})
-	snap, err := s.snapshot(ctx, true)
+	snap, err := s.snapshot(ctx, true, planList(ListOptions{Source: SourceAll}))
 	if err != nil {
 		t.Fatal(err)
 	}
