@@ -171,6 +171,7 @@ func (c *Catalog) Delete(ctx context.Context, name string) error {
 	delete(c.stores, name)
 	c.mu.Unlock()
 	if s != nil {
+		defer s.noteCommit() // a read through a kept handle lists again
 		s.mu.Lock()
 		w := s.writer
 		s.writer, s.closed = nil, true

@@ -85,13 +85,24 @@ func (h *idHeap) offer(c candidate, k int) {
 func (s *Store) listByID(ctx context.Context, snap *snapshot, o ListOptions) (*ListResult, error) {
 	var exclude map[string]struct{}
 	var rows []walRow
+	deep := o.Offset >= skipMinOffset && len(o.Filters) == 0 && o.Source != SourceWAL
+	var early *earlyBase
+	if o.Source == SourceAll && !deep && !missingFilter(snap.base, o.Filters) && !s.pendingCached(snap) {
+		// The pending generations must be read first (a cold process, or
+		// new generations): walk the base at the same time, without the
+		// pending ids to exclude, so the base's reads do not wait for
+		// theirs (as get and trajectory do).
+		bctx, cancel := context.WithCancel(ctx)
+		early = s.startPageBase(bctx, snap, o, o.Offset+o.Limit+1, o.Offset == 0)
+		defer func() { cancel(); early.wait() }() // no read of this call outlives it
+	}
 	if o.Source != SourceFragments {
 		var err error
 		if rows, exclude, err = s.walRows(ctx, snap); err != nil {
 			return nil, err
 		}
 	}
-	if o.Offset >= skipMinOffset && len(o.Filters) == 0 && o.Source != SourceWAL {
+	if deep {
 		// A deep offset: start from a cursor whose rank the index pages
 		// give, and count only what lies after it.
 		var err error
@@ -101,7 +112,7 @@ func (s *Store) listByID(ctx context.Context, snap *snapshot, o ListOptions) (*L
 	}
 	k := o.Offset + o.Limit + 1 // one more to learn has_more
 	h := make(idHeap, 0, k)
-	if o.Source != SourceFragments {
+	offerWAL := func(h *idHeap) {
 		for i := range rows {
 			r := &rows[i]
 			id := r.id()
@@ -111,65 +122,29 @@ func (s *Store) listByID(ctx context.Context, snap *snapshot, o ListOptions) (*L
 			h.offer(candidate{id: id, wal: r}, k)
 		}
 	}
+	if o.Source != SourceFragments {
+		offerWAL(&h)
+	}
 	var verify *Filter // a filter rows were chosen by through its index alone
-	if o.Source != SourceWAL && !missingFilter(snap.base, o.Filters) {
-		opts := table.ScanOptions{Columns: []string{ColID}, Where: tableFilters(o.Filters), WithRowAddr: true, Index: s.finder()}
-		if len(exclude) > 0 {
-			opts.In = []table.In{{Column: ColID, Values: exclude, Negate: true}}
-		}
-		if len(o.Filters) == 0 {
-			// Unfiltered: walk the id index in order over the fragments it
-			// covers, and scan only the others.
-			covered, err := s.ascendIndexed(ctx, snap.base, o.After, exclude, &h, k)
-			if err != nil {
-				return nil, err
-			}
-			if covered != nil {
-				opts.Fragments = roaring.New()
-				for _, f := range snap.base.Fragments() {
-					if !covered.Contains(uint32(f.GetId())) {
-						opts.Fragments.Add(uint32(f.GetId()))
-					}
-				}
-			}
-		} else if len(o.Filters) == 1 {
-			// One key filter: walk the id index in order, keeping the rows
-			// the filter's index names, when that reads less than the
-			// matching rows' ids would.
-			walked, err := s.walkFiltered(ctx, snap.base, o.Filters[0], o.After, exclude, &h, k)
-			if err != nil {
-				return nil, err
-			}
-			if walked != nil {
-				verify = &o.Filters[0]
-				opts.Fragments = roaring.New()
-				for _, f := range snap.base.Fragments() {
-					if !walked.Contains(uint32(f.GetId())) {
-						opts.Fragments.Add(uint32(f.GetId()))
-					}
-				}
-			}
-		}
-		err := snap.base.Scan(ctx, opts, func(b arrow.RecordBatch) error {
-			ids, ok := b.Column(0).(interface {
-				Len() int
-				Value(int) string
-			})
-			if !ok {
-				return fmt.Errorf("rollout: store %s: column id is %s, want a string column", s.name, b.Column(0).DataType())
-			}
-			addrs := b.Column(1).(*array.Uint64)
-			for i := 0; i < ids.Len(); i++ {
-				id := ids.Value(i)
-				if id <= o.After || (h.Len() == k && id >= h[0].id) {
-					continue
-				}
-				a := addrs.Value(i)
-				h.offer(candidate{id: strings.Clone(id), addr: table.RowAddr{Fragment: a >> 32, Offset: uint32(a)}}, k)
-			}
-			return nil
-		})
+	if early != nil {
+		v, err := early.wait()
 		if err != nil {
+			return nil, err
+		}
+		verify = v
+		if !early.merge(&h, exclude, k) {
+			// The pending rows took places the early walk filled: walk
+			// again, without them (rare: a page's worth of base rows
+			// rewritten in the WAL).
+			h = h[:0]
+			offerWAL(&h)
+			if verify, err = s.pageBase(ctx, snap, o, exclude, &h, k); err != nil {
+				return nil, err
+			}
+		}
+	} else if o.Source != SourceWAL && !missingFilter(snap.base, o.Filters) {
+		var err error
+		if verify, err = s.pageBase(ctx, snap, o, exclude, &h, k); err != nil {
 			return nil, err
 		}
 	}
@@ -190,6 +165,10 @@ func (s *Store) listByID(ctx context.Context, snap *snapshot, o ListOptions) (*L
 			if err != nil {
 				return nil, err
 			}
+			out[i] = rec
+			continue
+		}
+		if rec, ok := early.taken(page[i].addr); ok {
 			out[i] = rec
 			continue
 		}
@@ -220,6 +199,157 @@ func (s *Store) listByID(ctx context.Context, snap *snapshot, o ListOptions) (*L
 		res.NextCursor = EncodeCursor(out[len(out)-1].ID)
 	}
 	return res, nil
+}
+
+// pageBase offers to h the live base rows above o.After that match
+// o.Filters and whose id is not in exclude, keeping the k smallest ids (by
+// address: the rows are taken once the page is chosen). verify is the
+// filter rows were chosen by through its index alone (walkFiltered), which
+// the taken rows must be checked against.
+func (s *Store) pageBase(ctx context.Context, snap *snapshot, o ListOptions, exclude map[string]struct{}, h *idHeap, k int) (verify *Filter, err error) {
+	opts := table.ScanOptions{Columns: []string{ColID}, Where: tableFilters(o.Filters), WithRowAddr: true, Index: s.finder()}
+	if len(exclude) > 0 {
+		opts.In = []table.In{{Column: ColID, Values: exclude, Negate: true}}
+	}
+	if len(o.Filters) == 0 {
+		// Unfiltered: walk the id index in order over the fragments it
+		// covers, and scan only the others.
+		covered, err := s.ascendIndexed(ctx, snap.base, o.After, exclude, h, k)
+		if err != nil {
+			return nil, err
+		}
+		if covered != nil {
+			opts.Fragments = roaring.New()
+			for _, f := range snap.base.Fragments() {
+				if !covered.Contains(uint32(f.GetId())) {
+					opts.Fragments.Add(uint32(f.GetId()))
+				}
+			}
+		}
+	} else if len(o.Filters) == 1 {
+		// One key filter: walk the id index in order, keeping the rows
+		// the filter's index names, when that reads less than the
+		// matching rows' ids would.
+		walked, err := s.walkFiltered(ctx, snap.base, o.Filters[0], o.After, exclude, h, k)
+		if err != nil {
+			return nil, err
+		}
+		if walked != nil {
+			verify = &o.Filters[0]
+			opts.Fragments = roaring.New()
+			for _, f := range snap.base.Fragments() {
+				if !walked.Contains(uint32(f.GetId())) {
+					opts.Fragments.Add(uint32(f.GetId()))
+				}
+			}
+		}
+	}
+	err = snap.base.Scan(ctx, opts, func(b arrow.RecordBatch) error {
+		ids, ok := b.Column(0).(interface {
+			Len() int
+			Value(int) string
+		})
+		if !ok {
+			return fmt.Errorf("rollout: store %s: column id is %s, want a string column", s.name, b.Column(0).DataType())
+		}
+		addrs := b.Column(1).(*array.Uint64)
+		for i := 0; i < ids.Len(); i++ {
+			id := ids.Value(i)
+			if id <= o.After || (h.Len() == k && id >= (*h)[0].id) {
+				continue
+			}
+			a := addrs.Value(i)
+			h.offer(candidate{id: strings.Clone(id), addr: table.RowAddr{Fragment: a >> 32, Offset: uint32(a)}}, k)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return verify, nil
+}
+
+// earlyBase is a pageBase run without exclusions, started before the
+// pending rows are known; with take, it also takes the rows it chose, so
+// that the page's base rows are read in the same round trip as the pending
+// generations (most of them stay on the page: pending rows displace only
+// those above the pending ids that fall among them).
+type earlyBase struct {
+	done   chan struct{}
+	h      idHeap
+	k      int
+	verify *Filter
+	err    error
+	rows   map[table.RowAddr]Record // the rows taken ahead, by address
+}
+
+func (s *Store) startPageBase(ctx context.Context, snap *snapshot, o ListOptions, k int, take bool) *earlyBase {
+	e := &earlyBase{done: make(chan struct{}), h: make(idHeap, 0, k), k: k}
+	go func() {
+		defer close(e.done)
+		if e.verify, e.err = s.pageBase(ctx, snap, o, nil, &e.h, k); e.err != nil || !take || e.h.Len() == 0 {
+			return
+		}
+		addrs := make([]table.RowAddr, len(e.h))
+		for i, c := range e.h {
+			addrs[i] = c.addr
+		}
+		b, err := snap.base.TakeRows(ctx, addrs, baseColumns(snap.base, listColumns))
+		if err != nil {
+			e.err = err
+			return
+		}
+		defer b.Release()
+		if e.verify != nil {
+			if err := checkFilter(b, *e.verify); err != nil {
+				e.err = fmt.Errorf("rollout: store %s: %w", s.name, err)
+				return
+			}
+		}
+		rs, err := recordsFromBatch(b)
+		if err != nil {
+			e.err = err
+			return
+		}
+		e.rows = make(map[table.RowAddr]Record, len(rs))
+		for i := range rs {
+			e.rows[addrs[i]] = rs[i]
+		}
+	}()
+	return e
+}
+
+func (e *earlyBase) wait() (*Filter, error) {
+	<-e.done
+	return e.verify, e.err
+}
+
+// taken returns the row at addr if it was taken ahead (e may be nil).
+func (e *earlyBase) taken(addr table.RowAddr) (Record, bool) {
+	if e == nil {
+		return Record{}, false
+	}
+	r, ok := e.rows[addr]
+	return r, ok
+}
+
+// merge offers to h the early walk's rows whose id has no pending write.
+// It reports whether h now holds the page: the early walk kept the k
+// smallest base ids, up to its largest t; without the excluded ones they
+// are every base row up to t, so h is exact unless the walk was full and
+// h is short of k or reaches above t (base rows above t may belong).
+func (e *earlyBase) merge(h *idHeap, exclude map[string]struct{}, k int) bool {
+	full := e.h.Len() == e.k
+	var t string
+	if full {
+		t = e.h[0].id
+	}
+	for _, c := range e.h {
+		if _, pending := exclude[c.id]; !pending {
+			h.offer(c, k)
+		}
+	}
+	return !full || (h.Len() == k && (*h)[0].id <= t)
 }
 
 // ascendIndexed offers to h the live base rows above after, in id order,

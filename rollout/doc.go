@@ -79,8 +79,8 @@
 // Get, Blob and Trajectory always read all. A Checkout pins this process's
 // reads to an older base version, without the WAL tier.
 //
-// Staleness: none. Every read revalidates its snapshot, so it sees every
-// commit (of any process) that finished before the read began; what it
+// Staleness: none by default. Every read revalidates its snapshot, so it
+// sees every commit (of any process) that finished before the read began; what it
 // costs is one wave of parallel listings (the shard markers, each known
 // shard's manifest directory, the first names of the base's _versions/),
 // and manifests are read again only when a listing shows a new version
@@ -92,18 +92,33 @@
 // another process's shard) has its manifest directory listed as soon as
 // the listing returns, not after the base.
 //
+// Read consistency interval (Options.ReadConsistencyInterval, the worker's
+// ROLLOUT_READ_CONSISTENCY_INTERVAL, a Go duration; named after LanceDB's
+// read_consistency_interval): with N > 0, a read may reuse the snapshot
+// metadata (shard listing, shard manifests, base version) a read of the
+// same handle validated less than N ago, counted from when that read's
+// listings began, and then makes no metadata request. Other processes'
+// commits are so seen at most N late; this process's own commits (a seal
+// or flush, a merge, a compaction, an index build, a checkout, the
+// store's deletion) end the reuse at once, so a process always reads its
+// own writes. A read retried after a generation file vanished revalidates.
+// 0 (the default) is the strong behaviour above.
+//
 // Cold reads: when a snapshot reads a base version this process has not
 // opened yet, it also opens, in parallel and in the same wave as the shard
-// manifests, the BTree indexes on id and rollout_id (both files of each
-// at once) and the data files of the newest 8 fragments (footer and
-// column metadata): all immutable, cached by name, so this costs requests
-// only once per version and saves the dependent index-then-footer-then-data
-// chain of the first read. Get and trajectory, when the pending
-// generations are not decoded in the generation cache yet, look the base
-// up at the same time as they read them (the newest write still wins: the
-// base answer is used only for ids no pending generation holds). A
-// first read of a new process so costs at most 5 sequential round trips
-// (rollout/roundtrips_test.go pins them).
+// manifests, the BTree index the read looks up (id for pages and gets,
+// rollout_id for trajectories, a filtered page's filter columns; both
+// files of each at once; the other indexes are left to the reads that use
+// them) and the data files of the newest 8 fragments (footer and column
+// metadata): all immutable, cached by name, so this costs requests only
+// once per version and saves the dependent index-then-footer-then-data
+// chain of the first read. Get, trajectory and a page of source all, when
+// the pending generations are not decoded in the generation cache yet,
+// read the base at the same time as they read them (the newest write
+// still wins: base rows are used only for ids no pending generation
+// holds; a page whose early base walk the pending rows cut short walks
+// again). A first read of a new process so costs at most 5 sequential
+// round trips (rollout/roundtrips_test.go pins them).
 //
 // Listings are in id order (cursor.go): a page holds the smallest ids
 // above the cursor, so following next_cursor returns every row that

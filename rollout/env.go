@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"time"
 )
 
 // OptionsFromEnv reads the store options a deployment sets in the
 // environment, for every process that opens stores (workers, masters):
 // ROLLOUT_MERGE_MAX_GENERATIONS (1024; 0: no cap), ROLLOUT_MERGE_MAX_BYTES
 // (1 GiB; 0: no cap), ROLLOUT_WAL_PENDING_WARN_GENERATIONS (256),
-// ROLLOUT_WAL_PENDING_MAX_GENERATIONS (4096) and LC_INDEX_COLUMNS.
+// ROLLOUT_WAL_PENDING_MAX_GENERATIONS (4096),
+// ROLLOUT_READ_CONSISTENCY_INTERVAL (0) and LC_INDEX_COLUMNS.
 func OptionsFromEnv() (Options, error) {
 	var o Options
 	var errs []error
@@ -37,6 +39,11 @@ func OptionsFromEnv() (Options, error) {
 	if o.MergeMaxBytes == 0 {
 		o.MergeMaxBytes = -1
 	}
+	d, err := ReadConsistencyIntervalFromEnv()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	o.ReadConsistencyInterval = d
 	cols, err := IndexColumnsFromEnv()
 	if err != nil {
 		errs = append(errs, err)
@@ -46,4 +53,21 @@ func OptionsFromEnv() (Options, error) {
 		return o, errs[0]
 	}
 	return o, nil
+}
+
+// ReadConsistencyIntervalFromEnv reads ROLLOUT_READ_CONSISTENCY_INTERVAL,
+// a Go duration ("1s", "500ms"; default 0): how long a read may reuse the
+// snapshot metadata another read validated (Options.ReadConsistencyInterval,
+// snapshot.go). 0 keeps every read strongly consistent.
+func ReadConsistencyIntervalFromEnv() (time.Duration, error) {
+	const name = "ROLLOUT_READ_CONSISTENCY_INTERVAL"
+	v := os.Getenv(name)
+	if v == "" || v == "0" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%s=%q: want a non-negative Go duration such as 1s or 500ms", name, v)
+	}
+	return d, nil
 }

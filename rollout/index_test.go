@@ -228,7 +228,7 @@ func TestTakeRowsMatchesTake(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	snap, err := s.snapshot(ctx, false)
+	snap, err := s.snapshot(ctx, false, planList(ListOptions{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,6 +88,7 @@ func (s *Store) Index(ctx context.Context) (*IndexResult, error) {
 // fragments instead of rewriting the index (cost O(new rows)); at
 // IndexMaxSegments segments it folds all but the largest into the new one.
 func (s *Store) index(ctx context.Context, delta bool) (*IndexResult, error) {
+	defer s.noteCommit() // ends snapshot reuse (snapshot.go)
 	start := time.Now()
 	ds, err := table.Open(ctx, s.root)
 	if err != nil {

@@ -60,6 +60,8 @@ func (s *Store) MergeShard(ctx context.Context, shard string) (*MergeResult, err
 }
 
 func (s *Store) mergeWith(ctx context.Context, w *wal.Writer) (*MergeResult, error) {
+	// Whatever it committed (base, drain, indexes) ends snapshot reuse.
+	defer s.noteCommit()
 	res, err := s.mergePass(ctx, w)
 	if err != nil {
 		s.opts.metrics.ops.mergeFailures.Inc()
@@ -268,6 +270,7 @@ func (s *Store) Compact(ctx context.Context, o CompactOptions) (*table.CompactRe
 		return nil, fmt.Errorf("%w: store %s", ErrCompacting, s.name)
 	}
 	defer s.compactMu.Unlock()
+	defer s.noteCommit() // ends snapshot reuse (snapshot.go)
 	start := time.Now()
 	if o.TargetRows <= 0 {
 		o.TargetRows = s.opts.CompactTargetRows
@@ -309,7 +312,7 @@ func (s *Store) CompactionStats(ctx context.Context) (*api.CompactStatsResponse,
 	if !running {
 		s.compactMu.Unlock()
 	}
-	snap, err := s.snapshotLimit(ctx, false, 0, false)
+	snap, err := s.snapshotLimit(ctx, false, 0, readPlan{})
 	if err != nil {
 		return nil, err
 	}

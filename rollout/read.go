@@ -109,14 +109,14 @@ type shardView struct {
 	pending []wal.Generation // above the watermark, oldest first
 }
 
-func (s *Store) snapshot(ctx context.Context, withWAL bool) (*snapshot, error) {
-	return s.snapshotLimit(ctx, withWAL, s.opts.PendingMax, true)
+func (s *Store) snapshot(ctx context.Context, withWAL bool, plan readPlan) (*snapshot, error) {
+	return s.snapshotLimit(ctx, withWAL, s.opts.PendingMax, plan)
 }
 
-// snapshotLimit is snapshot with a chosen pending-generation limit; warm
-// opens the base's indexes and newest data files ahead (openBase), for
-// reads that go on to read rows.
-func (s *Store) snapshotLimit(ctx context.Context, withWAL bool, limit int, warm bool) (*snapshot, error) {
+// snapshotLimit is snapshot with a chosen pending-generation limit; plan
+// names what the read opens first in the base (openBase), for reads that
+// go on to read rows.
+func (s *Store) snapshotLimit(ctx context.Context, withWAL bool, limit int, plan readPlan) (*snapshot, error) {
 	if v := s.pinned.Load(); v != 0 {
 		// A checkout: the base at that version, without the WAL tier.
 		base, err := table.Checkout(ctx, s.root, v)
@@ -128,13 +128,23 @@ func (s *Store) snapshotLimit(ctx context.Context, withWAL bool, limit int, warm
 	var shards []shardView
 	var base *table.Dataset
 	var err error
-	if withWAL {
-		shards, base, err = s.readShardsAndBase(ctx, warm)
-	} else {
-		base, err = s.openBase(ctx, warm)
+	var reused bool
+	if !plan.fresh {
+		shards, base, reused = s.reusable(withWAL)
 	}
-	if err != nil {
-		return nil, err
+	if reused {
+		s.warmBase(ctx, base, plan)
+	} else {
+		at, mark := s.clock(), s.ownMark()
+		if withWAL {
+			shards, base, err = s.readShardsAndBase(ctx, plan)
+		} else {
+			base, err = s.openBase(ctx, plan)
+		}
+		if err != nil {
+			return nil, err
+		}
+		s.remember(withWAL, at, mark, shards, base)
 	}
 	s.sawVersion(base.Version())
 	total := 0
@@ -156,12 +166,14 @@ func (s *Store) snapshotLimit(ctx context.Context, withWAL bool, limit int, warm
 }
 
 // readRetry runs read on fresh snapshots until it does not trip over a
-// generation a concurrent merge deleted.
-func (s *Store) readRetry(ctx context.Context, withWAL bool, read func(*snapshot) error) error {
+// generation a concurrent merge deleted; a retry never reuses snapshot
+// metadata (the interval's reuse is what may have named the file).
+func (s *Store) readRetry(ctx context.Context, withWAL bool, plan readPlan, read func(*snapshot) error) error {
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
+		plan.fresh = attempt > 0
 		var snap *snapshot
-		if snap, err = s.snapshot(ctx, withWAL); err != nil {
+		if snap, err = s.snapshot(ctx, withWAL, plan); err != nil {
 			return err
 		}
 		if err = read(snap); !errors.Is(err, objstore.ErrNotFound) {
@@ -273,7 +285,7 @@ func (s *Store) List(ctx context.Context, o ListOptions) (*ListResult, error) {
 		o.Source = SourceFragments
 	}
 	var res *ListResult
-	err := s.readRetry(ctx, o.Source != SourceFragments, func(snap *snapshot) error {
+	err := s.readRetry(ctx, o.Source != SourceFragments, planList(o), func(snap *snapshot) error {
 		var err error
 		res, err = s.listByID(ctx, snap, o)
 		return err
@@ -284,7 +296,7 @@ func (s *Store) List(ctx context.Context, o ListOptions) (*ListResult, error) {
 // Get returns the newest version of a record from the full union.
 func (s *Store) Get(ctx context.Context, id string) (*Record, error) {
 	var out *Record
-	err := s.readRetry(ctx, true, func(snap *snapshot) error {
+	err := s.readRetry(ctx, true, planGet, func(snap *snapshot) error {
 		var err error
 		out, err = s.get(ctx, snap, id)
 		return err
@@ -384,7 +396,7 @@ func (s *Store) findPending(ctx context.Context, snap *snapshot, id string) (pen
 func (s *Store) Blob(ctx context.Context, id string) ([]byte, string, error) {
 	var data []byte
 	var ctype string
-	err := s.readRetry(ctx, true, func(snap *snapshot) error {
+	err := s.readRetry(ctx, true, planGet, func(snap *snapshot) error {
 		var err error
 		data, ctype, err = s.blob(ctx, snap, id)
 		return err
@@ -441,7 +453,7 @@ const maxTrajectory = 100_000
 // sequence_order, then id.
 func (s *Store) Trajectory(ctx context.Context, rolloutID string) ([]Record, error) {
 	var out []Record
-	err := s.readRetry(ctx, true, func(snap *snapshot) error {
+	err := s.readRetry(ctx, true, planTrajectory, func(snap *snapshot) error {
 		var err error
 		out, err = s.trajectory(ctx, snap, rolloutID)
 		return err
@@ -558,7 +570,7 @@ type (
 // Stats reads the store's statistics from its manifests.
 func (s *Store) Stats(ctx context.Context) (*Stats, error) {
 	// No limit: an overloaded store is exactly the one to describe.
-	snap, err := s.snapshotLimit(ctx, true, int(^uint(0)>>1), false)
+	snap, err := s.snapshotLimit(ctx, true, int(^uint(0)>>1), readPlan{})
 	if err != nil {
 		return nil, err
 	}

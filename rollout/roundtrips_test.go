@@ -41,13 +41,20 @@ var roundTripPins = map[string]int{
 	"stats (cold)": 5,
 	// Cold reads open the BTree index files (lookup and pages), each read
 	// whole with its Head (objstore.SmallFiles). The snapshot opens the
-	// indexes on id and rollout_id and the newest data files ahead, in
-	// parallel (openBase): 4 requests more than opening only the index a
-	// read uses, for 2 to 3 sequential round trips fewer.
-	"page fragments (cold)":        25,
-	"page all (cold)":              32,
-	"get by id (cold)":             29,
-	"trajectory 10 records (cold)": 32,
+	// index the read uses (id, or rollout_id for a trajectory) and the
+	// newest data files ahead, in parallel (openBase, readPlan), for 2 to 3
+	// sequential round trips fewer; the other indexes are not opened.
+	"page fragments (cold)":        21,
+	"page all (cold)":              28,
+	"get by id (cold)":             25,
+	"trajectory 10 records (cold)": 28,
+	// With a read consistency interval, warm reads within it reuse the
+	// snapshot metadata: no listing at all, only the rows' data.
+	"stats (warm, interval)":                 0,
+	"page fragments (warm, interval)":        8,
+	"page all (warm, interval)":              8,
+	"get by id (warm, interval)":             9,
+	"trajectory 10 records (warm, interval)": 9,
 	// A merge now also writes a delta index segment over its fragment and
 	// commits it (index upkeep).
 	"merge 16 generations (warm)": 78,
@@ -67,9 +74,16 @@ var roundTripDepthPins = map[string]int{
 	"open store (cold)":            2,
 	"stats (cold)":                 3,
 	"page fragments (cold)":        4,
-	"page all (cold)":              6,
-	"get by id (cold)":             5,
-	"trajectory 10 records (cold)": 5,
+	// The base's id index walk and its rows are read in the round trip of
+	// the pending generations (listByID's early walk).
+	"page all (cold)":                        5,
+	"get by id (cold)":                       5,
+	"trajectory 10 records (cold)":           5,
+	"stats (warm, interval)":                 0,
+	"page fragments (warm, interval)":        1,
+	"page all (warm, interval)":              1,
+	"get by id (warm, interval)":             1,
+	"trajectory 10 records (warm, interval)": 1,
 }
 
 // roundTripLatency is the latency of every counted request, so that
@@ -241,6 +255,28 @@ func TestRoundTrips(t *testing.T) {
 	for _, cc := range cold {
 		cs, c := coldStore()
 		measure(cc.name, c, cc.op(cs))
+	}
+
+	// Warm, with a read consistency interval longer than the test: a
+	// handle of another process that validated its snapshot once.
+	{
+		c := objstore.NewCounting(mem, roundTripLatency)
+		is := mustStore(t, newCatalog(t, c, "ri", quiet(Options{ReadConsistencyInterval: time.Hour})), name)
+		for _, w := range []struct {
+			name string
+			op   func() error
+		}{
+			{"stats (warm, interval)", stats(is)},
+			{"page fragments (warm, interval)", page(is, SourceFragments)},
+			{"page all (warm, interval)", page(is, SourceAll)},
+			{"get by id (warm, interval)", get(is)},
+			{"trajectory 10 records (warm, interval)", traj(is)},
+		} {
+			if err := w.op(); err != nil {
+				t.Fatalf("%s: %v", w.name, err)
+			}
+			measure(w.name, c, w.op)
+		}
 	}
 
 	// Merges of 16 and of 50 pending generations: one pass each (the byte

@@ -60,7 +60,7 @@ func (s *Store) Scan(ctx context.Context, o ScanOptions, fn func(arrow.RecordBat
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
 		var snap *snapshot
-		if snap, err = s.snapshot(ctx, o.Source != SourceFragments); err != nil {
+		if snap, err = s.snapshot(ctx, o.Source != SourceFragments, readPlan{files: true, fresh: attempt > 0}); err != nil {
 			return err
 		}
 		err = s.scan(ctx, snap, o.Source, cols, o.BatchRows, emit)

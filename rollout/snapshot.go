@@ -15,9 +15,9 @@ import (
 // Snapshot metadata on object storage: what a read costs before it reads
 // any row.
 //
-// A read revalidates everything it depends on, every time (the staleness
-// bound is zero: a read sees every commit, of any process, that finished
-// before it began), in one wave of parallel requests:
+// By default a read revalidates everything it depends on, every time (the
+// staleness bound is zero: a read sees every commit, of any process, that
+// finished before it began), in one wave of parallel requests:
 //
 //   - one listing of the shard markers (_lc_wal/_shards/), for shards
 //     claimed since the last read;
@@ -36,10 +36,145 @@ import (
 // below the base's watermark of that shard: merges drain a shard only
 // after committing the base that holds its rows) and reads the base again
 // when a merge drained a shard between the two reads.
+//
+// With a read consistency interval N > 0 (Options.ReadConsistencyInterval,
+// LanceDB's read_consistency_interval), a read reuses what a read of this
+// handle validated less than N ago (counted from when its listings began)
+// and makes no request for it: other processes' commits are then seen at
+// most N late. This process's own commits end the reuse at once (ownMark:
+// every base commit counts in Store.commits, noteCommit; every commit of
+// its shard's WAL writer publishes a new manifest), so a process always
+// reads its own writes. A retry after a generation file vanished always
+// revalidates (readPlan.fresh).
 type snapMeta struct {
 	mu     sync.Mutex
 	shards []string                  // the shard ids of the last listing
 	mans   map[string]cachedShardMan // latest manifest read per shard
+
+	// The newest validations, kept only with a read consistency interval:
+	// shard manifests with their base, and the newest base (validated
+	// with the manifests or alone).
+	full, base validated
+}
+
+// validated is snapshot metadata a read validated.
+type validated struct {
+	at     time.Time // when its listings began
+	mark   ownMark
+	shards []shardView // only id and man are set
+	base   *table.Dataset
+}
+
+// ownMark identifies the state of this process's own commits to a store:
+// it changes with each of them, after the commit is durable.
+type ownMark struct {
+	commits uint64
+	man     *wal.Manifest // the shard writer's latest committed manifest
+}
+
+func (s *Store) ownMark() ownMark {
+	// The counter first: a commit that ends between the two loads changes
+	// the next mark, never this one's meaning.
+	m := ownMark{commits: s.commits.Load()}
+	s.mu.Lock()
+	w := s.writer
+	s.mu.Unlock()
+	if w != nil {
+		m.man = w.Manifest()
+	}
+	return m
+}
+
+// noteCommit records a commit of this process to the store, once it is
+// durable: snapshots validated before it are no longer reused.
+func (s *Store) noteCommit() { s.commits.Add(1) }
+
+// readPlan says what a read opens first in the base, so that the snapshot
+// opens it ahead (openBase), and whether it must revalidate.
+type readPlan struct {
+	files   bool     // the newest fragments' data files
+	indexes []string // the columns whose BTree indexes it looks up
+	fresh   bool     // revalidate even within the read consistency interval
+}
+
+// The plans of the reads: each opens ahead only the index it uses (a get
+// does not open the rollout_id index, nor a trajectory the id index).
+var (
+	planGet        = readPlan{files: true, indexes: []string{ColID}}
+	planTrajectory = readPlan{files: true, indexes: []string{ColRolloutID}}
+)
+
+// planList is a listing's plan: the id index (the order of every page)
+// and the indexes of its filter columns.
+func planList(o ListOptions) readPlan {
+	if o.Source == SourceWAL {
+		return readPlan{} // no base row is read
+	}
+	p := readPlan{files: true, indexes: []string{ColID}}
+	for _, f := range o.Filters {
+		p.indexes = append(p.indexes, f.Column)
+	}
+	return p
+}
+
+// reusable returns the snapshot metadata to reuse within the read
+// consistency interval: with the shard manifests (withWAL) or the base
+// alone. ok is false when there is none to reuse.
+func (s *Store) reusable(withWAL bool) (shards []shardView, base *table.Dataset, ok bool) {
+	n := s.opts.ReadConsistencyInterval
+	if n <= 0 {
+		return nil, nil, false
+	}
+	mark := s.ownMark()
+	m := &s.meta
+	m.mu.Lock()
+	v := m.base
+	if withWAL {
+		v = m.full
+	}
+	m.mu.Unlock()
+	// A base version this process saw after the validation (a commit of
+	// its own, or a newer read) also ends the reuse.
+	if v.base == nil || v.mark != mark || s.clock().Sub(v.at) >= n || s.version.Load() > v.base.Version() {
+		return nil, nil, false
+	}
+	shards = make([]shardView, len(v.shards))
+	for i, sh := range v.shards {
+		shards[i] = shardView{id: sh.id, man: sh.man}
+	}
+	return shards, v.base, true
+}
+
+// remember keeps a validation for reuse (with a read consistency interval
+// only), unless a newer one is already kept.
+func (s *Store) remember(withWAL bool, at time.Time, mark ownMark, shards []shardView, base *table.Dataset) {
+	if s.opts.ReadConsistencyInterval <= 0 {
+		return
+	}
+	v := validated{at: at, mark: mark, base: base}
+	if withWAL {
+		v.shards = make([]shardView, len(shards))
+		for i, sh := range shards {
+			v.shards[i] = shardView{id: sh.id, man: sh.man}
+		}
+	}
+	m := &s.meta
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if withWAL && (m.full.base == nil || !at.Before(m.full.at)) {
+		m.full = v
+	}
+	if m.base.base == nil || !at.Before(m.base.at) {
+		m.base = validated{at: at, mark: mark, base: base}
+	}
+}
+
+// clock is the time reuse is measured in (tests set Store.now).
+func (s *Store) clock() time.Time {
+	if s.now != nil {
+		return s.now()
+	}
+	return time.Now()
 }
 
 type cachedShardMan struct {
@@ -51,7 +186,7 @@ type cachedShardMan struct {
 
 // readShardsAndBase reads the shard manifests and the base table as
 // described above.
-func (s *Store) readShardsAndBase(ctx context.Context, warm bool) ([]shardView, *table.Dataset, error) {
+func (s *Store) readShardsAndBase(ctx context.Context, plan readPlan) ([]shardView, *table.Dataset, error) {
 	m := &s.meta
 	m.mu.Lock()
 	known := slices.Clone(m.shards)
@@ -100,7 +235,7 @@ func (s *Store) readShardsAndBase(ctx context.Context, warm bool) ([]shardView, 
 	}()
 	go func() {
 		defer wg.Done()
-		base, baseErr = s.openBase(ctx, warm)
+		base, baseErr = s.openBase(ctx, plan)
 	}()
 	mans := make([]*wal.Manifest, len(known))
 	errs := make([]error, len(known))
@@ -211,33 +346,46 @@ type indexWarmer interface {
 	Warm(ctx context.Context, d *table.Dataset, columns ...string)
 }
 
-// warmIndexColumns are the indexes openBase opens ahead: those of the
-// reads a client makes first (pages and get by id, trajectories).
-var warmIndexColumns = []string{ColID, ColRolloutID}
-
-// openBase opens the latest base table. With warm, it also opens, in
-// parallel and before it returns, what a read of that version will need
-// first: the BTree indexes on id and rollout_id and the newest fragments' data files (footers
-// and column metadata). They are immutable and cached once opened, so this
-// costs requests only for a version this process has not read yet (a
-// first read, or the first after a commit), and saves the read's dependent
-// round trips: on a cold store it overlaps the wave that reads the shard
-// manifests, instead of index lookup, then data file footer, then data one
-// after another.
-func (s *Store) openBase(ctx context.Context, warm bool) (*table.Dataset, error) {
+// openBase opens the latest base table, and what the read will need first
+// in it (warmBase).
+func (s *Store) openBase(ctx context.Context, plan readPlan) (*table.Dataset, error) {
 	base, err := table.Open(ctx, s.root)
-	if err != nil || !warm {
-		return base, err
+	if err != nil {
+		return nil, err
 	}
-	var wg sync.WaitGroup
-	if w, ok := s.finder().(indexWarmer); ok {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w.Warm(ctx, base, warmIndexColumns...)
-		}()
-	}
-	base.WarmFiles(ctx, warmFiles)
-	wg.Wait()
+	s.warmBase(ctx, base, plan)
 	return base, nil
+}
+
+// warmBase opens, in parallel and before it returns, what a read of base
+// will need first (plan): the BTree indexes it looks up and the newest
+// fragments' data files (footers and column metadata). They are immutable
+// and cached once opened, so this costs requests only for a version this
+// process has not read yet (a first read, or the first after a commit),
+// and saves the read's dependent round trips: on a cold store it overlaps
+// the wave that reads the shard manifests, instead of index lookup, then
+// data file footer, then data one after another. Only the plan's indexes
+// are opened: another read's index would cost a cold request its requests
+// (4 for the two files of a BTree) for nothing; that read opens its own.
+func (s *Store) warmBase(ctx context.Context, base *table.Dataset, plan readPlan) {
+	var wg sync.WaitGroup
+	if w, ok := s.finder().(indexWarmer); ok && len(plan.indexes) > 0 {
+		var cols []string
+		for _, c := range plan.indexes {
+			if slices.Contains(s.indexColumns(), c) && !slices.Contains(cols, c) {
+				cols = append(cols, c)
+			}
+		}
+		if len(cols) > 0 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				w.Warm(ctx, base, cols...)
+			}()
+		}
+	}
+	if plan.files {
+		base.WarmFiles(ctx, warmFiles)
+	}
+	wg.Wait()
 }

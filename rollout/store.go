@@ -88,6 +88,13 @@ type Options struct {
 	// /{store}.rollout.lance (a crash-simulating file system in tests);
 	// default: beside the data on a local data directory.
 	LogFS vfs.FS
+	// ReadConsistencyInterval, when positive, lets a read reuse the
+	// snapshot metadata (shard listing, shard manifests, base version)
+	// validated less than this long ago instead of listing again, as
+	// LanceDB's read_consistency_interval does; this process's own commits
+	// end the reuse at once. Zero (the default): every read revalidates
+	// (snapshot.go).
+	ReadConsistencyInterval time.Duration
 
 	metrics *metrics // made by setDefaults, shared by a catalog's stores
 }
@@ -140,10 +147,12 @@ type Store struct {
 	compactions uint64
 	compactErr  *string
 
-	version atomic.Uint64 // the newest base version this process has seen
-	evolved atomic.Bool   // the base table has every column of Schema
-	pinned  atomic.Uint64 // a checkout's base version; 0 reads the latest
-	meta    snapMeta      // what snapshots read last (snapshot.go)
+	version atomic.Uint64    // the newest base version this process has seen
+	evolved atomic.Bool      // the base table has every column of Schema
+	pinned  atomic.Uint64    // a checkout's base version; 0 reads the latest
+	meta    snapMeta         // what snapshots read last (snapshot.go)
+	commits atomic.Uint64    // commits of this process to the store (noteCommit)
+	now     func() time.Time // the clock of snapshot reuse; nil: time.Now (tests set it)
 
 	mu     sync.Mutex
 	writer *wal.Writer
@@ -281,6 +290,7 @@ func (s *Store) evolve(ctx context.Context) error {
 		return fmt.Errorf("rollout: evolve schema of %q: %w", s.name, err)
 	}
 	s.sawVersion(d.Version())
+	s.noteCommit()
 	s.evolved.Store(true)
 	return nil
 }
@@ -304,6 +314,8 @@ func (s *Store) Version() uint64 { return s.version.Load() }
 // tier (time travel). Checking out the latest version unpins. Appends are
 // unaffected. It returns the version reads now see.
 func (s *Store) Checkout(ctx context.Context, v uint64) (uint64, error) {
+	// Reads after it start from a fresh snapshot (snapshot.go).
+	defer s.noteCommit()
 	latest, err := table.Open(ctx, s.root)
 	if err != nil {
 		return 0, err
@@ -659,6 +671,9 @@ func (s *Store) Flush(ctx context.Context) error {
 	}
 	err := w.Seal(ctx)
 	s.forgetDead(w, err)
+	// The seal's manifest ends snapshot reuse already (ownMark); this also
+	// covers a seal whose outcome is unknown.
+	s.noteCommit()
 	return err
 }
 

@@ -31,6 +31,11 @@ type Config struct {
 	PendingWarn           int           // ROLLOUT_WAL_PENDING_WARN_GENERATIONS, default 256
 	PendingMax            int           // ROLLOUT_WAL_PENDING_MAX_GENERATIONS, default 4096
 	IndexColumns          []string      // LC_INDEX_COLUMNS: BTree-indexed columns, default id,rollout_id,problem_id ("none": no indexes)
+	// ROLLOUT_READ_CONSISTENCY_INTERVAL (a Go duration), default 0: every
+	// read sees every commit that finished before it began; N > 0: reads
+	// may reuse snapshot metadata validated less than N ago (this
+	// process's own commits are still seen at once).
+	ReadConsistencyInterval time.Duration
 
 	MaxBodyBytes    int64         // LC_MAX_BODY_BYTES, default 67108864 (64 MiB)
 	MaxRecords      int           // LC_MAX_RECORDS_PER_REQUEST, default 10000
@@ -73,6 +78,11 @@ func FromEnv() (Config, error) {
 	c.ReadTimeout = secs("LC_HTTP_READ_TIMEOUT_SECS", 60)
 	c.WriteTimeout = secs("LC_HTTP_WRITE_TIMEOUT_SECS", 120)
 	c.IdleTimeout = secs("LC_HTTP_IDLE_TIMEOUT_SECS", 120)
+	if d, derr := rollout.ReadConsistencyIntervalFromEnv(); derr != nil && err == nil {
+		err = derr
+	} else {
+		c.ReadConsistencyInterval = d
+	}
 	if cols, ierr := rollout.IndexColumnsFromEnv(); ierr != nil && err == nil {
 		err = ierr
 	} else {

@@ -23,7 +23,7 @@ func (c Config) StoreOptions() rollout.Options {
 	o := rollout.Options{
 		MergeMaxGenerations: c.MergeMaxGenerations, MergeMaxBytes: c.MergeMaxBytes,
 		PendingWarn: c.PendingWarn, PendingMax: c.PendingMax,
-		IndexColumns: c.IndexColumns,
+		IndexColumns: c.IndexColumns, ReadConsistencyInterval: c.ReadConsistencyInterval,
 	}
 	// In the environment 0 means "no cap"; in rollout.Options it means default.
 	if o.MergeMaxGenerations == 0 {
