@@ -40,14 +40,14 @@ var roundTripPins = map[string]int{
 	// (one listing more; the reader's shard has none).
 	"stats (cold)": 5,
 	// Cold reads open the BTree index files (lookup and pages), each read
-	// whole with its Head (objstore.SmallFiles). The snapshot opens the
+	// whole by one tail read (objstore.SmallFiles, GetTail). The snapshot opens the
 	// index the read uses (id, or rollout_id for a trajectory) and the
 	// newest data files ahead, in parallel (openBase, readPlan), for 2 to 3
 	// sequential round trips fewer; the other indexes are not opened.
-	"page fragments (cold)":        21,
-	"page all (cold)":              28,
-	"get by id (cold)":             25,
-	"trajectory 10 records (cold)": 28,
+	"page fragments (cold)":        19,
+	"page all (cold)":              26,
+	"get by id (cold)":             23,
+	"trajectory 10 records (cold)": 26,
 	// With a read consistency interval, warm reads within it reuse the
 	// snapshot metadata: no listing at all, only the rows' data.
 	"stats (warm, interval)":                 0,
