@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"encoding/base64"
@@ -176,6 +177,9 @@ func (s *Store) listByID(ctx context.Context, snap *snapshot, o ListOptions) (*L
 		at = append(at, i)
 	}
 	if len(addrs) > 0 {
+		// Rows are read in address order (TakeRows then does not reorder
+		// every column) and put in id order here.
+		sortByAddr(addrs, at)
 		b, err := snap.base.TakeRows(ctx, addrs, baseColumns(snap.base, listColumns))
 		if err != nil {
 			return nil, err
@@ -294,6 +298,8 @@ func (s *Store) startPageBase(ctx context.Context, snap *snapshot, o ListOptions
 		for i, c := range e.h {
 			addrs[i] = c.addr
 		}
+		// In address order TakeRows does not reorder (the rows are kept by address).
+		sortByAddr(addrs, make([]int, len(addrs)))
 		b, err := snap.base.TakeRows(ctx, addrs, baseColumns(snap.base, listColumns))
 		if err != nil {
 			e.err = err
@@ -350,6 +356,27 @@ func (e *earlyBase) merge(h *idHeap, exclude map[string]struct{}, k int) bool {
 		}
 	}
 	return !full || (h.Len() == k && (*h)[0].id <= t)
+}
+
+// sortByAddr sorts addrs by address and at with it.
+func sortByAddr(addrs []table.RowAddr, at []int) {
+	idx := make([]int, len(addrs))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int {
+		x, y := addrs[a], addrs[b]
+		if x.Fragment != y.Fragment {
+			return cmp.Compare(x.Fragment, y.Fragment)
+		}
+		return cmp.Compare(x.Offset, y.Offset)
+	})
+	sa, st := make([]table.RowAddr, len(addrs)), make([]int, len(at))
+	for i, j := range idx {
+		sa[i], st[i] = addrs[j], at[j]
+	}
+	copy(addrs, sa)
+	copy(at, st)
 }
 
 // ascendIndexed offers to h the live base rows above after, in id order,

@@ -74,7 +74,8 @@ type Options struct {
 	Cache               *GenCache // shared generation cache; default a private 256 MiB one
 	// IndexColumns are the columns kept under BTree indexes (nil means
 	// DefaultIndexColumns, empty means none); Indexes is the shared index
-	// lookup and page cache (default a private one); IndexMaxSegments caps
+	// lookup and page cache (default one on the process-wide page cache,
+	// index.DefaultCacheBytes, LC_INDEX_CACHE_BYTES); IndexMaxSegments caps
 	// the delta segments merges add before they consolidate (default 16);
 	// IndexTempDir holds an index build's spilled runs (default os.TempDir).
 	IndexColumns     []string

@@ -607,8 +607,8 @@ func (rc *readCtx) decodeBinary(n *node, ranges []rowRange) (arrow.ArrayData, er
 		if i0 > 0 {
 			i0--
 		}
-		if w, ok := rc.cachedOffsets(d.indices, 8*p.hi); ok {
-			bp.idx = w[8*i0 : 8*p.hi]
+		if w, ok := rc.cachedOffsets(d.indices, i0, p.hi); ok {
+			bp.idx = w
 			if err := span(bp); err != nil {
 				return nil, err
 			}
@@ -616,7 +616,7 @@ func (rc *readCtx) decodeBinary(n *node, ranges []rowRange) (arrow.ArrayData, er
 			pre[i] = true
 			continue
 		}
-		if d.indices.size <= maxCachedOffsets && d.indices.size >= 8*p.hi {
+		if wholeOffsets(d.indices, i0, p.hi) {
 			reqs[4*i+1], whole[i] = d.indices, true
 			continue
 		}
@@ -661,8 +661,7 @@ func (rc *readCtx) decodeBinary(n *node, ranges []rowRange) (arrow.ArrayData, er
 			if i0 > 0 {
 				i0--
 			}
-			w := rc.keepOffsets(d.indices, bp.idx)
-			bp.idx = w[8*i0 : 8*bp.hi]
+			bp.idx = rc.keepOffsets(d.indices, bp.idx, d.adj, i0, bp.hi)
 		}
 		if err := span(bp); err != nil {
 			return nil, err
@@ -940,10 +939,12 @@ func (rc *readCtx) decodeList(n *node, ranges []rowRange) (arrow.ArrayData, erro
 		if i0 > 0 {
 			i0--
 		}
-		switch w, ok := rc.cachedOffsets(d.offsets, 8*p.hi); {
-		case ok:
-			got[i] = w[8*i0 : 8*p.hi]
-		case d.offsets.size <= maxCachedOffsets && d.offsets.size >= 8*p.hi:
+		if w, ok := rc.cachedOffsets(d.offsets, i0, p.hi); ok {
+			got[i] = w
+			continue
+		}
+		switch {
+		case wholeOffsets(d.offsets, i0, p.hi):
 			reqs[i], whole[i], need = d.offsets, true, true
 		default:
 			reqs[i], need = bufRange{d.offsets.off + 8*i0, 8 * (p.hi - i0)}, true
@@ -962,8 +963,8 @@ func (rc *readCtx) decodeList(n *node, ranges []rowRange) (arrow.ArrayData, erro
 				if i0 > 0 {
 					i0--
 				}
-				w := rc.keepOffsets(n.col.pages[p.page].desc.(*listDesc).offsets, fetched[i])
-				got[i] = w[8*i0 : 8*p.hi]
+				d := n.col.pages[p.page].desc.(*listDesc)
+				got[i] = rc.keepOffsets(d.offsets, fetched[i], d.adj, i0, p.hi)
 			default:
 				got[i] = fetched[i]
 			}

@@ -19,8 +19,9 @@
 // not per column. Up to IOConcurrency reads (LC_IO_CONCURRENCY, default 32:
 // sized for latency, not cores) are in flight per wave. The offsets buffer
 // of a string or list page (up to 1 MiB) is read whole the first time and
-// kept in the process-wide cache (internal/lru), so later reads of that page
-// fetch their bytes in the first wave. Arrays point into the fetched bytes where the layout
+// kept in the process-wide cache (internal/lru), packed (row lengths per
+// block of 256 rows, bit-packed to their range), so later reads of that
+// page fetch their bytes in the first wave. Arrays point into the fetched bytes where the layout
 // allows (one page, no conversion); a Source that also implements SourceInto
 // gets large buffers read straight into the output arrays.
 //
