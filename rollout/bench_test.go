@@ -44,7 +44,7 @@ func BenchmarkAppend(b *testing.B) {
 			if _, err := s.Append(ctx, []Record{{ID: "warm", RolloutID: "r"}}); err != nil {
 				b.Fatal(err)
 			}
-			w := s.writer
+			w := s.writer.Load()
 			entries0, rows0 := w.Stats().Entries.Load(), w.Stats().EntryRows.Load()
 			var next atomic.Int64
 			lat := make([][]time.Duration, n)

@@ -173,8 +173,8 @@ func (c *Catalog) Delete(ctx context.Context, name string) error {
 	if s != nil {
 		defer s.noteCommit() // a read through a kept handle lists again
 		s.mu.Lock()
-		w := s.writer
-		s.writer, s.closed = nil, true
+		w := s.writer.Swap(nil)
+		s.closed = true
 		s.mu.Unlock()
 		if w != nil {
 			w.Abandon()

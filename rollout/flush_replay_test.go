@@ -13,8 +13,9 @@ import (
 // died: acknowledged rows are only in the WAL.
 func crash(s *Store) {
 	s.mu.Lock()
-	w := s.writer
-	s.writer, s.closed = nil, true
+	w := s.writer.Load()
+	s.writer.Store(nil)
+	s.closed = true
 	s.mu.Unlock()
 	w.Abandon()
 }
@@ -67,7 +68,7 @@ func TestRecoverSealsPredecessorsRows(t *testing.T) {
 		if _, err := s.Append(ctx, []Record{{ID: name + "-1", RolloutID: "r"}}); err != nil {
 			t.Fatal(err)
 		}
-		s.writer.Abandon() // crash: acknowledged, never sealed
+		s.writer.Load().Abandon() // crash: acknowledged, never sealed
 	}
 	fresh := NewCatalog(root, ShardID("w"), Options{})
 	defer fresh.Close(ctx)

@@ -185,8 +185,9 @@ func TestStorePowerCuts(t *testing.T) {
 // failed its last claim).
 func crashStore(s *Store) {
 	s.mu.Lock()
-	w := s.writer
-	s.writer, s.closed = nil, true
+	w := s.writer.Load()
+	s.writer.Store(nil)
+	s.closed = true
 	s.mu.Unlock()
 	if w != nil {
 		w.Abandon()

@@ -206,7 +206,7 @@ func TestMergeCrash(t *testing.T) {
 
 				f.SetHook(st.hook)
 				_, err = s.Merge(ctx)
-				s.writer.WaitCollect()
+				s.writer.Load().WaitCollect()
 				f.SetHook(passAll)
 				if (err == nil) != st.mergeOK {
 					t.Fatalf("merge stopped at %s returned %v", st.name, err)
@@ -215,7 +215,7 @@ func TestMergeCrash(t *testing.T) {
 					t.Fatalf("while stopped: fragments/wal/all = %v, want %v", got, st.want)
 				}
 				if restart {
-					s.writer.Abandon() // the process dies here
+					s.writer.Load().Abandon() // the process dies here
 					c2 := newCatalog(t, local, "w", quiet(Options{}))
 					s = mustStore(t, c2, "exp")
 				} else {
@@ -228,11 +228,11 @@ func TestMergeCrash(t *testing.T) {
 				if _, err := s.Merge(ctx); err != nil {
 					t.Fatal(err)
 				}
-				s.writer.WaitCollect()
+				s.writer.Load().WaitCollect()
 				if got := mustCounts(t, s); got != [3]int{15, 0, 15} {
 					t.Fatalf("after the next merge: %v", got)
 				}
-				if man := s.writer.Manifest(); len(man.Generations) != 0 {
+				if man := s.writer.Load().Manifest(); len(man.Generations) != 0 {
 					t.Fatalf("shard manifest still lists %d generations", len(man.Generations))
 				}
 				if files := genFiles(t, s, shard); len(files) != 0 {
@@ -552,7 +552,7 @@ func TestStalledAppendAfterOrphanMergeAndGC(t *testing.T) {
 	if _, err := successor.Merge(ctx); err != nil { // seals replay_after=4, GC deletes positions 1 and 4
 		t.Fatal(err)
 	}
-	successor.writer.WaitCollect()
+	successor.writer.Load().WaitCollect()
 	entry := func(p int) string {
 		return "exp" + storeSuffix + "/" + wal.Root + ShardID("w") + fmt.Sprintf("/wal/%020d.arrow", p)
 	}
@@ -573,7 +573,7 @@ func TestStalledAppendAfterOrphanMergeAndGC(t *testing.T) {
 	if st.landed.Load() {
 		t.Fatal("the stalled put landed on the fence entry's name")
 	}
-	epoch := zombie.writer.Epoch()
+	epoch := zombie.writer.Load().Epoch()
 	settle(t, zombie)
 	verifyExactlyOnce(t, zombie, map[string]bool{"a1": true, "b1": true, "z1": true})
 	if epoch < 4 {
@@ -616,13 +616,13 @@ func TestRegression_LeftoverGenerationFilesAreSwept(t *testing.T) {
 			if _, err := s.Merge(ctx); err != nil {
 				t.Fatal(err)
 			}
-			s.writer.WaitCollect()
+			s.writer.Load().WaitCollect()
 			f.SetHook(passAll)
 			if n := len(genFiles(t, s, s.Shard())); n != 2 {
 				t.Fatalf("%d generation files before the sweep, want 2 (the merged one and the failed seal's)", n)
 			}
 			if restart {
-				s.writer.Abandon()
+				s.writer.Load().Abandon()
 				s = mustStore(t, newCatalog(t, mem, "w", quiet(Options{})), "exp")
 			} else {
 				t.Cleanup(func() { _ = c.Close(context.Background()) })
@@ -630,7 +630,7 @@ func TestRegression_LeftoverGenerationFilesAreSwept(t *testing.T) {
 			if _, err := s.Merge(ctx); err != nil { // nothing to merge
 				t.Fatal(err)
 			}
-			s.writer.WaitCollect()
+			s.writer.Load().WaitCollect()
 			if files := genFiles(t, s, s.Shard()); len(files) != 0 {
 				t.Fatalf("generation files leaked: %v", files)
 			}
@@ -688,10 +688,10 @@ func TestRegression_StoppedWriterAnswers(t *testing.T) {
 	if _, err := s.Append(ctx, recs("a", 1, "r")); err != nil {
 		t.Fatal(err)
 	}
-	w := s.writer
+	w := s.writer.Load()
 	w.Abandon()
 	s.mu.Lock()
-	s.writer = nil // the catalog's cleanup must not depend on the fix
+	s.writer.Store(nil) // the catalog's cleanup must not depend on the fix
 	s.mu.Unlock()
 	rs := recs("b", 1, "r")
 	if err := applyDefaults(&rs[0], 0, time.Now()); err != nil {
@@ -765,7 +765,7 @@ func TestRegression_ColdGenerationReadIsOneRequest(t *testing.T) {
 	f := objstore.NewFaulty(objstore.NewMemory(), objstore.FaultConfig{})
 	s := mustStore(t, newCatalog(t, f, "w", quiet(Options{})), "exp")
 	appendFlush(t, s, recs("g", 5, "r"))
-	g := s.writer.Manifest().Generations[0]
+	g := s.writer.Load().Manifest().Generations[0]
 	requests := func() int {
 		return f.Calls(objstore.OpGet) + f.Calls(objstore.OpGetRange) + f.Calls(objstore.OpHead)
 	}
@@ -829,9 +829,7 @@ func TestOrphanMergesDuringAppendsOnLocalDisk(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
-	worker.mu.Lock()
-	w := worker.writer
-	worker.mu.Unlock()
+	w := worker.writer.Load()
 	if len(acked) == 0 || w == nil || w.Epoch() < 3 {
 		t.Fatalf("%d acknowledged, writer %v: the worker was never fenced and back", len(acked), w)
 	}

@@ -336,7 +336,7 @@ func TestOrphanMerge(t *testing.T) {
 	if _, err := dead.Append(ctx, recs("d", 4, "r")); err != nil {
 		t.Fatal(err)
 	}
-	dead.writer.Abandon() // crashes with acknowledged rows only in its WAL
+	dead.writer.Load().Abandon() // crashes with acknowledged rows only in its WAL
 
 	live := mustStore(t, newCatalog(t, root, "live", Options{}), "exp")
 	res, err := live.MergeShard(ctx, ShardID("dead"))
@@ -605,7 +605,7 @@ func TestMergeByteCapBindsAndDefaultTakesABacklogInOnePass(t *testing.T) {
 		}
 		appendFlush(t, capped, rs)
 	}
-	gens := capped.writer.Manifest().Generations
+	gens := capped.writer.Load().Manifest().Generations
 	capped.opts.MergeMaxBytes = gens[0].Bytes + gens[1].Bytes/2 // crossed by the second
 	for _, want := range []int{2, 2, 2} {
 		res, err := capped.Merge(ctx)

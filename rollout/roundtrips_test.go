@@ -252,9 +252,22 @@ func TestRoundTrips(t *testing.T) {
 		{"get by id (cold)", get},
 		{"trajectory 10 records (cold)", traj},
 	}
+	// A measured depth is at most one more than the logical one: a request
+	// of a parallel wave that starts late (a scheduling delay under -race
+	// on a loaded machine longer than roundTripLatency) counts as after the
+	// wave. So a cold read over its depth pin is measured again on a new
+	// handle, up to three times; its requests are the same each time.
 	for _, cc := range cold {
-		cs, c := coldStore()
-		measure(cc.name, c, cc.op(cs))
+		for try := 0; ; try++ {
+			cs, c := coldStore()
+			measure(cc.name, c, cc.op(cs))
+			last := rows[len(rows)-1]
+			if last.c.Sequential <= roundTripDepthPins[cc.name] || try == 2 {
+				break
+			}
+			t.Logf("%s: %d sequential on try %d, measured again", cc.name, last.c.Sequential, try+1)
+			rows = rows[:len(rows)-1]
+		}
 	}
 
 	// Warm, with a read consistency interval longer than the test: a

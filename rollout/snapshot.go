@@ -76,10 +76,7 @@ func (s *Store) ownMark() ownMark {
 	// The counter first: a commit that ends between the two loads changes
 	// the next mark, never this one's meaning.
 	m := ownMark{commits: s.commits.Load()}
-	s.mu.Lock()
-	w := s.writer
-	s.mu.Unlock()
-	if w != nil {
+	if w := s.writer.Load(); w != nil {
 		m.man = w.Manifest()
 	}
 	return m

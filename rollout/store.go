@@ -155,8 +155,11 @@ type Store struct {
 	commits atomic.Uint64    // commits of this process to the store (noteCommit)
 	now     func() time.Time // the clock of snapshot reuse; nil: time.Now (tests set it)
 
+	// mu serializes claims of the shard (walWriter) and closing; writer
+	// is read without it, so that reads and statistics never wait behind a
+	// claim's replay (which can take long: a big WAL on a slow store).
 	mu     sync.Mutex
-	writer *wal.Writer
+	writer atomic.Pointer[wal.Writer]
 	closed bool
 	health storeHealth
 
@@ -368,8 +371,8 @@ func (s *Store) walWriter(ctx context.Context) (*wal.Writer, error) {
 	if s.closed {
 		return nil, ErrClosed
 	}
-	if s.writer != nil {
-		return s.writer, nil
+	if w := s.writer.Load(); w != nil {
+		return w, nil
 	}
 	if err := s.refuseDamaged(); err != nil {
 		return nil, err
@@ -383,7 +386,7 @@ func (s *Store) walWriter(ctx context.Context) (*wal.Writer, error) {
 	if err := s.noteClaim(err); err != nil {
 		return nil, err
 	}
-	s.writer = w
+	s.writer.Store(w)
 	return w, nil
 }
 
@@ -403,8 +406,7 @@ func (s *Store) forgetDead(w *wal.Writer, err error) bool {
 func (s *Store) dropWriter(w *wal.Writer) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.writer == w {
-		s.writer = nil
+	if s.writer.CompareAndSwap(w, nil) {
 		go w.Abandon()
 	}
 }
@@ -658,9 +660,7 @@ func (s *Store) appendBatch(ctx context.Context, appends int, recs ...arrow.Reco
 // which replays and seals them. A shard without a manifest has nothing to
 // replay and is left alone.
 func (s *Store) Flush(ctx context.Context) error {
-	s.mu.Lock()
-	w := s.writer
-	s.mu.Unlock()
+	w := s.writer.Load()
 	if w == nil {
 		if _, err := wal.LoadManifest(ctx, s.root, s.shard); errors.Is(err, wal.ErrNoShard) {
 			return nil
@@ -681,8 +681,7 @@ func (s *Store) Flush(ctx context.Context) error {
 // Close seals buffered rows and releases the shard.
 func (s *Store) Close(ctx context.Context) error {
 	s.mu.Lock()
-	w := s.writer
-	s.writer = nil
+	w := s.writer.Swap(nil)
 	s.closed = true
 	s.mu.Unlock()
 	if w == nil {
@@ -693,20 +692,17 @@ func (s *Store) Close(ctx context.Context) error {
 
 // UnflushedRows returns rows acknowledged by this process but not sealed.
 func (s *Store) UnflushedRows() int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.writer == nil {
+	w := s.writer.Load()
+	if w == nil {
 		return 0
 	}
-	return s.writer.UnsealedRows()
+	return w.UnsealedRows()
 }
 
 // PendingOwn returns the pending generations of this process's shard, from
 // its writer's manifest (no I/O), or -1 when the shard is not claimed.
 func (s *Store) PendingOwn() int {
-	s.mu.Lock()
-	w := s.writer
-	s.mu.Unlock()
+	w := s.writer.Load()
 	if w == nil {
 		return -1
 	}

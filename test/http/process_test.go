@@ -153,7 +153,11 @@ func TestSIGKILLUnderLoad(t *testing.T) {
 // TestFlushAfterSIGKILLReplaysWAL (regression): after a SIGKILL, a POST
 // flush on the restarted worker alone makes the acknowledged, unsealed rows
 // readable. It used to be a no-op until the store's next append claimed the
-// shard and replayed its WAL.
+// shard and replayed its WAL. The worker also replays at startup
+// (Catalog.Recover, in the background), so the flush races that recovery:
+// either way the rows are readable once, right after the flush. (The test
+// used to check that nothing was readable before the flush, which held
+// only while reads beat the recovery.)
 func TestFlushAfterSIGKILLReplaysWAL(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		w := startWorker(t, b.dataDir(t), nil)
@@ -164,11 +168,8 @@ func TestFlushAfterSIGKILLReplaysWAL(t *testing.T) {
 		w.Kill()
 		w.Restart()
 		c = newClient(t, w)
-		if n := c.count("replay", "all", ""); n != 0 {
-			t.Fatalf("%d rows readable before the flush, want 0 (nothing was sealed)", n)
-		}
 		c.flush("replay")
-		if got := ids(c.listAll("replay", "wal", "")); len(got) != 3 {
+		if got := ids(c.listAll("replay", "wal", "")); strings.Join(got, " ") != "a1 a2 a3" {
 			t.Fatalf("after restart + flush: %v in source=wal, want a1 a2 a3", got)
 		}
 		// Flushing a store this shard never wrote to is still a harmless no-op.
