@@ -110,7 +110,7 @@ func registerScan(conn *sql.Conn, cur func() *query) error {
 		BindArguments: func(_ map[string]any, args ...any) (duckdb.ChunkTableSource, error) {
 			q := cur()
 			if q.direct == nil {
-				return nil, q.fail(invalidf("%s is internal to the charts", baseFunc))
+				return nil, q.fail(invalidf("no such table function: it serves the charts only"))
 			}
 			return bindScan(q, args, baseInfos, q.direct)
 		},

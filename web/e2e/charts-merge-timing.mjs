@@ -9,12 +9,14 @@
 // new chart base, updated when it follows the merge from the previous one), the second is served
 // from the answer cache or the chart base as it stands. The first request of all (before the
 // runs) is reported too: after a restart of the server it builds the chart base. Prints JSON.
-// Env: LC_API_TOKEN (sent when set).
+// Env: LC_API_TOKEN (sent when set); REPLACE_FROM=N makes the records rewrite ids ct-N... of the
+// loaded store instead of adding new ones (the merge then deletes the rows they replace).
 const BASE_URL = (process.env.BASE_URL ?? '').replace(/\/+$/, '');
 const STORE = process.env.STORE || 'charts-timing-1000000';
 const ADD = Number(process.env.ADD || 5000);
 const RUNS = Number(process.env.RUNS || 3);
 const TOKEN = process.env.LC_API_TOKEN || '';
+const REPLACE_FROM = process.env.REPLACE_FROM === undefined ? -1 : Number(process.env.REPLACE_FROM);
 const auth = TOKEN ? { Authorization: `Bearer ${TOKEN}` } : {};
 if (!BASE_URL) {
   console.error('BASE_URL is not set');
@@ -49,7 +51,7 @@ for (let run = 0; run < RUNS; run++) {
   for (let i = 0; i < ADD; i++) {
     const assistant = i % 2 === 1;
     records.push({
-      id: `cm-${stamp}-${run}-${i}`,
+      id: REPLACE_FROM >= 0 ? `ct-${REPLACE_FROM + run * ADD + i}` : `cm-${stamp}-${run}-${i}`,
       rollout_id: `rm-${stamp}-${run}-${i >> 1}`,
       sequence_order: i & 1,
       role: assistant ? 'assistant' : 'user',
@@ -75,6 +77,7 @@ console.log(
       base_url: BASE_URL,
       store: STORE,
       added_per_run: ADD,
+      replacing: REPLACE_FROM >= 0,
       first: { ms: Math.round(first.ms), base: first.base },
       after_merge_ms_median: Math.round(median(cold.map((c) => c.ms))),
       cached_ms_median: Math.round(median(warm.map((c) => c.ms))),
