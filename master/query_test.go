@@ -304,7 +304,7 @@ func TestChartsCachedUntilStoreChanges(t *testing.T) {
 
 // A seal changes only what all and wal read: the fragments charts stay
 // cached. The charts of all after a seal read the base from the chart base
-// (X-Charts-Base: cached) and are those of a scan; a merge builds a new one.
+// (X-Charts-Base: cached) and are those of a scan; a merge updates it.
 func TestChartsFragmentsIgnoreSealsAndBaseIsCached(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
 	st := f.create(f.cat, "exp")
