@@ -14,7 +14,9 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/lance-context/lance-context/lance/schema"
 	"github.com/lance-context/lance-context/lance/table"
+	"github.com/lance-context/lance-context/objstore"
 	"github.com/lance-context/lance-context/rollout"
 )
 
@@ -655,4 +657,52 @@ func TestChartBaseFollowsCompaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.check(t, "exp", rollout.SourceAll, BaseBuilt, "a compaction of every fragment")
+}
+
+// A base table holding a chart column in another type than the store's
+// scan gives (here created_at without a time zone, as the reference
+// system writes it) is read into a chart base through the store's scan,
+// which converts; it has no row addresses, so after a merge it is built
+// again, and its charts are those of a scan.
+func TestChartBaseConvertedTableRebuilds(t *testing.T) {
+	ctx := context.Background()
+	root := objstore.NewMemory()
+	fields := rollout.Schema.Fields()
+	for i := range fields {
+		if fields[i].Name == rollout.ColCreatedAt {
+			fields[i].Type = &arrow.TimestampType{Unit: arrow.Microsecond}
+		}
+	}
+	ls, err := schema.FromArrow(arrow.NewSchema(fields, nil), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := table.Create(ctx, objstore.Sub(root, "ref.rollout.lance"), ls, table.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cat := rollout.NewCatalog(root, rollout.ShardID("w1"), rollout.Options{})
+	t.Cleanup(func() { _ = cat.Close(context.Background()) })
+	f := &chartBaseFixture{fixture: &fixture{cat: cat, eng: New(FromCatalog(cat), Limits{})}, cached: New(FromCatalog(cat), Limits{})}
+	f.cached.CacheChartBases(64 << 20)
+	t.Cleanup(f.cached.Close)
+	s, err := cat.Open(ctx, "ref")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mergeRecs(t, s, chartRecs("a", 0, 200, 0.2, "1", 0))
+	mergeRecs(t, s, chartRecs("a", 200, 200, 0.4, "2", 0))
+	d, err := table.Open(ctx, s.Root())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, direct := directSig(d); direct {
+		t.Fatal("the table's created_at reads as the store's type: the test needs a converted one")
+	}
+	f.check(t, "ref", rollout.SourceAll, BaseBuilt, "a converted table")
+	appendFlush(t, s, chartRecs("a", 100, 20, 0.9, "3", 500))
+	f.check(t, "ref", rollout.SourceAll, BaseCached, "pending rows")
+	if _, err := s.Merge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.check(t, "ref", rollout.SourceAll, BaseBuilt, "after a merge")
 }
