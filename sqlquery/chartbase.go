@@ -118,13 +118,22 @@ func (e *Engine) chartsCached(ctx context.Context, store string, src rollout.Sou
 		// The store's chart base of another base table follows this one
 		// when it can, at a cost below a rebuild's.
 		if old := e.bases.stale(store); old != nil {
-			n, ok, err := e.updateBase(ctx, store, bs, old)
+			var (
+				n   int64
+				ok  bool
+				err error
+			)
+			if old.ident == ident {
+				ok = true // updated by the request this one waited for
+			} else if n, ok, err = e.updateBase(ctx, store, bs, old); ok {
+				how = BaseUpdated
+			}
 			switch {
 			case err != nil:
 				e.bases.release(old)
 				return false, err
 			case ok:
-				b, how, read = old, BaseUpdated, n
+				b, read = old, n
 			default:
 				e.bases.release(old)
 			}
