@@ -17,7 +17,7 @@ type Charts struct {
 
 // Headers of a charts answer: whether it came from the cache of charts
 // computed at the same store state (hit, miss) and, on a miss, how the
-// base table's rows were read (scanned, cached, built).
+// base table's rows were read (scanned, cached, built, updated).
 const (
 	HeaderChartsCache = "X-Charts-Cache"
 	HeaderChartsBase  = "X-Charts-Base"

@@ -30,6 +30,13 @@ func BaseIdentity(ctx context.Context, store any) (ident string, ok bool, err er
 
 // baseIdent identifies the base table a scan of bs would read now.
 func baseIdent(ctx context.Context, bs baseStore) (string, error) {
+	_, ident, err := openBase(ctx, bs)
+	return ident, err
+}
+
+// openBase opens the base table a scan of bs would read now, and
+// identifies it.
+func openBase(ctx context.Context, bs baseStore) (*table.Dataset, string, error) {
 	var (
 		d   *table.Dataset
 		err error
@@ -41,12 +48,12 @@ func baseIdent(ctx context.Context, bs baseStore) (string, error) {
 		d, err = table.Open(ctx, bs.Root())
 	}
 	if err != nil {
-		return "", fmt.Errorf("sqlquery: open base table: %w", err)
+		return nil, "", fmt.Errorf("sqlquery: open base table: %w", err)
 	}
 	var sec int64
 	var nanos int32
 	if ts := d.Manifest().GetTimestamp(); ts != nil {
 		sec, nanos = ts.GetSeconds(), ts.GetNanos()
 	}
-	return fmt.Sprintf("p%d v%d t%d.%09d", pin, d.Version(), sec, nanos), nil
+	return d, fmt.Sprintf("p%d v%d t%d.%09d", pin, d.Version(), sec, nanos), nil
 }

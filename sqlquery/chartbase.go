@@ -19,20 +19,34 @@ import (
 // sandboxed DuckDB database of its own (the same settings as a query's),
 // as two tables:
 //
-//	cb (id, reward, policy_version, us, len)  every base row; len is num_output_tokens
-//	cc (id, us, len)                          rows without num_output_tokens; len is the content length
+//	cb (id, reward, policy_version, us, len, addr)  every base row; len is num_output_tokens
+//	cc (id, us, len, addr)                          rows without num_output_tokens; len is the content length
 //
+// addr is the row's address in the base table (fragment id << 32 | offset).
 // It is valid for one base table: the version the store reads (or the
 // version a checkout pins) and that version's commit time, which tells a
-// store deleted and created again apart (baseIdent). Each use brackets its
-// scans with baseIdent: a scan whose base reads the same before and after
-// read that version, since versions only grow. Charts of all add the pending
-// rows (one scan of the WAL tier, at the same base version) and drop the
-// base rows whose id a pending row writes (newest write wins, as a scan of
-// all does); so the charts are those of a scan of the store, and a change
-// of the WAL alone costs a scan of the pending rows. Any other change of the
-// base (merge, compaction, delete, checkout) gives a new identity and a new
-// chart base, built by the request that first sees it.
+// store deleted and created again apart (baseIdent). Charts of all add the
+// pending rows (one scan of the WAL tier, at the same base version: checked
+// with baseIdent after the scan) and drop the base rows whose id a pending
+// row writes (newest write wins, as a scan of all does); so the charts are
+// those of a scan of the store, and a change of the WAL alone costs a scan
+// of the pending rows.
+//
+// A chart base is read from one version of the base table itself (opened
+// once; every row with its address), and remembers that version's
+// fragments: data files, physical rows and deleted offsets (baseState).
+// Any other change of the base (merge, compaction, delete, checkout) gives
+// a new identity, and the request that first sees it updates the chart
+// base when the new version's fragments are the old ones with more
+// deletions, some gone and some added: it deletes the rows of the
+// fragments gone and the newly deleted rows, and reads the new fragments
+// alone (updateBase). It builds a new one instead when that cannot be
+// exact (the chart columns' ids or types changed, a fragment id names
+// other data files, a deleted row is live again) or would not be cheaper
+// (the rows to read and delete pass half the chart base's). A base table
+// holding a chart column in another type than the store's scan gives (an
+// older or reference table) is read through the store's scan, without
+// addresses, bracketed by baseIdent, and is built again on every change.
 type chartBase struct {
 	store, ident string
 	db           *sql.DB
@@ -42,9 +56,17 @@ type chartBase struct {
 	mu       sync.Mutex // held by the request using the database
 	closed   bool       // under mu
 	rows     int64      // rows of cb
-	bytes    int64      // estimated storage of cb and cc
+	bytes    int64      // estimated storage of cb and cc (under chartBases.mu once kept)
 	kept     bool       // in the cache (under chartBases.mu)
 	lastUsed uint64     // under chartBases.mu
+
+	// Under mu: the base table's fragments, when the chart base was read
+	// from the table itself with row addresses (nil: through the store's
+	// scan, and it cannot follow a new version); the rows updates deleted
+	// from its tables; the rows the last update read, by fragment (tests).
+	state    *baseState
+	dead     int64
+	lastRead map[uint64]int64
 }
 
 // maxChartBases bounds the chart bases kept, whatever their size: each is
@@ -90,7 +112,33 @@ func (e *Engine) chartsCached(ctx context.Context, store string, src rollout.Sou
 		return false, nil
 	}
 	how := BaseCached
+	var read int64                 // rows an update of the chart base read
 	b := e.bases.get(store, ident) // locked
+	if b == nil {
+		// The store's chart base of another base table follows this one
+		// when it can, at a cost below a rebuild's.
+		if old := e.bases.stale(store); old != nil {
+			var (
+				n   int64
+				ok  bool
+				err error
+			)
+			if old.ident == ident {
+				ok = true // updated by the request this one waited for
+			} else if n, ok, err = e.updateBase(ctx, store, bs, old); ok {
+				how = BaseUpdated
+			}
+			switch {
+			case err != nil:
+				e.bases.release(old)
+				return false, err
+			case ok:
+				b, read = old, n
+			default:
+				e.bases.release(old)
+			}
+		}
+	}
 	if b == nil {
 		// A base table whose rows alone would pass the cap is not built
 		// only to be dropped: the scan costs less.
@@ -100,13 +148,14 @@ func (e *Engine) chartsCached(ctx context.Context, store string, src rollout.Sou
 			}
 		}
 		how = BaseBuilt
-		if b, err = e.buildBase(ctx, store, bs, ident); err != nil || b == nil {
+		if b, err = e.buildBase(ctx, store, bs); err != nil || b == nil {
 			return false, err
 		}
 	}
 	defer e.bases.release(b)
+	ident = b.ident // that of the table an update or a build read
 	q, err := b.use(ctx, e, store, src, func(ctx context.Context, c *duckdb.Conn, q *query) error {
-		q.scanned.Add(b.rows)
+		q.scanned.Add(b.rows + read)
 		if err := combine(ctx, c, q, bs, src, ident); err != nil {
 			return err
 		}
@@ -195,8 +244,23 @@ func combine(ctx context.Context, c *duckdb.Conn, q *query, bs baseStore, src ro
 // buildBase scans the base table into a new chart base, locked, and keeps
 // it in the cache when it fits. nil (and no error) when the base table
 // changed during the scans or the database could not be opened.
-func (e *Engine) buildBase(ctx context.Context, store string, bs baseStore, ident string) (*chartBase, error) {
+//
+// A base table holding the chart columns in the store's types is read
+// directly (one version, with row addresses: the chart base can follow
+// later versions, see updateBase); any other through the store's scan,
+// bracketed by the base's identity.
+func (e *Engine) buildBase(ctx context.Context, store string, bs baseStore) (*chartBase, error) {
+	d, ident, err := openBase(ctx, bs)
+	if err != nil {
+		return nil, nil
+	}
 	b := &chartBase{store: store, ident: ident}
+	sig, direct := directSig(d)
+	if direct {
+		if b.state, err = stateOf(ctx, d, sig); err != nil {
+			return nil, nil
+		}
+	}
 	db, conn, err := sandbox(ctx, e.limits, b.cur.Load)
 	if err != nil {
 		return nil, nil
@@ -204,46 +268,17 @@ func (e *Engine) buildBase(ctx context.Context, store string, bs baseStore, iden
 	b.db, b.conn = db, conn
 	b.mu.Lock()
 	_, err = b.use(ctx, e, store, rollout.SourceFragments, func(ctx context.Context, c *duckdb.Conn, q *query) error {
-		if err := exec(ctx, c, `CREATE TABLE cb AS SELECT id, `+rewardExpr+` AS reward, policy_version,
-			epoch_us(created_at) AS us, num_output_tokens::BIGINT AS len FROM records`); err != nil {
+		if direct {
+			q.direct = &directScan{d: d}
+			if err := fillBase(ctx, c, q, store, "CREATE TABLE"); err != nil {
+				return err
+			}
+		} else if err := buildFromStore(ctx, c, q, bs, ident); err != nil {
 			return err
 		}
-		nulls, err := all(ctx, c, `SELECT count(*) FILTER (WHERE len IS NULL) FROM cb`)
-		if err != nil {
-			return err
-		}
-		if asInt(nulls[0][0]) == 0 {
-			err = exec(ctx, c, `CREATE TABLE cc (id VARCHAR, us BIGINT, len BIGINT)`)
-		} else {
-			err = hinted(q, []hint{{Column: "num_output_tokens", Op: opIsNull}}, func() error {
-				return exec(ctx, c, `CREATE TABLE cc AS SELECT id, epoch_us(created_at) AS us, length(content)::BIGINT AS len
-					FROM records WHERE num_output_tokens IS NULL`)
-			})
-		}
-		if err != nil {
-			return err
-		}
-		now, err := baseIdent(ctx, bs)
-		if err != nil {
-			return fmt.Errorf("sqlquery: base table: %w", err)
-		}
-		if now != ident {
-			return errBaseMoved
-		}
-		size, err := all(ctx, c, fmt.Sprintf(`SELECT
-			(SELECT count(*) FROM cb),
-			(SELECT count(*) * %d + coalesce(sum(strlen(id)), 0) + coalesce(sum(strlen(policy_version)), 0) FROM cb)
-			+ (SELECT count(*) * %d + coalesce(sum(strlen(id)), 0) FROM cc)`, cbRowBytes, ccRowBytes))
-		if err != nil {
-			return err
-		}
-		b.rows, b.bytes = asInt(size[0][0]), asInt(size[0][1])
-		// DuckDB's own account, once the scans' temporary memory is freed:
-		// its blocks hold more than the values.
-		if used, err := all(ctx, c, `SELECT sum(memory_usage_bytes) FROM duckdb_memory()`); err == nil {
-			b.bytes = max(b.bytes, asInt(used[0][0]))
-		}
-		return nil
+		var err error
+		b.rows, b.bytes, err = measure(ctx, c)
+		return err
 	})
 	if err != nil {
 		b.close()
@@ -255,6 +290,39 @@ func (e *Engine) buildBase(ctx context.Context, store string, bs baseStore, iden
 	}
 	e.bases.put(b)
 	return b, nil
+}
+
+// buildFromStore fills cb and cc through the store's own scan (which
+// converts the columns of an older or reference table), without row
+// addresses; errBaseMoved when the base table changed meanwhile.
+func buildFromStore(ctx context.Context, c *duckdb.Conn, q *query, bs baseStore, ident string) error {
+	if err := exec(ctx, c, `CREATE TABLE cb AS SELECT id, `+rewardExpr+` AS reward, policy_version,
+		epoch_us(created_at) AS us, num_output_tokens::BIGINT AS len, NULL::UBIGINT AS addr FROM records`); err != nil {
+		return err
+	}
+	nulls, err := all(ctx, c, `SELECT count(*) FILTER (WHERE len IS NULL) FROM cb`)
+	if err != nil {
+		return err
+	}
+	if asInt(nulls[0][0]) == 0 {
+		err = exec(ctx, c, `CREATE TABLE cc (id VARCHAR, us BIGINT, len BIGINT, addr UBIGINT)`)
+	} else {
+		err = hinted(q, []hint{{Column: "num_output_tokens", Op: opIsNull}}, func() error {
+			return exec(ctx, c, `CREATE TABLE cc AS SELECT id, epoch_us(created_at) AS us, length(content)::BIGINT AS len,
+				NULL::UBIGINT AS addr FROM records WHERE num_output_tokens IS NULL`)
+		})
+	}
+	if err != nil {
+		return err
+	}
+	now, err := baseIdent(ctx, bs)
+	if err != nil {
+		return fmt.Errorf("sqlquery: base table: %w", err)
+	}
+	if now != ident {
+		return errBaseMoved
+	}
+	return nil
 }
 
 // use runs fn on the chart base's database for one request, as session
@@ -326,11 +394,59 @@ func (c *chartBases) get(store, ident string) *chartBase {
 	b.lastUsed = c.tick
 	c.mu.Unlock()
 	b.mu.Lock()
-	if b.closed { // evicted while this request waited
+	// Evicted while this request waited, or updated to another base table
+	// (b.ident changes under both locks).
+	if b.closed || b.ident != ident {
 		b.mu.Unlock()
 		return nil
 	}
 	return b
+}
+
+// stale returns the cached chart base of store, locked, when it can follow
+// another base table (it was read with row addresses); nil otherwise.
+func (c *chartBases) stale(store string) *chartBase {
+	c.mu.Lock()
+	b := c.m[store]
+	c.mu.Unlock()
+	if b == nil {
+		return nil
+	}
+	b.mu.Lock()
+	if b.closed || b.state == nil {
+		b.mu.Unlock()
+		return nil
+	}
+	return b
+}
+
+// moved records that b (locked) now holds the base table ident, in bytes
+// of storage, evicting the least recently used others, or b itself, when
+// the cache passes its cap.
+func (c *chartBases) moved(b *chartBase, ident string, bytes int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b.ident = ident
+	if !b.kept {
+		b.bytes = bytes
+		return
+	}
+	c.used += bytes - b.bytes
+	b.bytes = bytes
+	c.tick++
+	b.lastUsed = c.tick
+	for c.used > c.capBytes && len(c.m) > 1 {
+		var lru *chartBase
+		for _, o := range c.m {
+			if o != b && (lru == nil || o.lastUsed < lru.lastUsed) {
+				lru = o
+			}
+		}
+		c.evict(lru)
+	}
+	if c.used > c.capBytes {
+		c.evict(b) // used by this request only (release closes it)
+	}
 }
 
 // put keeps b when it fits the cap, replacing the store's older chart base

@@ -14,6 +14,9 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/lance-context/lance-context/lance/schema"
+	"github.com/lance-context/lance-context/lance/table"
+	"github.com/lance-context/lance-context/objstore"
 	"github.com/lance-context/lance-context/rollout"
 )
 
@@ -455,4 +458,251 @@ func TestChartBaseDroppedAfterFailure(t *testing.T) {
 	}
 	f.cached.open = open
 	f.check(t, "exp", rollout.SourceAll, BaseBuilt, "after the failure")
+}
+
+// followFixture is a store of four merged fragments of 200 rows whose
+// chart base is built, for the tests of updates across base table changes.
+func followFixture(t *testing.T) (*chartBaseFixture, *rollout.Store) {
+	t.Helper()
+	f := newChartBaseFixture(t, 64<<20)
+	s, err := f.cat.Create(context.Background(), "exp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for g := 0; g < 4; g++ {
+		mergeRecs(t, s, chartRecs("a", g*200, 200, 0.1*float32(g), fmt.Sprint(g), 0))
+	}
+	f.check(t, "exp", rollout.SourceAll, BaseBuilt, "four fragments")
+	return f, s
+}
+
+func mergeRecs(t *testing.T, s *rollout.Store, recs []rollout.Record) {
+	t.Helper()
+	appendFlush(t, s, recs)
+	if _, err := s.Merge(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fragments are the live rows of each fragment of the store's latest base
+// table.
+func fragments(t *testing.T, s *rollout.Store) map[uint64]int64 {
+	t.Helper()
+	d, err := table.Open(context.Background(), s.Root())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[uint64]int64{}
+	for _, fr := range d.Fragments() {
+		out[fr.GetId()] = int64(fr.GetPhysicalRows())
+		if df := fr.GetDeletionFile(); df != nil {
+			out[fr.GetId()] -= int64(df.GetNumDeletedRows())
+		}
+	}
+	return out
+}
+
+// checkUpdated checks charts of the store read from an updated chart base
+// (as check does) and that the update read the fragments new since before
+// and nothing else: each twice (every row's chart columns, then
+// num_output_tokens of every row to find those whose content counts).
+func (f *chartBaseFixture) checkUpdated(t *testing.T, s *rollout.Store, before map[uint64]int64, step string) {
+	t.Helper()
+	ctx := context.Background()
+	ch, err := f.cached.Charts(ctx, "exp", rollout.SourceAll)
+	if err != nil {
+		t.Fatalf("%s: %v", step, err)
+	}
+	if ch.Base != BaseUpdated {
+		t.Fatalf("%s: base %q, want %q", step, ch.Base, BaseUpdated)
+	}
+	want := map[uint64]int64{}
+	for id, rows := range fragments(t, s) {
+		if _, ok := before[id]; !ok {
+			want[id] = 2 * rows
+		}
+	}
+	f.cached.bases.mu.Lock()
+	b := f.cached.bases.m["exp"]
+	f.cached.bases.mu.Unlock()
+	b.mu.Lock()
+	got := b.lastRead
+	b.mu.Unlock()
+	if len(got) != len(want) {
+		t.Fatalf("%s: the update read fragments %v, want %v (the new ones)", step, got, want)
+	}
+	for id, n := range want {
+		if got[id] != n {
+			t.Fatalf("%s: the update read fragments %v, want %v (the new ones)", step, got, want)
+		}
+	}
+	// The rows the charts read: the chart base's and the update's.
+	var live, read int64
+	for _, n := range fragments(t, s) {
+		live += n
+	}
+	for _, n := range want {
+		read += n
+	}
+	if ch.RowsScanned != live+read {
+		t.Fatalf("%s: rows scanned %d, want %d in the base and %d read by the update", step, ch.RowsScanned, live, read)
+	}
+	scan, err := f.eng.Charts(ctx, "exp", rollout.SourceAll)
+	if err != nil {
+		t.Fatalf("%s: %v", step, err)
+	}
+	if d := chartsDiff(ch, scan); d != "" {
+		t.Fatalf("%s: charts from the updated base differ from a scan:%s", step, d)
+	}
+	f.check(t, "exp", rollout.SourceAll, BaseCached, step)
+	f.check(t, "exp", rollout.SourceFragments, BaseCached, step+", fragments")
+}
+
+// A merge of new rows, and one whose rows replace base rows (the merge
+// deletes those in their fragments), update the chart base: it reads the
+// merged fragment alone, and its charts are those of a scan.
+func TestChartBaseFollowsMerge(t *testing.T) {
+	f, s := followFixture(t)
+	before := fragments(t, s)
+	mergeRecs(t, s, chartRecs("n", 0, 60, 0.5, "5", 1000))
+	f.checkUpdated(t, s, before, "a merge of new rows")
+
+	before = fragments(t, s)
+	mergeRecs(t, s, chartRecs("a", 150, 100, 0.9, "6", 2000)) // rows of fragments 0 and 1
+	f.checkUpdated(t, s, before, "a merge replacing base rows")
+
+	// Pending rows over the updated chart base.
+	appendFlush(t, s, chartRecs("a", 140, 30, 0.2, "7", 3000))
+	f.check(t, "exp", rollout.SourceAll, BaseCached, "pending rows over the updated base")
+
+	// Every merge since the build counted as rows to read or delete: a
+	// large merge rebuilds.
+	mergeRecs(t, s, chartRecs("b", 0, 500, 0.3, "8", 4000))
+	f.check(t, "exp", rollout.SourceAll, BaseBuilt, "a merge of more rows than half the base")
+}
+
+// Rows deleted through the table (as LanceDB's delete does: deletion
+// files, and a fragment left with no live row removed) are deleted from
+// the chart base; a checkout that brings deleted rows back rebuilds it.
+func TestChartBaseFollowsDeletion(t *testing.T) {
+	f, s := followFixture(t)
+	ctx := context.Background()
+	mergeRecs(t, s, chartRecs("s", 0, 20, 0.4, "4", 500)) // a small fragment
+	f.check(t, "exp", rollout.SourceAll, BaseUpdated, "a small fragment")
+	d, err := table.Open(ctx, s.Root())
+	if err != nil {
+		t.Fatal(err)
+	}
+	beforeDelete := d.Version()
+	frags := d.Fragments()
+	var rows []table.RowAddr
+	for off := uint32(0); off < 200; off += 7 {
+		rows = append(rows, table.RowAddr{Fragment: frags[1].GetId(), Offset: off}, table.RowAddr{Fragment: frags[2].GetId(), Offset: off + 3})
+	}
+	before := fragments(t, s)
+	if _, err := table.DeleteRows(ctx, s.Root(), rows, "reward > 0.35"); err != nil {
+		t.Fatal(err)
+	}
+	f.checkUpdated(t, s, before, "rows deleted in two fragments")
+
+	// Deleting again in a fragment with deletions, and every row of the
+	// small fragment (which goes).
+	rows = rows[:0]
+	for off := uint32(1); off < 200; off += 5 {
+		rows = append(rows, table.RowAddr{Fragment: frags[1].GetId(), Offset: off})
+	}
+	for off := uint32(0); off < 20; off++ {
+		rows = append(rows, table.RowAddr{Fragment: frags[4].GetId(), Offset: off})
+	}
+	before = fragments(t, s)
+	if _, err := table.DeleteRows(ctx, s.Root(), rows, "policy_version = '4'"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := fragments(t, s)[frags[4].GetId()]; ok {
+		t.Fatal("the fragment whose rows were all deleted is still there")
+	}
+	f.checkUpdated(t, s, before, "more rows deleted, and a whole fragment")
+
+	// Back to a version before the deletions: rows come back, which an
+	// update cannot follow.
+	if _, err := s.Checkout(ctx, beforeDelete); err != nil {
+		t.Fatal(err)
+	}
+	f.check(t, "exp", rollout.SourceFragments, BaseBuilt, "a checkout before the deletions")
+}
+
+// A compaction of a few small fragments updates the chart base (the rows
+// of the fragments it rewrote are deleted, its new fragment read); one
+// that rewrites most of the table rebuilds it.
+func TestChartBaseFollowsCompaction(t *testing.T) {
+	f, s := followFixture(t)
+	ctx := context.Background()
+	for g := 0; g < 3; g++ {
+		mergeRecs(t, s, chartRecs("s", g*20, 20, 0.4, "4", 500))
+		f.check(t, "exp", rollout.SourceAll, BaseUpdated, "a small fragment")
+	}
+	mergeRecs(t, s, chartRecs("a", 100, 10, 0.8, "9", 900)) // deletions in fragment 0
+	f.check(t, "exp", rollout.SourceAll, BaseUpdated, "deletions in fragment 0")
+	before := fragments(t, s)
+	res, err := s.Compact(ctx, rollout.CompactOptions{TargetRows: 100, KeepDeletions: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Removed != 4 || res.Added != 1 {
+		t.Fatalf("compaction removed %d fragments and added %d, want the four small ones into one", res.Removed, res.Added)
+	}
+	f.checkUpdated(t, s, before, "a compaction of the small fragments")
+
+	if _, err := s.Compact(ctx, rollout.CompactOptions{TargetRows: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	f.check(t, "exp", rollout.SourceAll, BaseBuilt, "a compaction of every fragment")
+}
+
+// A base table holding a chart column in another type than the store's
+// scan gives (here created_at without a time zone, as the reference
+// system writes it) is read into a chart base through the store's scan,
+// which converts; it has no row addresses, so after a merge it is built
+// again, and its charts are those of a scan.
+func TestChartBaseConvertedTableRebuilds(t *testing.T) {
+	ctx := context.Background()
+	root := objstore.NewMemory()
+	fields := rollout.Schema.Fields()
+	for i := range fields {
+		if fields[i].Name == rollout.ColCreatedAt {
+			fields[i].Type = &arrow.TimestampType{Unit: arrow.Microsecond}
+		}
+	}
+	ls, err := schema.FromArrow(arrow.NewSchema(fields, nil), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := table.Create(ctx, objstore.Sub(root, "ref.rollout.lance"), ls, table.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cat := rollout.NewCatalog(root, rollout.ShardID("w1"), rollout.Options{})
+	t.Cleanup(func() { _ = cat.Close(context.Background()) })
+	f := &chartBaseFixture{fixture: &fixture{cat: cat, eng: New(FromCatalog(cat), Limits{})}, cached: New(FromCatalog(cat), Limits{})}
+	f.cached.CacheChartBases(64 << 20)
+	t.Cleanup(f.cached.Close)
+	s, err := cat.Open(ctx, "ref")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mergeRecs(t, s, chartRecs("a", 0, 200, 0.2, "1", 0))
+	mergeRecs(t, s, chartRecs("a", 200, 200, 0.4, "2", 0))
+	d, err := table.Open(ctx, s.Root())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, direct := directSig(d); direct {
+		t.Fatal("the table's created_at reads as the store's type: the test needs a converted one")
+	}
+	f.check(t, "ref", rollout.SourceAll, BaseBuilt, "a converted table")
+	appendFlush(t, s, chartRecs("a", 100, 20, 0.9, "3", 500))
+	f.check(t, "ref", rollout.SourceAll, BaseCached, "pending rows")
+	if _, err := s.Merge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.check(t, "ref", rollout.SourceAll, BaseBuilt, "after a merge")
 }

@@ -19,4 +19,5 @@ const (
 	BaseScanned BaseSource = "scanned" // the store was scanned (no cache, or the cache could not serve)
 	BaseCached  BaseSource = "cached"  // from the cached base of this base table version
 	BaseBuilt   BaseSource = "built"   // scanned into a new cached base
+	BaseUpdated BaseSource = "updated" // the cached base of an earlier version, updated with the fragments changed since
 )

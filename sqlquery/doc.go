@@ -86,8 +86,14 @@
 // reads the base's identity before and after its scans, and scans the store
 // when it changed) and drop the base rows whose id a pending row writes, as
 // a scan of all does. A merge, compaction, delete or checkout makes a new
-// base table, whose chart base the first charts after it build. Chart bases
-// above the cap (an estimate of their storage, all stores together) are not
+// base table. The first charts after it update the store's chart base when
+// they can do so exactly and for less than a rebuild: every row of a chart
+// base carries its row address, so the rows of fragments gone and the rows
+// newly deleted are deleted from it and the new fragments alone are read
+// (Charts.Base "updated"); otherwise (more than half the rows changed, a
+// chart column's id or type changed, a fragment id names other files,
+// deleted rows live again after a checkout, or a table whose columns the
+// store's scan converts) they build a new one. Chart bases above the cap (an estimate of their storage, all stores together) are not
 // kept; the least recently used go first.
 //
 // DuckDB is C++ (cgo). A binary built with CGO_ENABLED=0 compiles, and

@@ -22,6 +22,10 @@ import (
 // scanFunc is the table function every store name resolves to.
 const scanFunc = "lance_context_scan"
 
+// baseFunc is the table function a chart base reads base table fragments
+// with (see directScan).
+const baseFunc = "lance_context_base"
+
 // RecordsTable is the name of the queried store in SQL.
 const RecordsTable = "records"
 
@@ -37,7 +41,8 @@ type query struct {
 
 	hintStore string // the store the hints filter (set before the statement is bound)
 	hints     []hint
-	top       *topN // the hinted store's ORDER BY ... LIMIT bound, or nil
+	top       *topN       // the hinted store's ORDER BY ... LIMIT bound, or nil
+	direct    *directScan // what baseFunc reads (a chart base's scans only)
 
 	mu    sync.Mutex
 	err   error          // first error of a scan or bind: the cause behind DuckDB's message

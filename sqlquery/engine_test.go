@@ -253,6 +253,7 @@ func TestEscapesRefused(t *testing.T) {
 		"SELECT * FROM query('SET memory_limit=''10GB''')",
 		"SELECT * FROM query('ATTACH '':memory:'' AS x')",
 		"  /* c */ -- c\n pragma version",
+		"SELECT * FROM lance_context_base('exp')", // a chart base's scan of chosen fragments
 	} {
 		_, err := f.eng.Query(context.Background(), Request{Store: "exp", SQL: sql})
 		if !errors.Is(err, ErrInvalid) {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	duckdb "github.com/duckdb/duckdb-go/v2"
 
+	"github.com/lance-context/lance-context/lance/table"
 	"github.com/lance-context/lance-context/rollout"
 )
 
@@ -87,29 +89,56 @@ func registerScan(conn *sql.Conn, cur func() *query) error {
 	if err != nil {
 		return err
 	}
-	return duckdb.RegisterTableUDF(conn, scanFunc, duckdb.ChunkTableFunction{
+	if err := duckdb.RegisterTableUDF(conn, scanFunc, duckdb.ChunkTableFunction{
+		Config: duckdb.TableFunctionConfig{Arguments: []duckdb.TypeInfo{vc}},
+		BindArguments: func(_ map[string]any, args ...any) (duckdb.ChunkTableSource, error) {
+			return bindScan(cur(), args, infos, nil)
+		},
+	}); err != nil {
+		return err
+	}
+	// lance_context_base(store) reads the fragments of one base table
+	// version a chart base update names (query.direct), with each row's
+	// address; it serves nothing else.
+	addr, err := duckdb.NewTypeInfo(duckdb.TYPE_UBIGINT)
+	if err != nil {
+		return err
+	}
+	baseInfos := append(slices.Clone(infos), duckdb.ColumnInfo{Name: table.RowAddrColumn, T: addr})
+	return duckdb.RegisterTableUDF(conn, baseFunc, duckdb.ChunkTableFunction{
 		Config: duckdb.TableFunctionConfig{Arguments: []duckdb.TypeInfo{vc}},
 		BindArguments: func(_ map[string]any, args ...any) (duckdb.ChunkTableSource, error) {
 			q := cur()
-			name, _ := args[0].(string)
-			t, err := q.open(q.ctx, name)
-			if err != nil {
-				return nil, q.fail(fmt.Errorf("store %q: %w", name, err))
+			if q.direct == nil {
+				return nil, q.fail(invalidf("no such table function: it serves the charts only"))
 			}
-			s := &scanSource{q: q, store: name, source: q.source, table: t, infos: infos}
-			s.card, s.stats = estimate(q.ctx, t, q.source)
-			if name == q.hintStore {
-				s.hints, s.top = q.hints, q.top
-			}
-			q.mu.Lock()
-			if q.binds == nil {
-				q.binds = map[string]int{}
-			}
-			q.binds[name]++
-			q.mu.Unlock()
-			return s, nil
+			return bindScan(q, args, baseInfos, q.direct)
 		},
 	})
+}
+
+// bindScan binds one scan of a store for query q: of its source through
+// the store's own scan, or (direct not nil) of the fragments direct names.
+func bindScan(q *query, args []any, infos []duckdb.ColumnInfo, direct *directScan) (duckdb.ChunkTableSource, error) {
+	name, _ := args[0].(string)
+	t, err := q.open(q.ctx, name)
+	if err != nil {
+		return nil, q.fail(fmt.Errorf("store %q: %w", name, err))
+	}
+	s := &scanSource{q: q, store: name, source: q.source, table: t, infos: infos, direct: direct}
+	if direct == nil {
+		s.card, s.stats = estimate(q.ctx, t, q.source)
+	}
+	if name == q.hintStore {
+		s.hints, s.top = q.hints, q.top
+	}
+	q.mu.Lock()
+	if q.binds == nil {
+		q.binds = map[string]int{}
+	}
+	q.binds[name]++
+	q.mu.Unlock()
+	return s, nil
 }
 
 // scanSource feeds one store scan to DuckDB. A goroutine runs the store's
@@ -121,6 +150,7 @@ type scanSource struct {
 	source rollout.Source
 	table  Table
 	infos  []duckdb.ColumnInfo
+	direct *directScan // a chart base update's read of base table fragments, or nil
 	card   *duckdb.CardinalityInfo
 	stats  *rollout.Stats // read when bound, or nil
 
@@ -185,7 +215,7 @@ func (s *scanSource) Init() {}
 // start learns the projection from the chunk (a column DuckDB did not
 // project has no vector) and starts the store scan of those columns.
 func (s *scanSource) start(chunk duckdb.DataChunk) {
-	for i, f := range scanColumns {
+	for i, f := range s.infos {
 		if _, err := chunk.GetVector(i); err == nil {
 			s.proj = append(s.proj, i)
 			s.projected = append(s.projected, f.Name)
@@ -210,7 +240,9 @@ func (s *scanSource) start(chunk duckdb.DataChunk) {
 		defer s.q.wg.Done()
 		defer close(s.done)
 		var err error
-		if base, filter := s.lateBase(); base != nil {
+		if s.direct != nil {
+			err = s.scanDirect()
+		} else if base, filter := s.lateBase(); base != nil {
 			s.late = true
 			err = s.scanLate(base, filter)
 		} else {
@@ -302,6 +334,8 @@ func fill(chunk duckdb.DataChunk, col int, arr arrow.Array, sel []int32, from, t
 	case *array.Int32:
 		return fillWith(chunk, col, arr, sel, from, to, k, a.Value)
 	case *array.Int64:
+		return fillWith(chunk, col, arr, sel, from, to, k, a.Value)
+	case *array.Uint64:
 		return fillWith(chunk, col, arr, sel, from, to, k, a.Value)
 	case *array.Float32:
 		return fillWith(chunk, col, arr, sel, from, to, k, a.Value)
