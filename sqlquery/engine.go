@@ -254,7 +254,9 @@ func prepareSelect(c *duckdb.Conn, text string) (*duckdb.Stmt, error) {
 	}
 	ds, err := c.Prepare(text)
 	if err != nil {
-		if strings.Contains(err.Error(), "context") {
+		// The driver refuses several statements without a context; any
+		// other error (a column named like "context" too) is DuckDB's own.
+		if strings.Contains(err.Error(), "missing context for multi-statement query") {
 			return nil, invalidf("send exactly one statement")
 		}
 		return nil, err

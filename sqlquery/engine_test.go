@@ -264,6 +264,22 @@ func TestEscapesRefused(t *testing.T) {
 	}
 }
 
+// TestRegression_PrepareErrorNamesTheProblem: a statement DuckDB cannot
+// prepare gets DuckDB's message, even when it mentions "context"; every
+// such error was answered "send exactly one statement".
+func TestRegression_PrepareErrorNamesTheProblem(t *testing.T) {
+	f := newFixture(t, Limits{})
+	f.store(t, "exp", 5, true)
+	_, err := f.eng.Query(context.Background(), Request{Store: "exp", SQL: "SELECT no_such_context FROM records"})
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "no_such_context") || strings.Contains(err.Error(), "exactly one statement") {
+		t.Fatalf("got %v, want DuckDB's binder error naming no_such_context", err)
+	}
+	_, err = f.eng.Query(context.Background(), Request{Store: "exp", SQL: "SELECT 1; SELECT 2"})
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "exactly one statement") {
+		t.Fatalf("two statements: got %v", err)
+	}
+}
+
 func TestLimits(t *testing.T) {
 	f := newFixture(t, Limits{MaxRowsScanned: 100, MaxRowsReturned: 10, MaxTime: 2 * time.Second, MaxMemoryMB: 64})
 	f.store(t, "exp", 150, true)
