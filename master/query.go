@@ -203,7 +203,7 @@ func (m *Master) query(w http.ResponseWriter, r *http.Request) {
 // queryResponse is a result in the wire's terms.
 func queryResponse(res *sqlquery.Result) api.QueryResponse {
 	out := api.QueryResponse{
-		Columns:     make([]api.QueryColumn, len(res.Columns)),
+		Columns:     res.Columns,
 		Rows:        res.JSONRows(),
 		RowCount:    len(res.Rows),
 		Truncated:   res.Truncated,
@@ -211,11 +211,8 @@ func queryResponse(res *sqlquery.Result) api.QueryResponse {
 		ElapsedMS:   float64(res.Elapsed.Microseconds()) / 1000,
 		Scans:       make([]api.QueryScan, len(res.Scans)),
 	}
-	for i, c := range res.Columns {
-		out.Columns[i] = api.QueryColumn{Name: c.Name, Type: c.Type}
-	}
 	for i, sc := range res.Scans {
-		out.Scans[i] = api.QueryScan{Store: sc.Store, Source: sc.Source, Columns: sc.Columns, Filters: sc.Filters, Rows: sc.Rows, RowsKept: sc.RowsKept}
+		out.Scans[i] = sc.QueryScan
 	}
 	return out
 }

@@ -16,6 +16,7 @@ import (
 
 	duckdb "github.com/duckdb/duckdb-go/v2"
 
+	"github.com/lance-context/lance-context/api"
 	"github.com/lance-context/lance-context/rollout"
 )
 
@@ -103,7 +104,7 @@ func (q *query) scanStats() []ScanStat {
 	defer q.mu.Unlock()
 	out := []ScanStat{}
 	for _, s := range q.scans {
-		st := ScanStat{Store: s.store, Source: string(s.source), Columns: s.projected, Rows: s.rows.Load(), RowsKept: s.kept.Load(), Filters: []string{}, late: s.late}
+		st := ScanStat{QueryScan: api.QueryScan{Store: s.store, Source: string(s.source), Columns: s.projected, Rows: s.rows.Load(), RowsKept: s.kept.Load(), Filters: []string{}}, late: s.late}
 		for _, h := range s.hints {
 			st.Filters = append(st.Filters, h.String())
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/lance-context/lance-context/api"
 	"github.com/lance-context/lance-context/rollout"
 )
 
@@ -126,21 +127,13 @@ type Request struct {
 }
 
 // Column is one result column: its name and DuckDB type.
-type Column struct {
-	Name string `json:"name"`
-	Type string `json:"type"`
-}
+type Column = api.QueryColumn
 
-// ScanStat says what one scan of a store read: the columns the query
-// needed (projection pushdown), the rows read, the filters applied in the
-// scan (see hint) and the rows they kept, which DuckDB received.
+// ScanStat says what one scan of a store read (api.QueryScan: the columns
+// the query needed, the rows read, the filters applied in the scan, see
+// hint, and the rows they kept, which DuckDB received).
 type ScanStat struct {
-	Store    string   `json:"store"`
-	Source   string   `json:"source"`
-	Columns  []string `json:"columns"`
-	Filters  []string `json:"filters"`
-	Rows     int64    `json:"rows"`
-	RowsKept int64    `json:"rows_kept"`
+	api.QueryScan
 
 	late bool // the scan read the filter columns first (lateBase)
 }
