@@ -12,7 +12,6 @@ import (
 	"math"
 	"net/http"
 	"os"
-	"slices"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -280,32 +279,7 @@ func (a *Azure) Delete(ctx context.Context, key string) error {
 // List implements Store with List Blobs (flat), following every page. Names
 // ending in '/' (folder placeholders) are skipped.
 func (a *Azure) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
-	if err := validatePrefix(prefix); err != nil {
-		return nil, err
-	}
-	full := a.root + prefix
-	var out []ObjectInfo
-	p := a.c.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &full})
-	for p.More() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("objstore: azure list %q: %w", prefix, err)
-		}
-		for _, it := range page.Segment.BlobItems {
-			name := deref(it.Name)
-			if !strings.HasPrefix(name, full) || strings.HasSuffix(name, "/") {
-				continue
-			}
-			info := ObjectInfo{Key: name[len(a.root):]}
-			if it.Properties != nil {
-				info.Size = deref(it.Properties.ContentLength)
-				info.ModTime = deref(it.Properties.LastModified)
-			}
-			out = append(out, info)
-		}
-	}
-	slices.SortFunc(out, func(a, b ObjectInfo) int { return strings.Compare(a.Key, b.Key) })
-	return out, nil
+	return a.list(ctx, prefix, -1)
 }
 
 // Create implements Store. The writer buffers one block: an object smaller

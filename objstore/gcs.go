@@ -8,12 +8,10 @@ import (
 	"math"
 	"net/http"
 	"os"
-	"slices"
 	"strings"
 
 	"cloud.google.com/go/storage"
 	"google.golang.org/api/googleapi"
-	"google.golang.org/api/iterator"
 	"google.golang.org/api/option"
 )
 
@@ -265,31 +263,7 @@ func (g *GCS) Delete(ctx context.Context, key string) error {
 // List implements Store, following every page. Keys ending in '/' (folder
 // placeholders some tools create) are skipped.
 func (g *GCS) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
-	if err := validatePrefix(prefix); err != nil {
-		return nil, err
-	}
-	full := g.root + prefix
-	q := &storage.Query{Prefix: full}
-	if err := q.SetAttrSelection([]string{"Name", "Size", "Updated"}); err != nil {
-		return nil, err
-	}
-	var out []ObjectInfo
-	it := g.bucket.Objects(ctx, q)
-	for {
-		a, err := it.Next()
-		if errors.Is(err, iterator.Done) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("objstore: gcs list %q: %w", prefix, err)
-		}
-		if !strings.HasPrefix(a.Name, full) || strings.HasSuffix(a.Name, "/") {
-			continue
-		}
-		out = append(out, ObjectInfo{Key: a.Name[len(g.root):], Size: a.Size, ModTime: a.Updated})
-	}
-	slices.SortFunc(out, func(a, b ObjectInfo) int { return strings.Compare(a.Key, b.Key) })
-	return out, nil
+	return g.list(ctx, prefix, -1)
 }
 
 // Create implements Store with a resumable upload in chunks of ChunkSize

@@ -58,11 +58,17 @@ var (
 // ListFirst implements FirstLister: one ListObjectsV2 request with MaxKeys
 // (S3 answers at most 1000 keys a request: more take more pages).
 func (s *S3) ListFirst(ctx context.Context, prefix string, n int) ([]ObjectInfo, error) {
+	if n <= 0 {
+		return nil, validatePrefix(prefix)
+	}
+	return s.list(ctx, prefix, n)
+}
+
+// list lists the first n keys under prefix in byte order (n < 0: all of
+// them), page by page.
+func (s *S3) list(ctx context.Context, prefix string, n int) ([]ObjectInfo, error) {
 	if err := validatePrefix(prefix); err != nil {
 		return nil, err
-	}
-	if n <= 0 {
-		return nil, nil
 	}
 	full := s.root + prefix
 	var (
@@ -70,8 +76,11 @@ func (s *S3) ListFirst(ctx context.Context, prefix string, n int) ([]ObjectInfo,
 		token *string
 	)
 	for {
-		page, err := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &full,
-			MaxKeys: aws.Int32(int32(min(n-len(out), 1000))), ContinuationToken: token})
+		in := &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &full, ContinuationToken: token}
+		if n >= 0 {
+			in.MaxKeys = aws.Int32(int32(min(n-len(out), 1000)))
+		}
+		page, err := s.client.ListObjectsV2(ctx, in)
 		if err != nil {
 			return nil, fmt.Errorf("objstore: s3 list %q: %w", prefix, err)
 		}
@@ -82,7 +91,7 @@ func (s *S3) ListFirst(ctx context.Context, prefix string, n int) ([]ObjectInfo,
 			}
 			out = append(out, ObjectInfo{Key: k[len(s.root):], Size: aws.ToInt64(o.Size), ModTime: aws.ToTime(o.LastModified)})
 		}
-		if len(out) >= n || !aws.ToBool(page.IsTruncated) || page.NextContinuationToken == nil {
+		if (n >= 0 && len(out) >= n) || !aws.ToBool(page.IsTruncated) || page.NextContinuationToken == nil {
 			break
 		}
 		token = page.NextContinuationToken
@@ -90,10 +99,11 @@ func (s *S3) ListFirst(ctx context.Context, prefix string, n int) ([]ObjectInfo,
 	return firstSorted(out, n), nil
 }
 
-// firstSorted sorts infos by key and keeps the first n.
+// firstSorted sorts infos by key (the stores list in byte order already;
+// sorting guards compatible servers) and keeps the first n (n < 0: all).
 func firstSorted(infos []ObjectInfo, n int) []ObjectInfo {
 	slices.SortFunc(infos, func(a, b ObjectInfo) int { return strings.Compare(a.Key, b.Key) })
-	if len(infos) > n {
+	if n >= 0 && len(infos) > n {
 		infos = infos[:n]
 	}
 	return infos
@@ -102,11 +112,17 @@ func firstSorted(infos []ObjectInfo, n int) []ObjectInfo {
 // ListFirst implements FirstLister: one objects.list request with
 // maxResults (GCS answers at most 1000 a page: more take more pages).
 func (g *GCS) ListFirst(ctx context.Context, prefix string, n int) ([]ObjectInfo, error) {
+	if n <= 0 {
+		return nil, validatePrefix(prefix)
+	}
+	return g.list(ctx, prefix, n)
+}
+
+// list lists the first n keys under prefix in byte order (n < 0: all of
+// them), page by page.
+func (g *GCS) list(ctx context.Context, prefix string, n int) ([]ObjectInfo, error) {
 	if err := validatePrefix(prefix); err != nil {
 		return nil, err
-	}
-	if n <= 0 {
-		return nil, nil
 	}
 	full := g.root + prefix
 	q := &storage.Query{Prefix: full}
@@ -116,8 +132,12 @@ func (g *GCS) ListFirst(ctx context.Context, prefix string, n int) ([]ObjectInfo
 	var out []ObjectInfo
 	// A Pager asks for one page of the size left to fill, and fetches
 	// another only when the server answered fewer and has more.
-	p := iterator.NewPager(g.bucket.Objects(ctx, q), min(n, 1000), "")
-	for len(out) < n {
+	size := 1000
+	if n >= 0 {
+		size = min(n, 1000)
+	}
+	p := iterator.NewPager(g.bucket.Objects(ctx, q), size, "")
+	for n < 0 || len(out) < n {
 		var page []*storage.ObjectAttrs
 		token, err := p.NextPage(&page)
 		if err != nil {
@@ -139,16 +159,26 @@ func (g *GCS) ListFirst(ctx context.Context, prefix string, n int) ([]ObjectInfo
 // ListFirst implements FirstLister: one List Blobs request with
 // maxresults (Azure answers at most 5000 a page: more take more pages).
 func (a *Azure) ListFirst(ctx context.Context, prefix string, n int) ([]ObjectInfo, error) {
+	if n <= 0 {
+		return nil, validatePrefix(prefix)
+	}
+	return a.list(ctx, prefix, n)
+}
+
+// list lists the first n keys under prefix in byte order (n < 0: all of
+// them), page by page.
+func (a *Azure) list(ctx context.Context, prefix string, n int) ([]ObjectInfo, error) {
 	if err := validatePrefix(prefix); err != nil {
 		return nil, err
 	}
-	if n <= 0 {
-		return nil, nil
-	}
 	full := a.root + prefix
 	var out []ObjectInfo
-	p := a.c.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &full, MaxResults: to.Ptr(int32(min(n, 5000)))})
-	for len(out) < n && p.More() {
+	opts := &container.ListBlobsFlatOptions{Prefix: &full}
+	if n >= 0 {
+		opts.MaxResults = to.Ptr(int32(min(n, 5000)))
+	}
+	p := a.c.NewListBlobsFlatPager(opts)
+	for (n < 0 || len(out) < n) && p.More() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("objstore: azure list %q: %w", prefix, err)

@@ -9,7 +9,6 @@ import (
 	"math"
 	"net/http"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -331,28 +330,7 @@ func (s *S3) Delete(ctx context.Context, key string) error {
 // List implements Store with ListObjectsV2, following every page. Keys
 // ending in '/' (directory markers some tools create) are skipped.
 func (s *S3) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
-	if err := validatePrefix(prefix); err != nil {
-		return nil, err
-	}
-	full := s.root + prefix
-	var out []ObjectInfo
-	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &full})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("objstore: s3 list %q: %w", prefix, err)
-		}
-		for _, o := range page.Contents {
-			k := aws.ToString(o.Key)
-			if !strings.HasPrefix(k, full) || strings.HasSuffix(k, "/") {
-				continue
-			}
-			out = append(out, ObjectInfo{Key: k[len(s.root):], Size: aws.ToInt64(o.Size), ModTime: aws.ToTime(o.LastModified)})
-		}
-	}
-	// S3 lists in byte order already; sorting guards S3-compatible servers.
-	slices.SortFunc(out, func(a, b ObjectInfo) int { return strings.Compare(a.Key, b.Key) })
-	return out, nil
+	return s.list(ctx, prefix, -1)
 }
 
 // Create implements Store. The writer buffers one part: an object smaller
