@@ -11,28 +11,12 @@
 // runs) is reported too: after a restart of the server it builds the chart base. Prints JSON.
 // Env: LC_API_TOKEN (sent when set); REPLACE_FROM=N makes the records rewrite ids ct-N... of the
 // loaded store instead of adding new ones (the merge then deletes the rows they replace).
-const BASE_URL = (process.env.BASE_URL ?? '').replace(/\/+$/, '');
+import { BASE_URL, call as api, median } from './api.mjs';
+
 const STORE = process.env.STORE || 'charts-timing-1000000';
 const ADD = Number(process.env.ADD || 5000);
 const RUNS = Number(process.env.RUNS || 3);
-const TOKEN = process.env.LC_API_TOKEN || '';
 const REPLACE_FROM = process.env.REPLACE_FROM === undefined ? -1 : Number(process.env.REPLACE_FROM);
-const auth = TOKEN ? { Authorization: `Bearer ${TOKEN}` } : {};
-if (!BASE_URL) {
-  console.error('BASE_URL is not set');
-  process.exit(2);
-}
-
-async function api(method, path, body) {
-  const r = await fetch(`${BASE_URL}${path}`, {
-    method,
-    headers: { ...auth, ...(body ? { 'Content-Type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const text = await r.text();
-  if (!r.ok && r.status !== 409) throw new Error(`${method} ${path}: ${r.status} ${text.slice(0, 300)}`);
-  return { body: text ? JSON.parse(text) : undefined, headers: r.headers };
-}
 
 async function charts() {
   const t = performance.now();
@@ -40,7 +24,6 @@ async function charts() {
   return { ms: performance.now() - t, base: r.headers.get('x-charts-base') ?? '', rows_scanned: r.body.rows_scanned };
 }
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const t0 = Date.parse('2026-01-01T10:00:00Z');
 const stamp = Date.now();
 const cold = [];

@@ -13,29 +13,13 @@
 // base table and the pending rows, X-Charts-Base cached; fragments charts do not change). Prints JSON.
 // Env: LC_API_TOKEN (sent when set), CHROMIUM (default /usr/bin/chromium).
 import { chromium } from 'playwright-core';
+import { BASE_URL, api, median } from './api.mjs';
 
-const BASE_URL = (process.env.BASE_URL ?? '').replace(/\/+$/, '');
 const ROWS = Number(process.env.ROWS || 1_000_000);
 const STORE = process.env.STORE || `charts-timing-${ROWS}`;
 const RUNS = Number(process.env.RUNS || 3);
 const TOKEN = process.env.LC_API_TOKEN || '';
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
-const auth = TOKEN ? { Authorization: `Bearer ${TOKEN}` } : {};
-if (!BASE_URL) {
-  console.error('BASE_URL is not set');
-  process.exit(2);
-}
-
-async function api(method, path, body) {
-  const r = await fetch(`${BASE_URL}${path}`, {
-    method,
-    headers: { ...auth, ...(body ? { 'Content-Type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const text = await r.text();
-  if (!r.ok && r.status !== 409) throw new Error(`${method} ${path}: ${r.status} ${text.slice(0, 300)}`);
-  return text ? JSON.parse(text) : undefined;
-}
 
 async function load() {
   await api('POST', '/api/v1/rollouts', { name: STORE });
@@ -100,7 +84,6 @@ async function cold() {
   });
 }
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const loaded = await load();
 const out = { base_url: BASE_URL, store: STORE, rows: ROWS, load: loaded, sources: {} };
