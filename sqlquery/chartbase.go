@@ -77,6 +77,19 @@ const maxChartBases = 32
 // the request: the charts are then computed by a scan of the store.
 var errBaseMoved = errors.New("sqlquery: the base table changed during the charts")
 
+// baseUnmoved returns errBaseMoved when the store's base table is no
+// longer the one identified by ident (a merge or compaction committed).
+func baseUnmoved(ctx context.Context, bs baseStore, ident string) error {
+	now, err := baseIdent(ctx, bs)
+	if err != nil {
+		return fmt.Errorf("sqlquery: base table: %w", err)
+	}
+	if now != ident {
+		return errBaseMoved
+	}
+	return nil
+}
+
 // Per-row storage estimate of the chart base tables: DuckDB's fixed-width
 // vectors (a string is 16 bytes, plus its bytes when longer than 12) and
 // validity, rounded up. A chart base counts the larger of this estimate and
@@ -195,12 +208,8 @@ func combine(ctx context.Context, c *duckdb.Conn, q *query, bs baseStore, src ro
 			CASE WHEN num_output_tokens IS NULL THEN length(content)::BIGINT END AS clen FROM records`); err != nil {
 			return err
 		}
-		now, err := baseIdent(ctx, bs)
-		if err != nil {
-			return fmt.Errorf("sqlquery: base table: %w", err)
-		}
-		if now != ident {
-			return errBaseMoved
+		if err := baseUnmoved(ctx, bs, ident); err != nil {
+			return err
 		}
 		n, err := all(ctx, c, `SELECT count(*) FROM w`)
 		if err != nil {
@@ -315,14 +324,7 @@ func buildFromStore(ctx context.Context, c *duckdb.Conn, q *query, bs baseStore,
 	if err != nil {
 		return err
 	}
-	now, err := baseIdent(ctx, bs)
-	if err != nil {
-		return fmt.Errorf("sqlquery: base table: %w", err)
-	}
-	if now != ident {
-		return errBaseMoved
-	}
-	return nil
+	return baseUnmoved(ctx, bs, ident)
 }
 
 // use runs fn on the chart base's database for one request, as session
