@@ -270,19 +270,8 @@ func (s *SmallFiles) GetTail(ctx context.Context, key string, n int64) ([]byte, 
 		return GetTail(ctx, s.inner, key, n)
 	}
 	if !oneRequestTail(s.inner) {
-		info, err := s.Head(ctx, key)
-		if err != nil {
-			return nil, ObjectInfo{}, err
-		}
-		if o, ok := s.cached(key); ok {
-			return lastBytes(o.data, n), o.info, nil
-		}
-		off := info.Size - min(max(n, 0), info.Size)
-		b, err := s.inner.GetRange(ctx, key, off, info.Size-off)
-		if err != nil {
-			return nil, ObjectInfo{}, err
-		}
-		return b, info, nil
+		// s.Head caches a small object whole; s.GetRange then serves it.
+		return headTail(ctx, s, key, n)
 	}
 	b, info, err := GetTail(ctx, s.inner, key, max(n, s.max))
 	if err != nil {

@@ -1,7 +1,6 @@
 package rollout
 
 import (
-	"cmp"
 	"container/heap"
 	"context"
 	"encoding/base64"
@@ -223,12 +222,7 @@ func (s *Store) pageBase(ctx context.Context, snap *snapshot, o ListOptions, exc
 			return nil, err
 		}
 		if covered != nil {
-			opts.Fragments = roaring.New()
-			for _, f := range snap.base.Fragments() {
-				if !covered.Contains(uint32(f.GetId())) {
-					opts.Fragments.Add(uint32(f.GetId()))
-				}
-			}
+			opts.Fragments = fragmentsOutside(snap.base, covered)
 		}
 	} else if len(o.Filters) == 1 {
 		// One key filter: walk the id index in order, keeping the rows
@@ -240,12 +234,7 @@ func (s *Store) pageBase(ctx context.Context, snap *snapshot, o ListOptions, exc
 		}
 		if walked != nil {
 			verify = &o.Filters[0]
-			opts.Fragments = roaring.New()
-			for _, f := range snap.base.Fragments() {
-				if !walked.Contains(uint32(f.GetId())) {
-					opts.Fragments.Add(uint32(f.GetId()))
-				}
-			}
+			opts.Fragments = fragmentsOutside(snap.base, walked)
 		}
 	}
 	err = snap.base.Scan(ctx, opts, func(b arrow.RecordBatch) error {
@@ -299,7 +288,7 @@ func (s *Store) startPageBase(ctx context.Context, snap *snapshot, o ListOptions
 			addrs[i] = c.addr
 		}
 		// In address order TakeRows does not reorder (the rows are kept by address).
-		sortByAddr(addrs, make([]int, len(addrs)))
+		slices.SortFunc(addrs, table.RowAddr.Compare)
 		b, err := snap.base.TakeRows(ctx, addrs, baseColumns(snap.base, listColumns))
 		if err != nil {
 			e.err = err
@@ -358,19 +347,25 @@ func (e *earlyBase) merge(h *idHeap, exclude map[string]struct{}, k int) bool {
 	return !full || (h.Len() == k && (*h)[0].id <= t)
 }
 
+// fragmentsOutside returns the ids of base's fragments not in done (the
+// ones an index walk did not cover, which the scan must read).
+func fragmentsOutside(base *table.Dataset, done *roaring.Bitmap) *roaring.Bitmap {
+	out := roaring.New()
+	for _, f := range base.Fragments() {
+		if !done.Contains(uint32(f.GetId())) {
+			out.Add(uint32(f.GetId()))
+		}
+	}
+	return out
+}
+
 // sortByAddr sorts addrs by address and at with it.
 func sortByAddr(addrs []table.RowAddr, at []int) {
 	idx := make([]int, len(addrs))
 	for i := range idx {
 		idx[i] = i
 	}
-	slices.SortFunc(idx, func(a, b int) int {
-		x, y := addrs[a], addrs[b]
-		if x.Fragment != y.Fragment {
-			return cmp.Compare(x.Fragment, y.Fragment)
-		}
-		return cmp.Compare(x.Offset, y.Offset)
-	})
+	slices.SortFunc(idx, func(a, b int) int { return addrs[a].Compare(addrs[b]) })
 	sa, st := make([]table.RowAddr, len(addrs)), make([]int, len(at))
 	for i, j := range idx {
 		sa[i], st[i] = addrs[j], at[j]

@@ -2,6 +2,7 @@ package table
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -107,6 +108,15 @@ func writeDeletion(ctx context.Context, d *Dataset, f *pb.DataFragment, del *roa
 type RowAddr struct {
 	Fragment uint64
 	Offset   uint32
+}
+
+// Compare orders row addresses as the table stores its rows: by fragment,
+// then offset.
+func (a RowAddr) Compare(b RowAddr) int {
+	if a.Fragment != b.Fragment {
+		return cmp.Compare(a.Fragment, b.Fragment)
+	}
+	return cmp.Compare(a.Offset, b.Offset)
 }
 
 // DeleteRows marks rows deleted. Rows already deleted are ignored; a

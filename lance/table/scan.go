@@ -1,7 +1,6 @@
 package table
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -466,13 +465,7 @@ func (d *Dataset) Take(ctx context.Context, addrs []RowAddr, columns []string) (
 			return nil, fmt.Errorf("lance/table: take: no row at fragment %d offset %d in version %d", a.Fragment, a.Offset, d.Version())
 		}
 	}
-	slices.SortFunc(order, func(x, y int) int {
-		a, b := addrs[x], addrs[y]
-		if a.Fragment != b.Fragment {
-			return cmp.Compare(a.Fragment, b.Fragment)
-		}
-		return cmp.Compare(a.Offset, b.Offset)
-	})
+	slices.SortFunc(order, func(x, y int) int { return addrs[x].Compare(addrs[y]) })
 	for i := 0; i < len(order); {
 		first := addrs[order[i]]
 		j := i + 1

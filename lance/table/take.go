@@ -89,8 +89,7 @@ func (d *Dataset) TakeRows(ctx context.Context, addrs []RowAddr, columns []strin
 	// than the reads of a page of rows.
 	inOrder := true
 	for i := 1; i < len(addrs) && inOrder; i++ {
-		a, b := addrs[i-1], addrs[i]
-		inOrder = a.Fragment < b.Fragment || (a.Fragment == b.Fragment && a.Offset < b.Offset)
+		inOrder = addrs[i-1].Compare(addrs[i]) < 0
 	}
 	if inOrder {
 		cols := make([]arrow.Array, len(proj.Fields))
