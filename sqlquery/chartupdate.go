@@ -13,7 +13,6 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	duckdb "github.com/duckdb/duckdb-go/v2"
 
 	"github.com/lance-context/lance-context/lance/pb"
@@ -90,46 +89,30 @@ func (s *scanSource) scanDirect() error {
 			return s.push(scanBatch{rec: b})
 		})
 	}
-	opts.Columns = filter
-	return ds.d.Scan(ctx, opts, func(b arrow.RecordBatch) error {
-		ds.note(b)
-		if err := s.count(b.NumRows()); err != nil {
-			return err
-		}
-		sel := selection(s.hints, filter, b)
-		addrs := b.Column(len(filter)).(*array.Uint64)
-		var take []table.RowAddr
-		var kept []uint64
-		add := func(i int) {
-			a := addrs.Value(i)
-			take = append(take, table.RowAddr{Fragment: a >> 32, Offset: uint32(a)})
-			kept = append(kept, a)
-		}
-		if sel == nil {
-			for i := range int(b.NumRows()) {
-				add(i)
+	return ds.d.ScanLate(ctx, table.LateScan{
+		Filter: filter, Columns: cols, BatchRows: opts.BatchRows, PlainDictionaries: true,
+		Fragments: ds.frags, WithRowAddr: true,
+		Keep: func(b arrow.RecordBatch) ([]int, error) {
+			ds.note(b)
+			if err := s.count(b.NumRows()); err != nil {
+				return nil, err
 			}
-		}
-		for _, i := range sel {
-			add(int(i))
-		}
-		if len(take) == 0 {
-			return nil
-		}
-		rec, err := ds.d.TakeRows(ctx, take, cols)
-		if err != nil {
-			return err
-		}
-		ab := array.NewUint64Builder(memory.DefaultAllocator)
-		ab.AppendValues(kept, nil)
-		aa := ab.NewArray()
-		arrs := append(slices.Clone(rec.Columns()), aa)
-		fields := append(slices.Clone(rec.Schema().Fields()), arrow.Field{Name: table.RowAddrColumn, Type: arrow.PrimitiveTypes.Uint64})
-		out := array.NewRecordBatch(arrow.NewSchema(fields, nil), arrs, int64(len(kept)))
-		rec.Release()
-		aa.Release()
-		defer out.Release()
-		return s.push(scanBatch{rec: out})
+			sel := selection(s.hints, filter, b)
+			if sel == nil {
+				out := make([]int, b.NumRows())
+				for i := range out {
+					out[i] = i
+				}
+				return out, nil
+			}
+			out := make([]int, len(sel))
+			for k, i := range sel {
+				out[k] = int(i)
+			}
+			return out, nil
+		},
+	}, func(b arrow.RecordBatch) error {
+		return s.push(scanBatch{rec: b})
 	})
 }
 

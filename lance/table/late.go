@@ -31,6 +31,11 @@ type LateScan struct {
 	BatchRows int
 	// PlainDictionaries as in ScanOptions, for both column sets.
 	PlainDictionaries bool
+	// Fragments, when set, limits the scan to these fragment ids.
+	Fragments *roaring.Bitmap
+	// WithRowAddr appends a RowAddrColumn to the Filter batches Keep sees
+	// and to the batches returned.
+	WithRowAddr bool
 }
 
 // lateGap is the most unkept rows between two kept rows that are still
@@ -58,8 +63,15 @@ func (d *Dataset) ScanLate(ctx context.Context, o LateScan, fn func(arrow.Record
 	if batch <= 0 {
 		batch = defaultBatchRows
 	}
-	fout, out := outputSchema(fproj, o.PlainDictionaries), outputSchema(proj, o.PlainDictionaries)
+	fout, rowsOut := outputSchema(fproj, o.PlainDictionaries), outputSchema(proj, o.PlainDictionaries)
+	out := rowsOut
+	if o.WithRowAddr {
+		fout, out = withRowAddr(fout), withRowAddr(rowsOut)
+	}
 	for _, frag := range d.Fragments() {
+		if o.Fragments != nil && !o.Fragments.Contains(uint32(frag.GetId())) {
+			continue
+		}
 		del, err := d.deletedRows(ctx, frag)
 		if err != nil {
 			return err
@@ -77,9 +89,12 @@ func (d *Dataset) ScanLate(ctx context.Context, o LateScan, fn func(arrow.Record
 			if len(offs) == 0 {
 				continue
 			}
-			rec, err := d.readRows(ctx, frag, proj, out, offs, o.PlainDictionaries)
+			rec, err := d.readRows(ctx, frag, proj, rowsOut, offs, o.PlainDictionaries)
 			if err != nil {
 				return err
+			}
+			if o.WithRowAddr {
+				rec = appendRowAddrs(rec, out, frag.GetId(), offs)
 			}
 			err = fn(rec)
 			rec.Release()
@@ -98,6 +113,13 @@ func (d *Dataset) lateKeep(ctx context.Context, frag *pb.DataFragment, fproj *sc
 	arrs, err := d.readFragmentWith(ctx, frag, fproj.Fields, s, e, o.PlainDictionaries)
 	if err != nil {
 		return nil, err
+	}
+	if o.WithRowAddr {
+		offs := make([]int64, e-s)
+		for i := range offs {
+			offs[i] = s + int64(i)
+		}
+		arrs = append(arrs, rowAddrArray(frag.GetId(), offs))
 	}
 	rec := array.NewRecordBatch(fout, arrs, e-s)
 	releaseAll(arrs)
@@ -223,4 +245,29 @@ func (d *Dataset) readRows(ctx context.Context, frag *pb.DataFragment, proj *sch
 		return nil, fmt.Errorf("lance/table: late scan: %w", err)
 	}
 	return filtered, nil
+}
+
+// withRowAddr is sch with a RowAddrColumn last.
+func withRowAddr(sch *arrow.Schema) *arrow.Schema {
+	return arrow.NewSchema(append(slices.Clone(sch.Fields()), arrow.Field{Name: RowAddrColumn, Type: arrow.PrimitiveTypes.Uint64}), nil)
+}
+
+// rowAddrArray holds the addresses of the given offsets of a fragment.
+func rowAddrArray(frag uint64, offs []int64) arrow.Array {
+	b := array.NewUint64Builder(memory.DefaultAllocator)
+	defer b.Release()
+	b.Reserve(len(offs))
+	for _, o := range offs {
+		b.UnsafeAppend(frag<<32 | uint64(o))
+	}
+	return b.NewArray()
+}
+
+// appendRowAddrs returns rec (of out's fields but the last) with the
+// addresses of offs as out's last column, releasing rec.
+func appendRowAddrs(rec arrow.RecordBatch, out *arrow.Schema, frag uint64, offs []int64) arrow.RecordBatch {
+	a := rowAddrArray(frag, offs)
+	defer a.Release()
+	defer rec.Release()
+	return array.NewRecordBatch(out, append(slices.Clone(rec.Columns()), a), rec.NumRows())
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
@@ -84,5 +85,72 @@ func TestScanLateMatchesScan(t *testing.T) {
 	if err := d.ScanLate(ctx, LateScan{Filter: []string{"n"}, Columns: []string{"id"},
 		Keep: func(arrow.RecordBatch) ([]int, error) { return []int{3, 1}, nil }}, func(arrow.RecordBatch) error { return nil }); err == nil {
 		t.Fatal("unordered Keep result: no error")
+	}
+}
+
+// TestScanLateFragmentsAndRowAddrs: a late scan limited to some fragments
+// reads only those, and with WithRowAddr both the batches Keep sees and
+// the rows returned carry the addresses a full scan gives them.
+func TestScanLateFragmentsAndRowAddrs(t *testing.T) {
+	ctx := context.Background()
+	store := objstore.NewMemory()
+	newTable(t, store)
+	appendRows(t, store, 0, 100)
+	d := appendRows(t, store, 100, 200)
+	f1 := d.Fragments()[1].GetId()
+	d, err := DeleteRows(ctx, store, []RowAddr{{f1, 3}}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int64]uint64{} // n -> address, fragment f1 only
+	if err := d.Scan(ctx, ScanOptions{Columns: []string{"n"}, WithRowAddr: true}, func(rec arrow.RecordBatch) error {
+		for i := 0; i < int(rec.NumRows()); i++ {
+			if a := rec.Column(1).(*array.Uint64).Value(i); a>>32 == f1 {
+				want[rec.Column(0).(*array.Int64).Value(i)] = a
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	only := roaring.New()
+	only.Add(uint32(f1))
+	seen := 0
+	got := map[int64]uint64{}
+	err = d.ScanLate(ctx, LateScan{
+		Filter: []string{"n"}, Columns: []string{"id", "n"}, BatchRows: 16, Fragments: only, WithRowAddr: true,
+		Keep: func(rec arrow.RecordBatch) ([]int, error) {
+			var idx []int
+			for i := 0; i < int(rec.NumRows()); i++ {
+				n, a := rec.Column(0).(*array.Int64).Value(i), rec.Column(1).(*array.Uint64).Value(i)
+				if want[n] != a {
+					return nil, fmt.Errorf("Keep sees row n=%d at address %x, want %x", n, a, want[n])
+				}
+				seen++
+				if n%2 == 0 {
+					idx = append(idx, i)
+				}
+			}
+			return idx, nil
+		},
+	}, func(rec arrow.RecordBatch) error {
+		if rec.Schema().Field(2).Name != RowAddrColumn {
+			return fmt.Errorf("returned columns %v", rec.Schema())
+		}
+		for i := 0; i < int(rec.NumRows()); i++ {
+			got[rec.Column(1).(*array.Int64).Value(i)] = rec.Column(2).(*array.Uint64).Value(i)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen != len(want) || len(want) != 99 {
+		t.Fatalf("Keep saw %d rows, want the %d live rows of fragment %d", seen, len(want), f1)
+	}
+	for n, a := range want {
+		if g, ok := got[n]; ok != (n%2 == 0) || (ok && g != a) {
+			t.Fatalf("row n=%d: returned %v at %x, want address %x kept only when even", n, ok, g, a)
+		}
 	}
 }
