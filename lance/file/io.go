@@ -54,7 +54,7 @@ type offsetsKey struct {
 // cachedOffsets returns entries [i0, hi) of offsets buffer b (raw u64 LE)
 // when the cache holds the buffer.
 func (rc *readCtx) cachedOffsets(b bufRange, i0, hi int64) ([]byte, bool) {
-	if b.size > maxCachedOffsets || b.size < 8*hi || i0 >= hi {
+	if !wholeOffsets(b, i0, hi) {
 		return nil, false
 	}
 	v, ok := lru.Shared().Get(offsetsKey{rc.r, b.off})
