@@ -97,19 +97,7 @@ func (s *scanSource) scanDirect() error {
 			if err := s.count(b.NumRows()); err != nil {
 				return nil, err
 			}
-			sel := selection(s.hints, filter, b)
-			if sel == nil {
-				out := make([]int, b.NumRows())
-				for i := range out {
-					out[i] = i
-				}
-				return out, nil
-			}
-			out := make([]int, len(sel))
-			for k, i := range sel {
-				out[k] = int(i)
-			}
-			return out, nil
+			return keptRows(s.hints, filter, b), nil
 		},
 	}, func(b arrow.RecordBatch) error {
 		return s.push(scanBatch{rec: b})

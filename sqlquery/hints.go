@@ -267,6 +267,24 @@ func columnName(col *expr, table, alias string) (string, bool) {
 // with the literal rounded to float32.
 func tolerance(c float64) float64 { return 1e-6 * max(1, math.Abs(c)) }
 
+// keptRows is selection as the row indices a late scan's Keep returns
+// (every row when the hints keep all).
+func keptRows(hs []hint, cols []string, b arrow.RecordBatch) []int {
+	sel := selection(hs, cols, b)
+	if sel == nil {
+		out := make([]int, b.NumRows())
+		for i := range out {
+			out[i] = i
+		}
+		return out
+	}
+	out := make([]int, len(sel))
+	for k, i := range sel {
+		out[k] = int(i)
+	}
+	return out
+}
+
 // selection returns the rows of b every hint keeps (nil: all of them).
 // cols are b's column names. A hint on a column b lacks is ignored.
 func selection(hs []hint, cols []string, b arrow.RecordBatch) []int32 {

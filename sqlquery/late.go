@@ -98,16 +98,7 @@ func (s *scanSource) scanLate(d *table.Dataset, filter []string) error {
 			if err := s.count(b.NumRows()); err != nil {
 				return nil, err
 			}
-			sel := selection(s.hints, filter, b)
-			out := make([]int, 0, len(sel))
-			if sel == nil {
-				for i := range int(b.NumRows()) {
-					out = append(out, i)
-				}
-			}
-			for _, i := range sel {
-				out = append(out, int(i))
-			}
+			out := keptRows(s.hints, filter, b)
 			if bound != nil {
 				out = bound.prune(s.hints, filter, b, out)
 			}
