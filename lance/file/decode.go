@@ -621,6 +621,7 @@ func (rc *readCtx) decodeBinary(n *node, ranges []rowRange) (arrow.ArrayData, er
 			continue
 		}
 		reqs[4*i+1] = bufRange{d.indices.off + 8*i0, 8 * (p.hi - i0)}
+		rc.prefetchOffsets(d.indices, d.adj, i0, p.hi)
 	}
 	got, err := rc.fetch(reqs, nil)
 	if err != nil {
@@ -948,6 +949,7 @@ func (rc *readCtx) decodeList(n *node, ranges []rowRange) (arrow.ArrayData, erro
 			reqs[i], whole[i], need = d.offsets, true, true
 		default:
 			reqs[i], need = bufRange{d.offsets.off + 8*i0, 8 * (p.hi - i0)}, true
+			rc.prefetchOffsets(d.offsets, d.adj, i0, p.hi)
 		}
 	}
 	if need {

@@ -1,10 +1,12 @@
 package file
 
 import (
+	"context"
 	"encoding/binary"
 	"os"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/lance-context/lance-context/internal/lru"
 )
@@ -34,15 +36,22 @@ func IOConcurrency() int { return ioConcurrency() }
 // size is read whole, the first time any of its rows is read, and kept in
 // the process-wide cache (internal/lru), so that later reads of that page
 // know where their bytes are without reading offsets first (one dependent
-// round trip less on an object store). Larger buffers are read by the
-// slice the rows need. (Caching slices of large buffers by aligned chunks
-// was measured: on local disk a point read of a cold chunk cost more than
-// the read it saves once warm, and at 10M rows the chunks stay cold.)
-// Buffers are kept packed (packedOffsets: row lengths by blocks of 256,
-// bit-packed to their range; a column of equal-width values or an
-// all-null list column costs a few bytes per block, not 8 per row), so
-// the cache holds about 8x more pages' offsets.
-const maxCachedOffsets = 1 << 20
+// round trip less on an object store). Larger buffers, up to
+// maxPrefetchedOffsets, are read by the slice the rows need, and read
+// whole in the background (prefetchOffsets) for the reads after it: a
+// page of short strings (ids, names) holds up to a fragment's rows, and
+// at 10M rows every point read touched one such 8 MB buffer per column.
+// (Caching slices of large buffers by aligned chunks was measured instead:
+// on local disk a point read of a cold chunk cost more than the read it
+// saves once warm, and at 10M rows the chunks stay cold.) Buffers are kept
+// packed (packedOffsets: row lengths by blocks of 256, bit-packed to their
+// range; a column of equal-width values or an all-null list column costs a
+// few bytes per block, not 8 per row), so the cache holds about 8x more
+// pages' offsets.
+const (
+	maxCachedOffsets     = 1 << 20
+	maxPrefetchedOffsets = 32 << 20
+)
 
 // offsetsKey names a cached offsets buffer: files are immutable, and a
 // Reader is one file.
@@ -54,7 +63,7 @@ type offsetsKey struct {
 // cachedOffsets returns entries [i0, hi) of offsets buffer b (raw u64 LE)
 // when the cache holds the buffer.
 func (rc *readCtx) cachedOffsets(b bufRange, i0, hi int64) ([]byte, bool) {
-	if !wholeOffsets(b, i0, hi) {
+	if b.size > maxPrefetchedOffsets || b.size < 8*hi || i0 >= hi {
 		return nil, false
 	}
 	v, ok := lru.Shared().Get(offsetsKey{rc.r, b.off})
@@ -73,6 +82,54 @@ func (rc *readCtx) cachedOffsets(b bufRange, i0, hi int64) ([]byte, bool) {
 func wholeOffsets(b bufRange, i0, hi int64) bool {
 	return b.size <= maxCachedOffsets && b.size >= 8*hi && i0 < hi
 }
+
+// prefetchSlots bounds the offsets buffers read in the background at once,
+// process-wide.
+var prefetchSlots = make(chan struct{}, 2)
+
+// prefetches counts the background reads in flight (tests wait on it).
+var prefetches sync.WaitGroup
+
+// prefetchOffsets starts a background read of offsets buffer b, too large
+// to be read whole by a read that needs entries [i0, hi) of it, and caches
+// it packed (adj: the page's null adjustment). A buffer is read this way
+// at most once per Reader, so a cache too small for a store's offsets
+// costs each buffer one read, not one per eviction. A read of much of the
+// buffer (a scan) starts none: it reads what it needs and is done with it.
+func (rc *readCtx) prefetchOffsets(b bufRange, adj uint64, i0, hi int64) {
+	if b.size <= maxCachedOffsets || b.size > maxPrefetchedOffsets || 64*8*(hi-i0) > b.size {
+		return
+	}
+	r := rc.r
+	ps := r.prefetched
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if _, done := ps.offs[b.off]; done {
+		return
+	}
+	select {
+	case prefetchSlots <- struct{}{}:
+	default:
+		return // busy: a later read of this buffer asks again
+	}
+	ps.offs[b.off] = struct{}{}
+	prefetches.Add(1)
+	// Not the read's context: the read does not wait for this one, and
+	// its end must not cancel it.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(rc.ctx), prefetchTimeout)
+	go func() {
+		defer func() { cancel(); <-prefetchSlots; prefetches.Done() }()
+		raw, err := readExact(ctx, r.src, b.off, b.size)
+		if err != nil {
+			return // the reads that need these offsets read their slice
+		}
+		p := packOffsets(raw[:b.size/8*8], adj)
+		lru.Shared().Put(offsetsKey{r, b.off}, p, p.bytes())
+	}()
+}
+
+// prefetchTimeout bounds a background offsets read.
+const prefetchTimeout = time.Minute
 
 // keepOffsets caches got, the whole offsets buffer b, packed, and returns
 // its entries [i0, hi). adj is the page's null adjustment (nulls are

@@ -2,9 +2,16 @@ package file
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/lance-context/lance-context/internal/lru"
 )
 
 // TestPackedOffsets checks that packed offsets give back every range of
@@ -55,5 +62,83 @@ func TestPackedOffsets(t *testing.T) {
 	p := packOffsets(raw, 0)
 	if p.raw == nil || !bytes.Equal(p.appendRange(nil, 0, 2), raw) {
 		t.Fatal("descending offsets were not kept raw")
+	}
+}
+
+// TestLargeOffsetsPrefetched checks that a point read of a page whose
+// offsets buffer is too large to read whole (a page of short strings
+// holding many rows) reads the slice it needs and then, in the background,
+// the whole buffer, so that the next point read of the page reads its
+// bytes only: one read, not offsets then bytes. It happens once per
+// Reader (an eviction does not start it again), and never for a read of
+// much of the page.
+func TestLargeOffsetsPrefetched(t *testing.T) {
+	const n = 300_000 // 2.4 MB of offsets in one page
+	as := arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+	sb := array.NewStringBuilder(mem)
+	for i := range n {
+		if i%7 == 3 {
+			sb.AppendNull()
+			continue
+		}
+		sb.Append(fmt.Sprintf("v%07d", i))
+	}
+	col := sb.NewArray()
+	rec := array.NewRecordBatch(as, []arrow.Array{col}, n)
+	b, _ := writeFile(t, as, WriterOptions{PageBytes: 64 << 20}, rec)
+	r, src := openBytes(t, b)
+	n0 := r.top[0].col
+	if len(n0.pages) != 1 {
+		t.Fatalf("%d pages, want one", len(n0.pages))
+	}
+	if sz := n0.pages[0].desc.(*binDesc).indices.size; sz <= maxCachedOffsets || sz > maxPrefetchedOffsets {
+		t.Fatalf("offsets buffer of %d bytes: not the case under test", sz)
+	}
+	// reads reads one row and returns the reads it took, background ones
+	// included.
+	reads := func(row int64) int64 {
+		t.Helper()
+		before := src.reads.Load()
+		got, err := r.Read(context.Background(), []int32{0}, row, row+1)
+		prefetches.Wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer got.Release()
+		want := array.NewSlice(col, row, row+1)
+		defer want.Release()
+		assertEqualArrays(t, "s", want, got.Column(0))
+		return src.reads.Load() - before
+	}
+	first := reads(100_000)
+	var warm []int64
+	for _, row := range []int64{0, 1, 150_001, n - 1} {
+		warm = append(warm, reads(row))
+	}
+	if k := reads(3); k != 0 { // a null: the offsets say so
+		t.Errorf("a null row after the prefetch: %d reads, want 0", k)
+	}
+	lru.Shared().Remove(offsetsKey{r, n0.pages[0].desc.(*binDesc).indices.off})
+	cold := reads(200_001) // offsets, bytes
+	t.Logf("reads of one row: first %d, after the prefetch %v, after an eviction %d", first, warm, cold)
+	if first != cold+1 {
+		t.Errorf("first point read: %d reads, want %d (a read after an eviction, and the prefetch)", first, cold+1)
+	}
+	for i, k := range warm {
+		if k != cold-1 {
+			t.Errorf("point read %d after the prefetch: %d reads, want %d (no offsets read)", i, k, cold-1)
+		}
+	}
+	// A read of most of the page on a new Reader starts none.
+	r2, src2 := openBytes(t, b)
+	before := src2.reads.Load()
+	got, err := r2.Read(context.Background(), []int32{0}, 1000, n-1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Release()
+	prefetches.Wait()
+	if k := src2.reads.Load() - before; k != 2 {
+		t.Fatalf("a scan of the page: %d reads, want 2", k)
 	}
 }

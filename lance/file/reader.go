@@ -7,6 +7,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"google.golang.org/protobuf/proto"
@@ -35,6 +36,14 @@ type Reader struct {
 	top          map[int32]*node
 	directMin    int64 // see directReadMin
 	metaBytes    int64 // the metadata bytes Open read, for cache accounting
+
+	prefetched *prefetchSet // offsets buffers read in the background (prefetchOffsets)
+}
+
+// prefetchSet is the offsets buffers of a Reader read in the background.
+type prefetchSet struct {
+	mu   sync.Mutex
+	offs map[int64]struct{}
 }
 
 // MetadataBytes is the size of the footer and metadata Open read: a
@@ -146,7 +155,7 @@ func OpenTail(ctx context.Context, src Source, size int64, tail []byte) (*Reader
 		return nil, fmt.Errorf("lance/file: file schema: %w", err)
 	}
 
-	r := &Reader{src: src, size: size, major: ft.major, minor: ft.minor, schema: sch,
+	r := &Reader{prefetched: &prefetchSet{offs: map[int64]struct{}{}}, src: src, size: size, major: ft.major, minor: ft.minor, schema: sch,
 		numRows: int64(fd.GetLength()), top: map[int32]*node{}, directMin: directReadMin, metaBytes: int64(len(t.b))}
 	metas := make([]*pb.ColumnMetadata, ncol)
 	for i := range metas {
