@@ -645,28 +645,7 @@ func (s *Store) walkFiltered(ctx context.Context, base *table.Dataset, f Filter,
 	}
 	deleted := map[uint64]*roaring.Bitmap{}
 	var werr error
-	// Most walked entries do not match: a 64 Kibit filter with two probes
-	// turns away all but a few percent of them before a binary search of
-	// the sorted matches.
-	var bloom [1 << 10]uint64
-	hash := func(a uint64) (uint64, uint64) {
-		h := a * 0x9e3779b97f4a7c15
-		return h >> 48, (h >> 32) & 0xffff
-	}
-	for _, a := range match {
-		h1, h2 := hash(a)
-		bloom[h1>>6] |= 1 << (h1 & 63)
-		bloom[h2>>6] |= 1 << (h2 & 63)
-	}
-	keep := func(addr uint64) bool {
-		h1, h2 := hash(addr)
-		if bloom[h1>>6]&(1<<(h1&63)) == 0 || bloom[h2>>6]&(1<<(h2&63)) == 0 {
-			return false
-		}
-		_, ok := slices.BinarySearch(match, addr)
-		return ok
-	}
-	_, err = s.opts.Indexes.AscendEach(ctx, base, ColID, after, keep, func(id string, addr uint64) bool {
+	_, err = s.opts.Indexes.AscendEach(ctx, base, ColID, after, index.NewAddrSet(match), func(id string, addr uint64) bool {
 		if h.Len() == k && id >= (*h)[0].id {
 			return false
 		}

@@ -34,6 +34,17 @@ type SourceInto interface {
 	ReadRangeInto(ctx context.Context, off int64, dst []byte) error
 }
 
+// LocalSource is a Source that reads a local file: a read costs a system
+// call answered from the page cache, less than the goroutines that would
+// read the fields of a Read in parallel waves.
+type LocalSource interface {
+	Local() bool
+}
+
+// localSerialReads is the most range reads of one fetch of a local file
+// issued one after another.
+const localSerialReads = 8
+
 // decodeLimitFloor is the smallest decode budget of one Read call. The
 // budget is max(decodeLimitFloor, 16 x file size): bytes a Read allocates
 // for decoded output beyond what it reads. It bounds what a corrupt or
@@ -103,8 +114,10 @@ func (r *Reader) read(ctx context.Context, fieldIDs []int32, ranges []rowRange, 
 	rc := &readCtx{ctx: ctx, r: r, limit: max(decodeLimitFloor, 16*r.size), plainDicts: opts.PlainDictionaries}
 	datas := make([]arrow.ArrayData, len(nodes))
 	errs := make([]error, len(nodes))
-	if len(nodes) == 1 {
-		datas[0], errs[0] = rc.decode(nodes[0], ranges)
+	if ls, ok := r.src.(LocalSource); len(nodes) == 1 || (ok && ls.Local()) {
+		for i, n := range nodes {
+			datas[i], errs[i] = rc.decode(n, ranges)
+		}
 	} else {
 		// Every field decodes in its own goroutine, and their reads go out
 		// in waves (see waves): the fields' first reads in one wave, then
@@ -322,8 +335,16 @@ func (rc *readCtx) fetchNow(reqs []bufRange, dsts [][]byte) ([][]byte, error) {
 			return nil
 		})
 	}
-	if len(jobs) == 1 {
-		return out, jobs[0]()
+	// A few reads of a local file go one after another (page-cache reads
+	// cost less than goroutines); many go in parallel, as a cold disk
+	// answers them faster so.
+	if ls, ok := rc.r.src.(LocalSource); len(jobs) == 1 || (ok && ls.Local() && len(jobs) <= localSerialReads) {
+		for _, job := range jobs {
+			if err := job(); err != nil {
+				return out, err
+			}
+		}
+		return out, nil
 	}
 	errs := make([]error, len(jobs))
 	var wg sync.WaitGroup

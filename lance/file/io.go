@@ -268,8 +268,32 @@ func (p *packedOffsets) appendRange(out []byte, lo, hi int) []byte {
 			bits = gaps[int(blk.width)*(e-s-1):]
 		}
 		v := blk.first
-		for i := s; i < min(e, hi); i++ {
-			if i > s {
+		from := s
+		if lo > s {
+			// Skip to lo: equal gaps in one step, others summed.
+			from = lo
+			v += uint64(lo-s) * blk.minGap
+			switch blk.width {
+			case 1:
+				for _, g := range gaps[:lo-s] {
+					v += uint64(g)
+				}
+			case 2:
+				for j := range lo - s {
+					v += uint64(binary.LittleEndian.Uint16(gaps[2*j:]))
+				}
+			case 4:
+				for j := range lo - s {
+					v += uint64(binary.LittleEndian.Uint32(gaps[4*j:]))
+				}
+			case 8:
+				for j := range lo - s {
+					v += binary.LittleEndian.Uint64(gaps[8*j:])
+				}
+			}
+		}
+		for i := from; i < min(e, hi); i++ {
+			if i > from {
 				j := i - s - 1
 				g := blk.minGap
 				switch blk.width {
@@ -283,9 +307,6 @@ func (p *packedOffsets) appendRange(out []byte, lo, hi int) []byte {
 					g += binary.LittleEndian.Uint64(gaps[8*j:])
 				}
 				v += g
-			}
-			if i < lo {
-				continue
 			}
 			w := v
 			if blk.nulls == 1 || (blk.nulls == 2 && bits[(i-s)/8]&(1<<((i-s)%8)) != 0) {

@@ -732,7 +732,7 @@ type piece struct {
 type rowRange struct{ lo, hi int64 }
 
 func (c *column) pieces(ranges []rowRange) ([]piece, error) {
-	var out []piece
+	out := make([]piece, 0, len(ranges))
 	for _, rg := range ranges {
 		if rg.lo >= rg.hi {
 			continue

@@ -235,3 +235,46 @@ func TestDeltaSegmentsFoldIntoOne(t *testing.T) {
 		t.Fatal("the consolidated index was not used")
 	}
 }
+
+// TestAscendEachWalksTheLargestSegmentFirst: a walk over segments one
+// after another starts with the largest, so that a caller keeping the k
+// smallest values (a filtered page) walks the small delta segments only
+// below the bound the large one set, not k matches deep in each.
+func TestAscendEachWalksTheLargestSegmentFirst(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	appendRows(t, st, 0, 500) // the oldest segment is the small one
+	if _, err := Update(ctx, st, "id", BuildOptions{Delta: true}); err != nil {
+		t.Fatal(err)
+	}
+	appendRows(t, st, 500, 8500)
+	if _, err := Update(ctx, st, "id", BuildOptions{Delta: true}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := table.Open(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if segs, _ := BTreeIndexes(d, "id"); len(segs) != 2 {
+		t.Fatalf("%d segments, want 2", len(segs))
+	}
+	small := uint64(d.Fragments()[0].GetId())
+	// Every row is kept; the walk of each segment stops at its first entry.
+	var all []uint64
+	for _, f := range d.Fragments() {
+		for o := range f.GetPhysicalRows() {
+			all = append(all, f.GetId()<<32|o)
+		}
+	}
+	var firsts []uint64
+	f := NewFinder(0)
+	if _, err := f.AscendEach(ctx, d, "id", "", NewAddrSet(all), func(v string, addr uint64) bool {
+		firsts = append(firsts, addr>>32)
+		return false
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(firsts) != 2 || firsts[0] == small || firsts[1] != small {
+		t.Fatalf("segments walked from fragments %v; want the large one's first, then the small one's (fragment %d)", firsts, small)
+	}
+}

@@ -50,6 +50,9 @@ func HeldSource(store objstore.Store, key string) file.Source {
 	return sourceFor(store, key)
 }
 
+// Local reports whether h reads a file it holds open.
+func (h *heldSource) Local() bool { return !h.off }
+
 // with runs fn with the open file (nil when the store cannot hold it),
 // opening it first if needed; the file stays open while fn runs.
 func (h *heldSource) with(ctx context.Context, fn func(f *os.File, size int64) error) error {

@@ -2,8 +2,12 @@ package table
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/lance-context/lance-context/objstore"
 )
@@ -111,4 +115,77 @@ func TestWarmFilesOpensInOneWave(t *testing.T) {
 	if got := c.Counts(); got.Requests() > 2*4 {
 		t.Errorf("scan after WarmFiles: %v, want no footer reads (at most 2 requests per fragment)", got)
 	}
+}
+
+// TestTakeRowsReadsFragmentsInParallel: a take of rows spread over several
+// fragments (a page of a listing in key order) reads the fragments at
+// once, so on an object store it costs the round trips of one fragment,
+// not one fragment's after another's.
+func TestTakeRowsReadsFragmentsInParallel(t *testing.T) {
+	ctx := context.Background()
+	mem := objstore.NewMemory()
+	newTable(t, mem)
+	for i := range 6 {
+		appendRows(t, mem, i*10, i*10+10)
+	}
+	c := objstore.NewCounting(mem, 2*time.Millisecond)
+	d, err := Open(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var addrs []RowAddr
+	for _, f := range d.Fragments() {
+		addrs = append(addrs, RowAddr{Fragment: f.GetId(), Offset: 7})
+	}
+	slices.Reverse(addrs)
+	take := func() []int64 {
+		t.Helper()
+		rec, err := d.TakeRows(ctx, addrs, []string{"n", "group"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rec.Release()
+		var got []int64
+		for i := range int(rec.NumRows()) {
+			got = append(got, rec.Column(0).(*array.Int64).Value(i))
+		}
+		return got
+	}
+	take() // opens the files
+	c.Reset()
+	got := take()
+	if want := []int64{57, 47, 37, 27, 17, 7}; !slices.Equal(got, want) {
+		t.Fatalf("take = %v, want %v", got, want)
+	}
+	// Per fragment: the string column's offsets, then its bytes (the int
+	// column beside them): two dependent reads, whatever the fragments.
+	if n := c.Counts(); n.Sequential > 2 || n.Requests() < len(addrs) {
+		t.Fatalf("a take of one row in each of %d fragments: %v, want at most 2 sequential round trips", len(addrs), n)
+	}
+}
+
+// TestScanOfNoFragmentsAsksNoIndex: a scan restricted to an empty set of
+// fragments (a page whose fragments an index walk answered) returns
+// nothing and does not look its key up.
+func TestScanOfNoFragmentsAsksNoIndex(t *testing.T) {
+	mem := objstore.NewMemory()
+	newTable(t, mem)
+	d := appendRows(t, mem, 0, 10)
+	f := &countingFinder{}
+	ids := scanIDs(t, d, ScanOptions{Where: []Eq{{Column: "group", Value: "g1"}}, Index: f, Fragments: roaring.New()})
+	if len(ids) != 0 || f.calls != 0 {
+		t.Fatalf("scan of no fragments: %d rows, %d index lookups; want none", len(ids), f.calls)
+	}
+	scanIDs(t, d, ScanOptions{Where: []Eq{{Column: "group", Value: "g1"}}, Index: f})
+	if f.calls != 1 {
+		t.Fatalf("scan of every fragment: %d index lookups, want 1", f.calls)
+	}
+}
+
+// countingFinder is a RowFinder that covers nothing and counts its calls.
+type countingFinder struct{ calls int }
+
+func (f *countingFinder) Find(context.Context, *Dataset, string, []string) (*roaring.Bitmap, map[uint64][]uint32, error) {
+	f.calls++
+	return nil, nil, nil
 }

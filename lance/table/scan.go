@@ -107,6 +107,9 @@ const defaultBatchRows = 64 << 10
 // Scan streams the matching live rows, fragment by fragment in manifest
 // order, to fn, one batch at a time. Memory is bounded by one batch.
 func (d *Dataset) Scan(ctx context.Context, opts ScanOptions, fn func(arrow.RecordBatch) error) error {
+	if opts.Fragments != nil && opts.Fragments.IsEmpty() {
+		return nil // no index lookup for no fragment
+	}
 	proj := d.schema
 	if opts.Columns != nil {
 		var err error

@@ -2,14 +2,19 @@ package table
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
+
+// takeFragments bounds the fragments TakeRows reads at once.
+const takeFragments = 16
 
 // TakeRows is TakePlain for rows scattered over a table (a page of a
 // listing in key order): each fragment's rows are read with one read per
@@ -55,8 +60,10 @@ func (d *Dataset) TakeRows(ctx context.Context, addrs []RowAddr, columns []strin
 		order = append(order, id)
 	}
 	slices.Sort(order)
-	// Read each fragment's rows; base[id] is where they start in the
-	// concatenation of the fragments' parts.
+	// Read each fragment's rows, the fragments in parallel (on an object
+	// store a page's rows cost one round of requests, not one per
+	// fragment); base[id] is where they start in the concatenation of the
+	// fragments' parts.
 	parts := make([][]arrow.Array, len(proj.Fields))
 	defer func() {
 		for _, p := range parts {
@@ -66,23 +73,50 @@ func (d *Dataset) TakeRows(ctx context.Context, addrs []RowAddr, columns []strin
 	base := map[uint64]int{}
 	n := 0
 	for _, id := range order {
-		offs := byFrag[id]
 		base[id] = n
+		n += len(byFrag[id])
+	}
+	recs := make([]arrow.RecordBatch, len(order))
+	errs := make([]error, len(order))
+	read := func(k int) {
+		offs := byFrag[order[k]]
 		o64 := make([]int64, len(offs))
 		for i, o := range offs {
 			o64[i] = int64(o)
 		}
-		rec, err := d.readRows(ctx, d.Fragments()[frags[id]], proj, out, o64, true)
-		if err != nil {
-			return nil, err
+		recs[k], errs[k] = d.readRows(ctx, d.Fragments()[frags[order[k]]], proj, out, o64, true)
+	}
+	if len(order) == 1 {
+		read(0)
+	} else {
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, takeFragments)
+		for k := range order {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				read(k)
+			}()
 		}
+		wg.Wait()
+	}
+	defer func() {
+		for _, r := range recs {
+			if r != nil {
+				r.Release()
+			}
+		}
+	}()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for _, rec := range recs {
 		for c := range parts {
 			col := rec.Column(c)
 			col.Retain()
 			parts[c] = append(parts[c], col)
 		}
-		rec.Release()
-		n += len(offs)
 	}
 	// Rows asked for in address order (each once) are already in place
 	// after the concatenation: no take, whose per-column setup cost more
