@@ -62,6 +62,7 @@ func RunWith(t *testing.T, newStore func(t *testing.T) objstore.Store, opts Opti
 		{"ListPrefix", testListPrefix},
 		{"ListFirst", func(t *testing.T, s objstore.Store) { testListFirst(t, s, opts) }},
 		{"GetTail", func(t *testing.T, s objstore.Store) { testGetTail(t, s, opts) }},
+		{"ListKeys", testListKeys},
 		{"InvalidKeys", testInvalidKeys},
 		{"CreateVisibility", testCreateVisibility},
 		{"CreateAbort", testCreateAbort},
@@ -680,6 +681,38 @@ func testListFirst(t *testing.T, s objstore.Store, opts Options) {
 				t.Errorf("ListFirst(v/, %d) over %d keys took %d requests, want 1", n, len(want), k)
 			}
 		}
+	}
+}
+
+// testListKeys: ListKeys returns List's keys, in byte order, under a
+// directory prefix, a partial name, a prefix with subdirectories and an
+// empty one; with infos, List's infos.
+func testListKeys(t *testing.T, s objstore.Store) {
+	ctx := ctxT(t)
+	putAll(t, s, []string{"m/2", "m/10", "m/1", "m/sub/a", "m/sub/b/c", "m1", "n/1", "flat/x", "flat/y"})
+	for _, prefix := range []string{"m/", "m", "flat/", "m/sub/", "f", "none/", ""} {
+		keys, infos, err := objstore.ListKeys(ctx, s, prefix)
+		if err != nil {
+			t.Fatalf("ListKeys(%q): %v", prefix, err)
+		}
+		listed, err := s.List(ctx, prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := make([]string, len(listed))
+		for i, o := range listed {
+			want[i] = o.Key
+		}
+		if !slices.Equal(keys, want) {
+			t.Fatalf("ListKeys(%q) = %q, want List's %q", prefix, keys, want)
+		}
+		if infos != nil && !slices.EqualFunc(infos, listed, func(a, b objstore.ObjectInfo) bool { return a.Key == b.Key && a.Size == b.Size }) {
+			t.Fatalf("ListKeys(%q) infos = %v, want List's %v", prefix, infos, listed)
+		}
+	}
+	// Through a sub-store, keys are its own.
+	if keys, _, err := objstore.ListKeys(ctx, objstore.Sub(s, "m/"), "sub/"); err != nil || !slices.Equal(keys, []string{"sub/a", "sub/b/c"}) {
+		t.Fatalf("ListKeys(sub/) in m/ = %q, %v; want [sub/a sub/b/c]", keys, err)
 	}
 }
 
