@@ -29,6 +29,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/lance-context/lance-context/internal/gctune"
 	"github.com/lance-context/lance-context/lance/file"
 	"github.com/lance-context/lance-context/lance/pb"
 	"github.com/lance-context/lance-context/lance/table"
@@ -90,6 +91,7 @@ func main() {
 		}
 		c.sizes = append(c.sizes, n)
 	}
+	gctune.Tune() // the collector of a worker serving these reads
 	if err := run(context.Background(), c); err != nil {
 		fmt.Fprintln(os.Stderr, "scale:", err)
 		os.Exit(1)

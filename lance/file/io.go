@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"os"
+	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -84,8 +86,10 @@ func wholeOffsets(b bufRange, i0, hi int64) bool {
 }
 
 // prefetchSlots bounds the offsets buffers read in the background at once,
-// process-wide.
-var prefetchSlots = make(chan struct{}, 2)
+// process-wide: half the CPUs, so that the warm-up of a large store (every
+// page of every short-string column read whole once) leaves the reads
+// that started it CPUs to run on.
+var prefetchSlots = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))
 
 // prefetches counts the background reads in flight (tests wait on it).
 var prefetches sync.WaitGroup
@@ -171,41 +175,40 @@ func (p *packedOffsets) bytes() int64 {
 func packOffsets(raw []byte, adj uint64) *packedOffsets {
 	n := len(raw) / 8
 	p := &packedOffsets{n: n, adj: adj}
-	val := func(i int) (uint64, bool) {
-		v := binary.LittleEndian.Uint64(raw[8*i:])
-		if adj > 0 && v >= adj {
-			return v - adj, true
-		}
-		return v, false
-	}
 	p.blocks = make([]offBlock, 0, (n+offsetsBlock-1)/offsetsBlock)
+	// One pass over the raw entries per block, into vals and nulls (the
+	// block's entries, adjustment removed); the packing then reads those.
+	var vals [offsetsBlock]uint64
+	var nulls [offsetsBlock / 64]uint64
 	for s := 0; s < n; s += offsetsBlock {
 		e := min(s+offsetsBlock, n)
-		first, null0 := val(s)
-		blk := offBlock{first: first, minGap: ^uint64(0), at: uint32(len(p.data))}
-		var maxGap uint64
-		nulls := 0
-		if null0 {
-			nulls++
+		k := e - s
+		nulls = [offsetsBlock / 64]uint64{}
+		nnull := 0
+		for i := range k {
+			v := binary.LittleEndian.Uint64(raw[8*(s+i):])
+			if adj > 0 && v >= adj {
+				v -= adj
+				nulls[i>>6] |= 1 << (i & 63)
+				nnull++
+			}
+			vals[i] = v
 		}
-		prev := first
-		for i := s + 1; i < e; i++ {
-			v, null := val(i)
-			if v < prev {
+		blk := offBlock{first: vals[0], at: uint32(len(p.data))}
+		minGap, maxGap := ^uint64(0), uint64(0)
+		for i := 1; i < k; i++ {
+			if vals[i] < vals[i-1] {
 				return &packedOffsets{n: n, adj: adj, raw: append([]byte(nil), raw...)}
 			}
-			g := v - prev
-			blk.minGap, maxGap = min(blk.minGap, g), max(maxGap, g)
-			if null {
-				nulls++
-			}
-			prev = v
+			g := vals[i] - vals[i-1]
+			minGap, maxGap = min(minGap, g), max(maxGap, g)
 		}
-		if e-s == 1 {
-			blk.minGap = 0
+		if k == 1 {
+			minGap = 0
 		}
-		switch r := maxGap - blk.minGap; {
-		case e-s == 1 || r == 0:
+		blk.minGap = minGap
+		switch r := maxGap - minGap; {
+		case k == 1 || r == 0:
 			blk.width = 0
 		case r < 1<<8:
 			blk.width = 1
@@ -216,38 +219,41 @@ func packOffsets(raw []byte, adj uint64) *packedOffsets {
 		default:
 			blk.width = 8
 		}
-		if blk.width > 0 {
-			prev = first
-			for i := s + 1; i < e; i++ {
-				v, _ := val(i)
-				g := v - prev - blk.minGap
-				prev = v
-				switch blk.width {
+		if w := int(blk.width); w > 0 {
+			at := len(p.data)
+			p.data = slices.Grow(p.data, (k-1)*w)[:at+(k-1)*w]
+			d := p.data[at:]
+			for i := 1; i < k; i++ {
+				g := vals[i] - vals[i-1] - minGap
+				switch w {
 				case 1:
-					p.data = append(p.data, byte(g))
+					d[i-1] = byte(g)
 				case 2:
-					p.data = binary.LittleEndian.AppendUint16(p.data, uint16(g))
+					binary.LittleEndian.PutUint16(d[2*(i-1):], uint16(g))
 				case 4:
-					p.data = binary.LittleEndian.AppendUint32(p.data, uint32(g))
+					binary.LittleEndian.PutUint32(d[4*(i-1):], uint32(g))
 				default:
-					p.data = binary.LittleEndian.AppendUint64(p.data, g)
+					binary.LittleEndian.PutUint64(d[8*(i-1):], g)
 				}
 			}
 		}
 		switch {
-		case nulls == e-s:
+		case nnull == k:
 			blk.nulls = 1
-		case nulls > 0:
+		case nnull > 0:
 			blk.nulls = 2
-			bits := make([]byte, (offsetsBlock+7)/8)
-			for i := s; i < e; i++ {
-				if _, null := val(i); null {
-					bits[(i-s)/8] |= 1 << ((i - s) % 8)
+			var bits [(offsetsBlock + 7) / 8]byte
+			for i := range k {
+				if nulls[i>>6]&(1<<(i&63)) != 0 {
+					bits[i/8] |= 1 << (i % 8)
 				}
 			}
-			p.data = append(p.data, bits...) // after the gaps
+			p.data = append(p.data, bits[:]...) // after the gaps
 		}
 		p.blocks = append(p.blocks, blk)
+	}
+	if cap(p.data) > len(p.data)+len(p.data)/8 {
+		p.data = slices.Clip(append([]byte(nil), p.data...)) // the cache charges len
 	}
 	return p
 }

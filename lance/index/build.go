@@ -39,7 +39,7 @@ func failpoint(step string) {
 
 // DefaultRunBytes bounds the (value, row address) pairs a build holds in
 // memory before it sorts them and spills them to a temporary run file.
-const DefaultRunBytes = 256 << 20
+const DefaultRunBytes = 128 << 20
 
 // BuildOptions tune a build.
 type BuildOptions struct {

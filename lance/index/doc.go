@@ -80,8 +80,8 @@
 // # Building and maintenance
 //
 // Build streams the column with row addresses, sorts runs of bounded size
-// (BuildOptions.RunBytes, default 256 MiB: a million ids are sorted in
-// memory; several columns built at once share it) by an
+// (BuildOptions.RunBytes, default 128 MiB: a million ids of each of two
+// columns built at once are sorted in memory; the columns share it) by an
 // 8-byte key past the run's common prefix, spills them to unlinked
 // temporary files, then k-way merges the runs into page_data. Update brings an index up to date
 // with new fragments by merging the existing index's pages (only fragments
