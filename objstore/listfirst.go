@@ -242,12 +242,6 @@ var _ FirstLister = (*Local)(nil)
 // up only the first n; anything else (a partial name, subdirectories among
 // the first names) takes List.
 func (l *Local) ListFirst(ctx context.Context, prefix string, n int) ([]ObjectInfo, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if err := validatePrefix(prefix); err != nil {
-		return nil, err
-	}
 	fallback := func() ([]ObjectInfo, error) {
 		out, err := l.List(ctx, prefix)
 		if len(out) > n {
@@ -255,15 +249,12 @@ func (l *Local) ListFirst(ctx context.Context, prefix string, n int) ([]ObjectIn
 		}
 		return out, err
 	}
-	if !strings.HasSuffix(prefix, "/") {
-		return fallback()
-	}
-	ents, err := os.ReadDir(filepath.Join(l.root, filepath.FromSlash(prefix)))
-	if err != nil {
-		if notFound(err) {
-			return nil, nil
+	ents, ok, err := l.dirEntries(ctx, prefix)
+	if err != nil || !ok {
+		if err != nil {
+			return nil, err
 		}
-		return nil, fmt.Errorf("objstore: local list %q: %w", prefix, err)
+		return fallback()
 	}
 	var out []ObjectInfo
 	for _, d := range ents {
@@ -286,4 +277,27 @@ func (l *Local) ListFirst(ctx context.Context, prefix string, n int) ([]ObjectIn
 		out = append(out, ObjectInfo{Key: prefix + d.Name(), Size: fi.Size(), ModTime: fi.ModTime()})
 	}
 	return out, nil
+}
+
+// dirEntries reads the directory a prefix ending in "/" names, sorted by
+// name (none when it does not exist); ok is false for any other prefix,
+// which the caller lists with List.
+func (l *Local) dirEntries(ctx context.Context, prefix string) (ents []os.DirEntry, ok bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	if err := validatePrefix(prefix); err != nil {
+		return nil, false, err
+	}
+	if !strings.HasSuffix(prefix, "/") {
+		return nil, false, nil
+	}
+	ents, err = os.ReadDir(filepath.Join(l.root, filepath.FromSlash(prefix)))
+	if err != nil {
+		if notFound(err) {
+			return nil, true, nil
+		}
+		return nil, false, fmt.Errorf("objstore: local list %q: %w", prefix, err)
+	}
+	return ents, true, nil
 }

@@ -2,9 +2,6 @@ package objstore
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 )
 
@@ -37,11 +34,15 @@ func ListKeys(ctx context.Context, r Reader, prefix string) (keys []string, info
 	if err != nil {
 		return nil, nil, err
 	}
-	keys = make([]string, len(infos))
+	return keysOf(infos), infos, nil
+}
+
+func keysOf(infos []ObjectInfo) []string {
+	keys := make([]string, len(infos))
 	for i, o := range infos {
 		keys[i] = o.Key
 	}
-	return keys, infos, nil
+	return keys
 }
 
 // keyForwarder is a wrapper that passes ListKeys to the store it wraps
@@ -62,32 +63,16 @@ var (
 // costs one directory read; anything else (a partial name, or
 // subdirectories) takes List.
 func (l *Local) ListKeys(ctx context.Context, prefix string) ([]string, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if err := validatePrefix(prefix); err != nil {
-		return nil, err
-	}
 	fallback := func() ([]string, error) {
 		infos, err := l.List(ctx, prefix)
+		return keysOf(infos), err
+	}
+	ents, ok, err := l.dirEntries(ctx, prefix)
+	if err != nil || !ok {
 		if err != nil {
 			return nil, err
 		}
-		keys := make([]string, len(infos))
-		for i, o := range infos {
-			keys[i] = o.Key
-		}
-		return keys, nil
-	}
-	if !strings.HasSuffix(prefix, "/") {
 		return fallback()
-	}
-	ents, err := os.ReadDir(filepath.Join(l.root, filepath.FromSlash(prefix)))
-	if err != nil {
-		if notFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("objstore: local list %q: %w", prefix, err)
 	}
 	keys := make([]string, 0, len(ents))
 	for _, d := range ents {
