@@ -50,8 +50,13 @@ func HeldSource(store objstore.Store, key string) file.Source {
 	return sourceFor(store, key)
 }
 
-// Local reports whether h reads a file it holds open.
-func (h *heldSource) Local() bool { return !h.off }
+// Local reports whether h reads a local file (file.LocalSource): true
+// unless the store turned out unable to hold it open.
+func (h *heldSource) Local() bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return !h.off
+}
 
 // with runs fn with the open file (nil when the store cannot hold it),
 // opening it first if needed; the file stays open while fn runs.
