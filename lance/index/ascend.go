@@ -191,10 +191,7 @@ func (s *AddrSet) maybe(a uint64) bool {
 	return s.bloom[h1>>6]&(1<<(h1&63)) != 0 && s.bloom[h2>>6]&(1<<(h2&63)) != 0
 }
 
-// Contains reports whether a is in the set.
-func (s *AddrSet) Contains(a uint64) bool { return s.maybe(a) && s.has(a) }
-
-// has is Contains without the filter.
+// has reports whether a is in the set (after maybe said it may be).
 func (s *AddrSet) has(a uint64) bool {
 	_, ok := slices.BinarySearch(s.sorted, a)
 	return ok
