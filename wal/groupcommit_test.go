@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -76,4 +77,43 @@ func TestGroupCommitMetrics(t *testing.T) {
 		t.Fatalf("%d concurrent appends behind a 5 ms put took %d entries: no group commit", callers, n-1)
 	}
 	t.Logf("%d appends in %d entries", 3+callers, n)
+}
+
+// TestRegression_StatsCountAnAppendBeforeItReturns: the writer counted an
+// entry's appends (Stats().Appends, the entry_appends metric) after it had
+// answered their callers, so a caller reading them right after its append
+// returned could miss it (TestGroupCommitMetrics failed so in CI: 66 of 67
+// appends counted). Appenders in parallel count the appends that returned;
+// the stats must never be behind that count.
+func TestRegression_StatsCountAnAppendBeforeItReturns(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	o := opts(objstore.NewMemory())
+	o.Metrics = NewMetrics(reg)
+	w := claim(t, o)
+	defer w.Abandon()
+	var returned atomic.Int64
+	var behind atomic.Int64
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 150 {
+				if err := appendIDs(t, w, fmt.Sprintf("g%d-%03d", g, i)); err != nil {
+					t.Error(err)
+					return
+				}
+				if r := returned.Add(1); w.Stats().Appends.Load() < r {
+					behind.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if b := behind.Load(); b > 0 {
+		t.Fatalf("%d of %d appends had returned before Stats().Appends counted them", b, returned.Load())
+	}
+	if _, sum := histogramSum(t, reg, "lance_context_wal_entry_appends"); sum != float64(returned.Load()) {
+		t.Fatalf("entry_appends sum %v, want %d", sum, returned.Load())
+	}
 }

@@ -178,14 +178,16 @@ func (w *Writer) appendGroup(ctx context.Context, group []*op) {
 		appends += o.appends
 	}
 	err := w.writeEntry(ctx, group[0].format, recs, msgs)
-	for _, o := range group {
-		o.release()
-		o.done <- err
-	}
+	// Counted before the callers are answered: an append that returned is
+	// in the stats and the metric (they lagged it).
 	w.stats.LastGroupLen.Store(int64(len(group)))
 	if err == nil {
 		w.stats.Appends.Add(int64(appends))
 		w.opts.Metrics.EntryAppends.Observe(float64(appends))
+	}
+	for _, o := range group {
+		o.release()
+		o.done <- err
 	}
 	if err == nil && w.mem.full(&w.opts) {
 		w.startSeal(ctx, SealFull)
