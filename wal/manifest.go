@@ -268,13 +268,7 @@ func LatestManifestInfo(ctx context.Context, store objstore.Reader, shard string
 	if err != nil {
 		return 0, objstore.ObjectInfo{}, fmt.Errorf("wal: list shard %s manifests: %w", shard, err)
 	}
-	var best uint64
-	at := -1
-	for i, k := range keys {
-		if v, ok := parseManifestKey(k); ok && v > best {
-			best, at = v, i
-		}
-	}
+	best, at := newestManifest(keys)
 	if best == 0 {
 		return 0, objstore.ObjectInfo{}, ErrNoShard
 	}
@@ -299,17 +293,27 @@ func latestManifestListed(ctx context.Context, store objstore.Reader, shard stri
 	if err != nil {
 		return 0, objstore.ObjectInfo{}, fmt.Errorf("wal: list shard %s manifests: %w", shard, err)
 	}
-	var best uint64
-	var info objstore.ObjectInfo
-	for _, o := range objs {
-		if v, ok := parseManifestKey(o.Key); ok && v > best {
-			best, info = v, o
+	keys := make([]string, len(objs))
+	for i, o := range objs {
+		keys[i] = o.Key
+	}
+	best, at := newestManifest(keys)
+	if best == 0 {
+		return 0, objstore.ObjectInfo{}, ErrNoShard
+	}
+	return best, objs[at], nil
+}
+
+// newestManifest returns the highest manifest version among keys and its
+// index (0 and -1 when none is a manifest).
+func newestManifest(keys []string) (best uint64, at int) {
+	at = -1
+	for i, k := range keys {
+		if v, ok := parseManifestKey(k); ok && v > best {
+			best, at = v, i
 		}
 	}
-	if best == 0 {
-		return 0, info, ErrNoShard
-	}
-	return best, info, nil
+	return best, at
 }
 
 // ReadManifest reads version v of a shard's manifest.

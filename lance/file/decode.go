@@ -111,10 +111,11 @@ func (r *Reader) read(ctx context.Context, fieldIDs []int32, ranges []rowRange, 
 		}
 		nodes[i] = n
 	}
-	rc := &readCtx{ctx: ctx, r: r, limit: max(decodeLimitFloor, 16*r.size), plainDicts: opts.PlainDictionaries}
+	ls, ok := r.src.(LocalSource)
+	rc := &readCtx{ctx: ctx, r: r, limit: max(decodeLimitFloor, 16*r.size), plainDicts: opts.PlainDictionaries, local: ok && ls.Local()}
 	datas := make([]arrow.ArrayData, len(nodes))
 	errs := make([]error, len(nodes))
-	if ls, ok := r.src.(LocalSource); len(nodes) == 1 || (ok && ls.Local()) {
+	if len(nodes) == 1 || rc.local {
 		for i, n := range nodes {
 			datas[i], errs[i] = rc.decode(n, ranges)
 		}
@@ -167,6 +168,9 @@ type readCtx struct {
 	plainDicts bool
 	// waves gathers the reads of concurrently decoded fields (nil: one field).
 	waves *waves
+	// local: the source is a local file (LocalSource): no waves, and few
+	// reads in turn.
+	local bool
 }
 
 // waves batches the reads of the fields one Read decodes concurrently: a
@@ -338,7 +342,7 @@ func (rc *readCtx) fetchNow(reqs []bufRange, dsts [][]byte) ([][]byte, error) {
 	// A few reads of a local file go one after another (page-cache reads
 	// cost less than goroutines); many go in parallel, as a cold disk
 	// answers them faster so.
-	if ls, ok := rc.r.src.(LocalSource); len(jobs) == 1 || (ok && ls.Local() && len(jobs) <= localSerialReads) {
+	if len(jobs) == 1 || (rc.local && len(jobs) <= localSerialReads) {
 		for _, job := range jobs {
 			if err := job(); err != nil {
 				return out, err

@@ -179,17 +179,16 @@ func packOffsets(raw []byte, adj uint64) *packedOffsets {
 	// One pass over the raw entries per block, into vals and nulls (the
 	// block's entries, adjustment removed); the packing then reads those.
 	var vals [offsetsBlock]uint64
-	var nulls [offsetsBlock / 64]uint64
 	for s := 0; s < n; s += offsetsBlock {
 		e := min(s+offsetsBlock, n)
 		k := e - s
-		nulls = [offsetsBlock / 64]uint64{}
+		var nulls [offsetsBlock / 8]byte // the block's null bitmap, as stored
 		nnull := 0
 		for i := range k {
 			v := binary.LittleEndian.Uint64(raw[8*(s+i):])
 			if adj > 0 && v >= adj {
 				v -= adj
-				nulls[i>>6] |= 1 << (i & 63)
+				nulls[i/8] |= 1 << (i % 8)
 				nnull++
 			}
 			vals[i] = v
@@ -242,13 +241,7 @@ func packOffsets(raw []byte, adj uint64) *packedOffsets {
 			blk.nulls = 1
 		case nnull > 0:
 			blk.nulls = 2
-			var bits [(offsetsBlock + 7) / 8]byte
-			for i := range k {
-				if nulls[i>>6]&(1<<(i&63)) != 0 {
-					bits[i/8] |= 1 << (i % 8)
-				}
-			}
-			p.data = append(p.data, bits[:]...) // after the gaps
+			p.data = append(p.data, nulls[:]...) // after the gaps
 		}
 		p.blocks = append(p.blocks, blk)
 	}

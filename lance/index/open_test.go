@@ -17,12 +17,7 @@ import (
 // read of its first MiB). Run with -v to print the counts.
 func TestOpenIndexFileIsOneRoundTrip(t *testing.T) {
 	ctx := context.Background()
-	st := newStore(t)
-	appendRows(t, st, 0, 120_000)
-	res, err := Update(ctx, st, "id", BuildOptions{})
-	if err != nil || !res.Built {
-		t.Fatalf("update: %+v %v", res, err)
-	}
+	st, res := bigIndex(t)
 	key := indexDir(res.Index) + PagesFile
 	info, err := st.Head(ctx, key)
 	if err != nil {
@@ -34,13 +29,7 @@ func TestOpenIndexFileIsOneRoundTrip(t *testing.T) {
 	for _, w := range []struct {
 		name string
 		wrap func(objstore.Store) objstore.Store
-	}{
-		{"store", func(s objstore.Store) objstore.Store { return s }},
-		// As a rollout store reads index files.
-		{"smallfiles", func(s objstore.Store) objstore.Store {
-			return objstore.NewSmallFiles(s, func(k string) bool { return strings.HasPrefix(k, IndicesDir) }, 1<<20)
-		}},
-	} {
+	}{{"store", plain}, {"smallfiles", asRollout}} {
 		cs := objstore.NewCounting(st, 5*time.Millisecond)
 		if _, err := openFile(ctx, w.wrap(cs), key); err != nil {
 			t.Fatal(err)
@@ -60,21 +49,14 @@ func TestOpenIndexFileIsOneRoundTrip(t *testing.T) {
 // arrives whole with its tail and its read costs nothing.
 func TestOpenBTreeRoundTrips(t *testing.T) {
 	ctx := context.Background()
-	st := newStore(t)
-	appendRows(t, st, 0, 120_000)
-	res, err := Update(ctx, st, "id", BuildOptions{})
-	if err != nil || !res.Built {
-		t.Fatalf("update: %+v %v", res, err)
-	}
+	st, res := bigIndex(t)
 	for _, w := range []struct {
 		name       string
 		wrap       func(objstore.Store) objstore.Store
 		sequential int
 	}{
-		{"store", func(s objstore.Store) objstore.Store { return s }, 3},
-		{"smallfiles", func(s objstore.Store) objstore.Store {
-			return objstore.NewSmallFiles(s, func(k string) bool { return strings.HasPrefix(k, IndicesDir) }, 1<<20)
-		}, 1},
+		{"store", plain, 3},
+		{"smallfiles", asRollout, 1},
 	} {
 		cs := objstore.NewCounting(st, 5*time.Millisecond)
 		if _, err := OpenBTree(ctx, w.wrap(cs), res.Index, nil); err != nil {
@@ -86,4 +68,24 @@ func TestOpenBTreeRoundTrips(t *testing.T) {
 			t.Errorf("%s: OpenBTree: %s; want %d sequential", w.name, got, w.sequential)
 		}
 	}
+}
+
+// bigIndex builds an id index over 120,000 rows: its pages file is over
+// the rollout store's 1 MiB small-file threshold.
+func bigIndex(t *testing.T) (objstore.Store, *Result) {
+	t.Helper()
+	st := newStore(t)
+	appendRows(t, st, 0, 120_000)
+	res, err := Update(context.Background(), st, "id", BuildOptions{})
+	if err != nil || !res.Built {
+		t.Fatalf("update: %+v %v", res, err)
+	}
+	return st, res
+}
+
+func plain(s objstore.Store) objstore.Store { return s }
+
+// asRollout wraps s as a rollout store reads index files.
+func asRollout(s objstore.Store) objstore.Store {
+	return objstore.NewSmallFiles(s, func(k string) bool { return strings.HasPrefix(k, IndicesDir) }, 1<<20)
 }

@@ -125,55 +125,43 @@ func (d *Dataset) TakeRows(ctx context.Context, addrs []RowAddr, columns []strin
 	for i := 1; i < len(addrs) && inOrder; i++ {
 		inOrder = addrs[i-1].Compare(addrs[i]) < 0
 	}
-	if inOrder {
-		cols := make([]arrow.Array, len(proj.Fields))
-		for c := range parts {
-			if len(parts[c]) == 1 {
-				cols[c] = parts[c][0]
-				cols[c].Retain()
-				continue
-			}
-			all, err := array.Concatenate(parts[c], memory.DefaultAllocator)
-			if err != nil {
-				releaseAll(cols)
-				return nil, fmt.Errorf("lance/table: take: %w", err)
-			}
-			cols[c] = all
+	var idx arrow.Array
+	if !inOrder {
+		ib := array.NewInt64Builder(memory.DefaultAllocator)
+		defer ib.Release()
+		ib.Reserve(len(addrs))
+		for _, a := range addrs {
+			pos, _ := slices.BinarySearch(byFrag[a.Fragment], a.Offset)
+			ib.UnsafeAppend(int64(base[a.Fragment] + pos))
 		}
-		rec := array.NewRecordBatch(out, cols, int64(len(addrs)))
-		releaseAll(cols)
-		return rec, nil
+		idx = ib.NewArray()
+		defer idx.Release()
 	}
-	ib := array.NewInt64Builder(memory.DefaultAllocator)
-	defer ib.Release()
-	ib.Reserve(len(addrs))
-	for _, a := range addrs {
-		pos, _ := slices.BinarySearch(byFrag[a.Fragment], a.Offset)
-		ib.UnsafeAppend(int64(base[a.Fragment] + pos))
-	}
-	idx := ib.NewArray()
-	defer idx.Release()
 	cols := make([]arrow.Array, len(proj.Fields))
 	for c := range parts {
-		all := parts[c][0]
-		if len(parts[c]) > 1 {
-			var err error
-			if all, err = array.Concatenate(parts[c], memory.DefaultAllocator); err != nil {
-				releaseAll(cols)
-				return nil, fmt.Errorf("lance/table: take: %w", err)
-			}
-		} else {
-			all.Retain()
+		all, err := concat(parts[c])
+		if err == nil && idx != nil {
+			var taken arrow.Array
+			taken, err = compute.TakeArray(ctx, all, idx)
+			all.Release()
+			all = taken
 		}
-		taken, err := compute.TakeArray(ctx, all, idx)
-		all.Release()
 		if err != nil {
 			releaseAll(cols)
 			return nil, fmt.Errorf("lance/table: take: %w", err)
 		}
-		cols[c] = taken
+		cols[c] = all
 	}
 	rec := array.NewRecordBatch(out, cols, int64(len(addrs)))
 	releaseAll(cols)
 	return rec, nil
+}
+
+// concat returns the parts as one array (the caller releases it).
+func concat(parts []arrow.Array) (arrow.Array, error) {
+	if len(parts) == 1 {
+		parts[0].Retain()
+		return parts[0], nil
+	}
+	return array.Concatenate(parts, memory.DefaultAllocator)
 }
