@@ -189,3 +189,43 @@ func (f *countingFinder) Find(context.Context, *Dataset, string, []string) (*roa
 	f.calls++
 	return nil, nil, nil
 }
+
+// firstNames records the n of each ListFirst it forwards.
+type firstNames struct {
+	objstore.Store
+	asked []int
+}
+
+func (f *firstNames) ListFirst(ctx context.Context, prefix string, n int) ([]objstore.ObjectInfo, error) {
+	f.asked = append(f.asked, n)
+	return objstore.ListFirst(ctx, f.Store, prefix, n)
+}
+
+// TestOpenListsOneVersionName: a read lists one name of _versions/ (on
+// local disk every name listed is a stat), and more only when that name is
+// not a manifest, such as a writer's temporary file that sorts first.
+func TestOpenListsOneVersionName(t *testing.T) {
+	ctx := context.Background()
+	mem := objstore.NewMemory()
+	newTable(t, mem)
+	appendRows(t, mem, 0, 10)
+	f := &firstNames{Store: mem}
+	d, err := Open(ctx, f)
+	if err != nil || d.Version() != 2 {
+		t.Fatalf("open: %v %v", d, err)
+	}
+	if !slices.Equal(f.asked, []int{1}) {
+		t.Errorf("names asked %v, want [1]", f.asked)
+	}
+	if err := mem.Put(ctx, versionsDir+".lance-tmp-1", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	f.asked = nil
+	d, err = Open(ctx, f)
+	if err != nil || d.Version() != 2 {
+		t.Fatalf("open past a temporary name: %v %v", d, err)
+	}
+	if !slices.Equal(f.asked, []int{1, listFirstNames}) {
+		t.Errorf("names asked %v, want [1 %d]", f.asked, listFirstNames)
+	}
+}

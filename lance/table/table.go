@@ -92,17 +92,32 @@ func load(ctx context.Context, store objstore.Store, version uint64, n naming) (
 	return &Dataset{store: store, manifest: mf.manifest, schema: s, indexSection: mf.indexSection, naming: n, files: sharedFileCache}, nil
 }
 
-// listFirstNames is how many names of _versions/ the listing reads: the
-// newest V2 manifest comes first, unless names that sort before every
-// manifest (none that Lance or we write) are there.
+// listFirstNames is how many names of _versions/ the second listing of
+// firstVersions reads: the newest V2 manifest comes first, unless names
+// that sort before every manifest (a writer's temporary files) are there.
 const listFirstNames = 8
+
+// firstVersions lists the first names of _versions/: the first alone,
+// which is a manifest on every table at rest, and only when it is not,
+// listFirstNames. Each costs one request; on local disk a stat per name,
+// which every read of a table pays.
+func firstVersions(ctx context.Context, store objstore.Store) ([]objstore.ObjectInfo, error) {
+	infos, err := objstore.ListFirst(ctx, store, versionsDir, 1)
+	if err != nil || len(infos) == 0 {
+		return infos, err
+	}
+	if _, _, ok := parseManifestName(strings.TrimPrefix(infos[0].Key, versionsDir)); ok && path.Dir(infos[0].Key)+"/" == versionsDir {
+		return infos, nil
+	}
+	return objstore.ListFirst(ctx, store, versionsDir, listFirstNames)
+}
 
 // latestVersionInfo finds the newest version. For a V2 table it lists the
 // first names of _versions/ (one request) and returns the newest
 // manifest's listing entry; otherwise info is zero and the version comes
 // from the hint (latestProbed).
 func latestVersionInfo(ctx context.Context, store objstore.Store) (info objstore.ObjectInfo, v uint64, n naming, err error) {
-	infos, err := objstore.ListFirst(ctx, store, versionsDir, listFirstNames)
+	infos, err := firstVersions(ctx, store)
 	if err != nil {
 		return info, 0, 0, fmt.Errorf("lance/table: list versions: %w", err)
 	}
@@ -126,7 +141,7 @@ func latestVersionInfo(ctx context.Context, store objstore.Store) (info objstore
 // latestVersion finds the newest version. It trusts nothing but the
 // manifests themselves: the hint only says where to start probing upward.
 func latestVersion(ctx context.Context, store objstore.Store) (uint64, naming, error) {
-	if infos, err := objstore.ListFirst(ctx, store, versionsDir, listFirstNames); err == nil {
+	if infos, err := firstVersions(ctx, store); err == nil {
 		if len(infos) == 0 {
 			return 0, 0, ErrNoTable
 		}
