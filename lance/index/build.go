@@ -3,7 +3,6 @@ package index
 import (
 	"bufio"
 	"cmp"
-	"container/heap"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -79,15 +78,7 @@ type entry struct {
 
 // less orders entries as Lance sorts BTree training data: ascending, nulls
 // first; ties by row address (any order is valid, this one is stable).
-func less(a, b entry) bool {
-	if a.null != b.null {
-		return a.null
-	}
-	if a.v != b.v {
-		return a.v < b.v
-	}
-	return a.addr < b.addr
-}
+func less(a, b entry) bool { return cmpEntry(a, b) < 0 }
 
 func cmpEntry(a, b entry) int {
 	if a.null != b.null {
@@ -269,17 +260,17 @@ func writeBTree(ctx context.Context, ds *table.Dataset, id string, f *schema.Fie
 	if err != nil {
 		return err
 	}
-	h := &mergeHeap{}
+	var h mergeHeap
 	for _, s := range sources {
 		e, ok, err := s.next()
 		if err != nil {
 			return err
 		}
 		if ok {
-			h.items = append(h.items, headItem{e, s})
+			h = append(h, headItem{e, s})
 		}
 	}
-	heap.Init(h)
+	h.init()
 
 	alloc := memory.DefaultAllocator
 	var mins, maxs []entry
@@ -309,20 +300,23 @@ func writeBTree(ctx context.Context, ds *table.Dataset, id string, f *schema.Fie
 		n, pageNulls = 0, 0
 		return nil
 	}
-	for h.Len() > 0 {
-		if err := ctx.Err(); err != nil {
-			return err
+	for i := 0; len(h) > 0; i++ {
+		if i%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 		}
-		top := h.items[0]
+		top := h[0]
 		e := top.e
 		if nx, ok, err := top.src.next(); err != nil {
 			return err
 		} else if ok {
-			h.items[0].e = nx
-			heap.Fix(h, 0)
+			h[0].e = nx
 		} else {
-			heap.Pop(h)
+			h[0] = h[len(h)-1]
+			h = h[:len(h)-1]
 		}
+		h.down(0)
 		if n == 0 {
 			first = e
 		}
@@ -569,14 +563,31 @@ type headItem struct {
 	src source2
 }
 
-type mergeHeap struct{ items []headItem }
+// mergeHeap is a min-heap of the sources' next entries. It is typed, not
+// container/heap: the merge moves every entry of an index through it, and
+// the interface calls were a fifth of a build.
+type mergeHeap []headItem
 
-func (h *mergeHeap) Len() int           { return len(h.items) }
-func (h *mergeHeap) Less(i, j int) bool { return less(h.items[i].e, h.items[j].e) }
-func (h *mergeHeap) Swap(i, j int)      { h.items[i], h.items[j] = h.items[j], h.items[i] }
-func (h *mergeHeap) Push(x any)         { h.items = append(h.items, x.(headItem)) }
-func (h *mergeHeap) Pop() any {
-	x := h.items[len(h.items)-1]
-	h.items = h.items[:len(h.items)-1]
-	return x
+func (h mergeHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+// down moves item i below its smaller children.
+func (h mergeHeap) down(i int) {
+	for {
+		m := 2*i + 1
+		if m >= len(h) {
+			return
+		}
+		if r := m + 1; r < len(h) && less(h[r].e, h[m].e) {
+			m = r
+		}
+		if !less(h[m].e, h[i].e) {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
 }
