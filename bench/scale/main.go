@@ -53,6 +53,7 @@ type config struct {
 	buildProfile string
 	measure      map[string]bool
 	warmup       int
+	compactMin   int
 }
 
 func main() {
@@ -72,8 +73,9 @@ func main() {
 	flag.BoolVar(&c.reuse, "reuse", false, "reuse the store a previous run left in --dir (rows already loaded are not loaded again)")
 	flag.StringVar(&c.buildProfile, "build-cpuprofile", "", "write a CPU profile of the index build to this file")
 	flag.IntVar(&c.warmup, "warmup", 20, "untimed calls of each read before the timed ones")
+	flag.IntVar(&c.compactMin, "compact-min-fragments", 16, "compact before the reads when the table has this many fragments, as the master's scheduler does (LC_COMPACT_MIN_FRAGMENTS); 0: never")
 	var measure string
-	flag.StringVar(&measure, "measure", "build,get,trajectory,filtered,page,offset,merge", "what to measure (a subset of the default)")
+	flag.StringVar(&measure, "measure", "build,get,trajectory,rollout,filtered,page,offset,merge", "what to measure (a subset of the default)")
 	flag.Parse()
 	c.measure = map[string]bool{}
 	for _, m := range strings.Split(measure, ",") {
@@ -276,10 +278,9 @@ func run(ctx context.Context, c config) error {
 	loaded, extra := 0, 0 // loaded rows, rows added by timed merges
 	if err != nil && c.reuse {
 		if s, err = cat.Open(ctx, name); err == nil {
-			var ds *table.Dataset
-			if ds, err = table.Open(ctx, s.Root()); err == nil {
-				loaded = loadedRows(ds)
-				extra = int(ds.CountRows()) - loaded
+			var st state
+			if st, err = loadState(ctx, c.dir, s); err == nil {
+				loaded, extra = st.Loaded, st.Extra
 			}
 		}
 	}
@@ -340,6 +341,68 @@ func run(ctx context.Context, c config) error {
 		}
 		out["index_build_rows_read"] = newRows
 
+		// The load's and the build's writes reach the disk first: the
+		// timed merges sync their files, and would wait for gigabytes of
+		// the load's writeback, which a store in use does not have.
+		syscall.Sync()
+
+		// Merges of 1,000 new rows (appended and sealed untimed).
+		var merges []time.Duration
+		var mergeCPU time.Duration
+		pk.reset()
+		if c.profile != "" {
+			pf, err := os.Create(c.profile)
+			if err != nil {
+				return err
+			}
+			if err := pprof.StartCPUProfile(pf); err != nil {
+				return err
+			}
+		}
+		for m := 0; m < c.merges && c.measure["merge"]; m++ {
+			recs := make([]rollout.Record, 1000)
+			for i := range recs {
+				n := 1<<40 + extra
+				extra++
+				content := text[:c.recordBytes]
+				recs[i] = rollout.Record{ID: rowID(n), RolloutID: fmt.Sprintf("ro-new-%09d", n/8), ProblemID: problemID(n), Content: &content}
+			}
+			if _, err := s.Append(ctx, recs); err != nil {
+				return err
+			}
+			if err := s.Flush(ctx); err != nil {
+				return err
+			}
+			t, cpu0 := time.Now(), cpuTime()
+			for {
+				res, err := s.Merge(ctx)
+				if err != nil {
+					return fmt.Errorf("merge: %w", err)
+				}
+				if res.Remaining == 0 {
+					break
+				}
+			}
+			merges = append(merges, time.Since(t))
+			mergeCPU += cpuTime() - cpu0
+		}
+		if c.profile != "" {
+			pprof.StopCPUProfile()
+		}
+		out["merge_1000"] = map[string]any{"p50_ms": pct(merges, 50), "max_ms": pct(merges, 100), "merges": len(merges), "peak_heap_mib": pk.mib(), "cpu_ms_per_merge": float64(mergeCPU.Microseconds()) / 1000 / float64(max(len(merges), 1))}
+		// What the master's scheduler would have done by now: compact once
+		// the table has its threshold of fragments (LC_COMPACT_MIN_FRAGMENTS,
+		// default 16), which also rebuilds the indexes as one segment.
+		// Reads are then measured on a store with the history production
+		// gives it, the same at every size.
+		if err := maintain(ctx, c, s, out); err != nil {
+			return err
+		}
+		if err := saveState(c.dir, state{Loaded: loaded, Extra: extra}); err != nil {
+			return err
+		}
+		syscall.Sync() // the compaction's writes, likewise
+
 		pk.reset()
 		if c.readProfile != "" {
 			pf, err := os.Create(c.readProfile)
@@ -379,6 +442,16 @@ func run(ctx context.Context, c config) error {
 		})
 		if err != nil {
 			return fmt.Errorf("trajectory: %w", err)
+		}
+		rolloutPage, err := timeCalls(c, "rollout", c.calls, func(i int) error {
+			res, err := s.List(ctx, rollout.ListOptions{Source: rollout.SourceAll, Filters: []rollout.Filter{{Column: rollout.ColRolloutID, Value: rollouts[i]}}, Limit: 25})
+			if err == nil && len(res.Records) != 8 {
+				err = fmt.Errorf("rollout %s: %d records, want 8", rollouts[i], len(res.Records))
+			}
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("page filtered by rollout: %w", err)
 		}
 		problems := make([]string, c.calls+c.warmup)
 		for i := range problems {
@@ -436,57 +509,13 @@ func run(ctx context.Context, c config) error {
 		}
 		out["lance_context"] = map[string]any{
 			"get_p50_ms": pct(gets, 50), "get_p99_ms": pct(gets, 99),
-			"trajectory_p50_ms": pct(trajs, 50), "filtered_page_p50_ms": pct(filt, 50),
+			"trajectory_p50_ms": pct(trajs, 50), "filtered_page_p50_ms": pct(filt, 50), "rollout_page_p50_ms": pct(rolloutPage, 50),
 			"fragments_page_p50_ms": pages["fragments_page_p50_ms"], "all_page_p50_ms": pages["all_page_p50_ms"],
 			"fragments_offset_page_p50_ms": pages["fragments_offset_page_p50_ms"], "all_offset_page_p50_ms": pages["all_offset_page_p50_ms"],
 			"reads_peak_heap_mib": pk.mib(),
 			"cpu_ms_per_call":     maps.Clone(cpuPerCall),
 		}
 
-		// Merges of 1,000 new rows (appended and sealed untimed).
-		var merges []time.Duration
-		var mergeCPU time.Duration
-		pk.reset()
-		if c.profile != "" {
-			pf, err := os.Create(c.profile)
-			if err != nil {
-				return err
-			}
-			if err := pprof.StartCPUProfile(pf); err != nil {
-				return err
-			}
-		}
-		for m := 0; m < c.merges && c.measure["merge"]; m++ {
-			recs := make([]rollout.Record, 1000)
-			for i := range recs {
-				n := 1<<40 + extra
-				extra++
-				content := text[:c.recordBytes]
-				recs[i] = rollout.Record{ID: rowID(n), RolloutID: fmt.Sprintf("ro-new-%09d", n/8), ProblemID: problemID(n), Content: &content}
-			}
-			if _, err := s.Append(ctx, recs); err != nil {
-				return err
-			}
-			if err := s.Flush(ctx); err != nil {
-				return err
-			}
-			t, cpu0 := time.Now(), cpuTime()
-			for {
-				res, err := s.Merge(ctx)
-				if err != nil {
-					return fmt.Errorf("merge: %w", err)
-				}
-				if res.Remaining == 0 {
-					break
-				}
-			}
-			merges = append(merges, time.Since(t))
-			mergeCPU += cpuTime() - cpu0
-		}
-		if c.profile != "" {
-			pprof.StopCPUProfile()
-		}
-		out["merge_1000"] = map[string]any{"p50_ms": pct(merges, 50), "max_ms": pct(merges, 100), "merges": len(merges), "peak_heap_mib": pk.mib(), "cpu_ms_per_merge": float64(mergeCPU.Microseconds()) / 1000 / float64(max(len(merges), 1))}
 		out["process_peak_rss_mib"] = rssPeakMiB()
 
 		if c.lancedb {
@@ -547,17 +576,81 @@ func runLanceDB(ctx context.Context, c config, root objstore.Store, ids, rollout
 	return doc, nil
 }
 
-// loadedRows is the number of loaded rows of a reused table: the rows of
-// its fragments written by load (merged fragments hold the timed merges'
-// rows, 1,000 per merge, and are told apart by size).
-func loadedRows(ds *table.Dataset) int {
-	n := 0
+// state is what a --reuse run needs to know of the store a run left: the
+// loaded rows (row ids 0..Loaded-1) and the rows the timed merges added.
+// Compaction mixes both in its fragments, so they are kept beside the store.
+type state struct {
+	Loaded int `json:"loaded"`
+	Extra  int `json:"extra"`
+}
+
+const stateFile = "scale-state.json"
+
+func saveState(dir string, st state) error {
+	b, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, stateFile), b, 0o644)
+}
+
+// loadState reads the state a run left. A store left before the file
+// existed was never compacted: its merged fragments are the ones of 1,000
+// rows.
+func loadState(ctx context.Context, dir string, s *rollout.Store) (state, error) {
+	var st state
+	b, err := os.ReadFile(filepath.Join(dir, stateFile))
+	if err == nil {
+		return st, json.Unmarshal(b, &st)
+	}
+	if !os.IsNotExist(err) {
+		return st, err
+	}
+	ds, err := table.Open(ctx, s.Root())
+	if err != nil {
+		return st, err
+	}
 	for _, f := range ds.Fragments() {
 		if r := int(f.GetPhysicalRows()); r > 1000 {
-			n += r
+			st.Loaded += r
 		}
 	}
-	return n
+	st.Extra = int(ds.CountRows()) - st.Loaded
+	return st, nil
+}
+
+// maintain compacts the store when the master's scheduler would (at
+// --compact-min-fragments fragments) and reports the history the reads
+// then see: fragments, index segments per column, table version.
+func maintain(ctx context.Context, c config, s *rollout.Store, out map[string]any) error {
+	ds, err := table.Open(ctx, s.Root())
+	if err != nil {
+		return err
+	}
+	h := map[string]any{"fragments_before": len(ds.Fragments())}
+	if c.compactMin > 0 && len(ds.Fragments()) >= c.compactMin {
+		t := time.Now()
+		res, err := s.Compact(ctx, rollout.CompactOptions{})
+		if err != nil {
+			return fmt.Errorf("compact: %w", err)
+		}
+		h["compaction_secs"] = time.Since(t).Seconds() // with its index rebuild
+		h["compacted_fragments"] = res.Removed
+		if ds, err = table.Open(ctx, s.Root()); err != nil {
+			return err
+		}
+	}
+	idxs, err := ds.Indexes()
+	if err != nil {
+		return err
+	}
+	segs := map[string]int{}
+	for _, m := range idxs {
+		segs[m.GetName()]++
+	}
+	h["fragments"], h["index_segments"], h["table_version"] = len(ds.Fragments()), segs, ds.Version()
+	out["history"] = h
+	return nil
 }
 
 // dropIndexes commits the table at st without its indexes.

@@ -5,7 +5,8 @@
 // indexes on the columns, and times them again.
 // FILE: {"ids": [...], "rollouts": [...], "problems": [...]}.
 // stdout: {"rows", "without": {...}, "index_build_secs", "with": {...}} where
-// each {...} has get_p50_ms, get_p99_ms, trajectory_p50_ms, filtered_p50_ms,
+// each {...} has get_p50_ms, get_p99_ms, trajectory_p50_ms, rollout_page_p50_ms
+// (25 rows where rollout_id = …), filtered_p50_ms (25 rows where problem_id = …),
 // page_p50_ms, uses_index (whether id = '…' is planned on a scalar index).
 import fs from "node:fs";
 import * as lancedb from "@lancedb/lancedb";
@@ -26,7 +27,7 @@ const q = (s) => `'${s.replaceAll("'", "''")}'`;
 const listCols = ["id", "rollout_id", "problem_id", "sequence_order", "role", "content"];
 
 async function measure(table, probes, calls) {
-  const get = [], traj = [], filt = [], page = [];
+  const get = [], traj = [], roPage = [], filt = [], page = [];
   for (let i = 0; i < calls; i++) {
     const id = probes.ids[i % probes.ids.length];
     get.push(await timed(async () => {
@@ -35,6 +36,7 @@ async function measure(table, probes, calls) {
     }));
     const ro = probes.rollouts[i % probes.rollouts.length];
     traj.push(await timed(() => table.query().where(`rollout_id = ${q(ro)}`).select(listCols).toArray()));
+    roPage.push(await timed(() => table.query().where(`rollout_id = ${q(ro)}`).select(listCols).limit(25).toArray()));
     const p = probes.problems[i % probes.problems.length];
     filt.push(await timed(() => table.query().where(`problem_id = ${q(p)}`).select(listCols).limit(25).toArray()));
     page.push(await timed(() => table.query().select(listCols).limit(25).offset(i * 25).toArray()));
@@ -43,7 +45,7 @@ async function measure(table, probes, calls) {
   return {
     calls,
     get_p50_ms: pct(get, 50), get_p99_ms: pct(get, 99),
-    trajectory_p50_ms: pct(traj, 50), filtered_p50_ms: pct(filt, 50), page_p50_ms: pct(page, 50),
+    trajectory_p50_ms: pct(traj, 50), rollout_page_p50_ms: pct(roPage, 50), filtered_p50_ms: pct(filt, 50), page_p50_ms: pct(page, 50),
     uses_index: plan.includes("ScalarIndexQuery"),
   };
 }
