@@ -12,9 +12,15 @@ import (
 func TestSortEntriesAgreesWithCmpEntry(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	alphabet := []byte{0, 1, 'a', 'b', 0xff}
+	defer func(n int) { radixMin = n }(radixMin)
 	for round := range 200 {
+		// Half the rounds through the radix sort, half the comparison sort.
+		radixMin = []int{2, 1 << 20}[round%2]
 		prefix := []string{"", "ro-0000", "same-prefix-longer-than-eight-"}[round%3]
 		es := make([]entry, 1+rng.IntN(300))
+		if round%10 == 0 {
+			es = make([]entry, 1+rng.IntN(20000))
+		}
 		for i := range es {
 			if rng.IntN(20) == 0 {
 				es[i] = entry{null: true, addr: uint64(rng.IntN(50))}
