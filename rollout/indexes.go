@@ -101,7 +101,7 @@ func (s *Store) index(ctx context.Context, delta bool) (*IndexResult, error) {
 		}
 	}
 	// One commit for every column's new index.
-	rs, err := index.UpdateColumns(ctx, s.root, cols, index.BuildOptions{Delta: delta, MaxSegments: s.opts.IndexMaxSegments, TempDir: s.opts.IndexTempDir, BatchSize: indexBatchSize})
+	rs, err := index.UpdateColumns(ctx, s.root, cols, index.BuildOptions{Delta: delta, MaxSegments: s.opts.IndexMaxSegments, TempDir: s.opts.IndexTempDir, BatchSize: indexBatchSize, KeyColumns: []string{ColID}})
 	if err != nil {
 		return nil, fmt.Errorf("rollout: index %v: %w", cols, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -67,6 +68,11 @@ type BuildOptions struct {
 	// rows), not O(table).
 	Delta       bool
 	MaxSegments int
+	// KeyColumns are the columns of unique keys looked up in batches (the
+	// merge's check of ids): a new segment on one of them gets its key
+	// filter as it is written, in the process-wide page cache, rather
+	// than from a read of all its values on its first batch lookup.
+	KeyColumns []string
 }
 
 // entry is one indexed value and the address of its row.
@@ -124,6 +130,7 @@ func Build(ctx context.Context, ds *table.Dataset, column string, opts BuildOpti
 	covered := scan.Clone()
 
 	var sources []source2
+	var rows int64 // an upper bound of the entries: sizes the key filter
 	defer func() {
 		for _, s := range sources {
 			s.close()
@@ -144,6 +151,7 @@ func Build(ctx context.Context, ds *table.Dataset, column string, opts BuildOpti
 				return nil, err
 			}
 			sources = append(sources, &baseSource{ctx: ctx, ds: ds, t: bt, keep: bm, dels: map[uint64]*roaring.Bitmap{}})
+			rows += bt.rows
 			covered.Or(bm)
 		}
 	}
@@ -202,8 +210,17 @@ func Build(ctx context.Context, ds *table.Dataset, column string, opts BuildOpti
 
 	failpoint("scanned")
 	id := uuid.New()
-	if err := writeBTree(ctx, ds, id.String(), f, sources, opts.BatchSize); err != nil {
+	var keys *keyFilter
+	if rows += toScan; rows >= keyFilterMinRows && slices.Contains(opts.KeyColumns, column) {
+		keys = newKeyFilter(rows)
+	}
+	if err := writeBTree(ctx, ds, id.String(), f, sources, opts.BatchSize, keys); err != nil {
 		return nil, err
+	}
+	if keys != nil {
+		// Keyed by the new uuid: an index that is never committed leaves
+		// an entry no lookup asks for, evicted in time.
+		sharedPages().putFilter(id.String(), keys)
 	}
 	bitmap, err := table.EncodeFragmentBitmap(covered)
 	if err != nil {
@@ -238,7 +255,7 @@ func UUID(m *pb.IndexMetadata) string { return uuidString(m) }
 
 // writeBTree merges the sorted sources into page_data.lance, page by page,
 // and writes page_lookup.lance with each page's min, max and null count.
-func writeBTree(ctx context.Context, ds *table.Dataset, id string, f *schema.Field, sources []source2, batchSize int) (err error) {
+func writeBTree(ctx context.Context, ds *table.Dataset, id string, f *schema.Field, sources []source2, batchSize int, keys *keyFilter) (err error) {
 	store := ds.Store()
 	pagesSchema, err := schema.FromArrow(arrow.NewSchema([]arrow.Field{
 		{Name: valuesCol, Type: f.Type, Nullable: true},
@@ -326,6 +343,9 @@ func writeBTree(ctx context.Context, ds *table.Dataset, id string, f *schema.Fie
 			pageNulls++
 		} else {
 			vb.Append(e.v)
+			if keys != nil {
+				keys.add(e.v)
+			}
 		}
 		ib.Append(e.addr)
 		n++

@@ -12,6 +12,8 @@ type pageKey struct {
 	// row of which holds one value, known from the lookup: its values
 	// need not be read).
 	idsOnly bool
+	// filter marks the entry holding the segment's key filter.
+	filter bool
 }
 
 // pageCache is an LRU of decoded index pages, bounded by bytes. Index files
@@ -27,6 +29,7 @@ type pageCache struct {
 type cacheEntry struct {
 	key pageKey
 	p   *page
+	f   *keyFilter // an entry holds a page or a segment's key filter
 	n   int64
 }
 
@@ -52,14 +55,38 @@ func (c *pageCache) put(k pageKey, p *page) {
 	if c == nil {
 		return
 	}
-	n := p.size()
+	c.insert(&cacheEntry{key: k, p: p, n: p.size()})
+}
+
+// getFilter returns the key filter of segment uuid, nil when not cached.
+func (c *pageCache) getFilter(uuid string) *keyFilter {
+	if c == nil {
+		return nil
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.m[k]; ok || n > c.max {
+	if e, ok := c.m[pageKey{uuid: uuid, filter: true}]; ok {
+		c.ll.MoveToFront(e)
+		return e.Value.(*cacheEntry).f
+	}
+	return nil
+}
+
+func (c *pageCache) putFilter(uuid string, f *keyFilter) {
+	if c == nil {
 		return
 	}
-	c.m[k] = c.ll.PushFront(&cacheEntry{k, p, n})
-	c.bytes += n
+	c.insert(&cacheEntry{key: pageKey{uuid: uuid, filter: true}, f: f, n: f.size()})
+}
+
+func (c *pageCache) insert(ce *cacheEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[ce.key]; ok || ce.n > c.max {
+		return
+	}
+	c.m[ce.key] = c.ll.PushFront(ce)
+	c.bytes += ce.n
 	for c.bytes > c.max {
 		e := c.ll.Back()
 		ce := e.Value.(*cacheEntry)

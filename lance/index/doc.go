@@ -68,6 +68,17 @@
 // values and ids in one two-column Read was measured slower on local disk:
 // a Read of several fields decodes them in goroutines.)
 //
+// A batch lookup of many keys (the merge's check for rows its new ids
+// supersede, mostly absent) first asks each large segment's key filter, a
+// split block Bloom filter of its values (10 bits a key, ~1% false
+// positives), and reads pages only for the keys it may hold. Filters live
+// in memory only, in the page cache beside the pages: never written beside
+// the index, whose files stay Lance's. A build of a key column
+// (BuildOptions.KeyColumns) makes its segment's filter as it writes it; a
+// process that did not build the segment makes it in the background from
+// its values on the segment's first batch lookup (one at a time), and
+// until then reads pages as before.
+//
 // Because page i holds exactly rows [i*batch_size, (i+1)*batch_size), the
 // number of entries below a value is its page's first row plus its position
 // in that page: one page read (Ranker, for deep offsets). Entries that are
@@ -82,7 +93,8 @@
 // Build streams the column with row addresses, sorts runs of bounded size
 // (BuildOptions.RunBytes, default 128 MiB: a million ids of each of two
 // columns built at once are sorted in memory; the columns share it) by an
-// 8-byte key past the run's common prefix, spills them to unlinked
+// 8-byte key past the run's common prefix (a radix sort, ties then ordered
+// by their values and row addresses), spills them to unlinked
 // temporary files, then k-way merges the runs into page_data. Update brings an index up to date
 // with new fragments by merging the existing index's pages (only fragments
 // still live, deleted rows dropped) with the new fragments' sorted values

@@ -274,19 +274,34 @@ func (f *Finder) Find(ctx context.Context, d *table.Dataset, column string, valu
 		return nil, nil, err
 	}
 	rows := map[uint64][]uint32{}
-	var addrs []uint64
+	var maybe []string
+	var found []uint64
 	for _, sg := range segs {
 		t, bm := sg.t, sg.bm
-		addrs = addrs[:0]
-		if err := t.prefetch(ctx, values); err != nil {
+		found = found[:0]
+		look := values
+		if len(values) >= keyFilterMinValues {
+			// A batch (a merge's check): the values the segment's key
+			// filter rules out are not looked up.
+			if kf := t.keyFilter(ctx); kf != nil {
+				maybe = maybe[:0]
+				for _, v := range values {
+					if kf.mayHold(v) {
+						maybe = append(maybe, v)
+					}
+				}
+				look = maybe
+			}
+		}
+		if err := t.prefetch(ctx, look); err != nil {
 			return nil, nil, err
 		}
-		for _, v := range values {
-			if addrs, err = t.Equal(ctx, v, addrs); err != nil {
+		for _, v := range look {
+			if found, err = t.Equal(ctx, v, found); err != nil {
 				return nil, nil, err
 			}
 		}
-		for _, a := range addrs {
+		for _, a := range found {
 			// An index answers only for the fragments of its bitmap; rows it
 			// holds for other fragments (removed by a compaction) are ignored.
 			if frag := a >> 32; bm.Contains(uint32(frag)) {
