@@ -51,6 +51,14 @@ func keyProbes(upTo, from, count int, present bool) []string {
 	return out
 }
 
+// smallKeyFilterSegments gives the small segments of a test's tables
+// their key filters.
+func smallKeyFilterSegments(t *testing.T) {
+	n := keyFilterMinRows
+	keyFilterMinRows = 1000
+	t.Cleanup(func() { keyFilterMinRows = n })
+}
+
 func pagesOf(c *pageCache, uuid string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -68,8 +76,7 @@ func pagesOf(c *pageCache, uuid string) int {
 // filter is built, in the background after the first batch, and then none
 // but its few false positives'; present keys are all still found.
 func TestBatchLookupSkipsKeysTheFilterRulesOut(t *testing.T) {
-	defer func(n int64) { keyFilterMinRows = n }(keyFilterMinRows)
-	keyFilterMinRows = 1000
+	smallKeyFilterSegments(t)
 	ctx := context.Background()
 	st := newStore(t)
 	appendRows(t, st, 0, 20_000)
@@ -109,8 +116,7 @@ func TestBatchLookupSkipsKeysTheFilterRulesOut(t *testing.T) {
 // its filter as it is written, in the process-wide cache, holding every
 // key; other columns get none.
 func TestBuildMakesTheKeyFilterOfKeyColumns(t *testing.T) {
-	defer func(n int64) { keyFilterMinRows = n }(keyFilterMinRows)
-	keyFilterMinRows = 1000
+	smallKeyFilterSegments(t)
 	ctx := context.Background()
 	st := newStore(t)
 	appendRows(t, st, 0, 5000)
