@@ -583,9 +583,9 @@ type headItem struct {
 	src source2
 }
 
-// mergeHeap is a min-heap of the sources' next entries. It is typed, not
-// container/heap: the merge moves every entry of an index through it, and
-// the interface calls were a fifth of a build.
+// mergeHeap is a min-heap of the sources' next entries, typed rather than
+// container/heap: every entry of an index passes through it, and an
+// interface call per comparison bought nothing.
 type mergeHeap []headItem
 
 func (h mergeHeap) init() {
