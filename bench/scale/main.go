@@ -74,6 +74,7 @@ func main() {
 	flag.StringVar(&c.buildProfile, "build-cpuprofile", "", "write a CPU profile of the index build to this file")
 	flag.IntVar(&c.warmup, "warmup", 20, "untimed calls of each read before the timed ones")
 	flag.IntVar(&c.compactMin, "compact-min-fragments", 16, "compact before the reads when the table has this many fragments, as the master's scheduler does (LC_COMPACT_MIN_FRAGMENTS); 0: never")
+	flag.BoolVar(&orderedIDs, "ordered-ids", false, "ids that rise with the append order (as the server's UUIDv7 ids), not random ones")
 	var measure string
 	flag.StringVar(&measure, "measure", "build,get,trajectory,rollout,filtered,page,offset,merge", "what to measure (a subset of the default)")
 	flag.Parse()
@@ -141,7 +142,19 @@ func rssPeakMiB() float64 {
 }
 
 // Row i of the loaded table.
-func rowID(i int) string     { return fmt.Sprintf("%016x", mix(uint64(i))) }
+// rowID is row i's id: random by default (ids a client draws, UUIDv4 or
+// hashes: a listing's id order is unrelated to the append order), or with
+// --ordered-ids rising with i (the UUIDv7 ids the server assigns when a
+// record has none: id order is append order).
+func rowID(i int) string {
+	if orderedIDs {
+		return fmt.Sprintf("%016x", i)
+	}
+	return fmt.Sprintf("%016x", mix(uint64(i)))
+}
+
+var orderedIDs bool
+
 func rolloutID(i int) string { return fmt.Sprintf("ro-%09d", i/8) }
 func problemID(i int) string { return fmt.Sprintf("p-%06d", (i/8)%2000) }
 func mix(x uint64) uint64 {
@@ -295,7 +308,7 @@ func run(ctx context.Context, c config) error {
 	text := string(tb)
 	enc := json.NewEncoder(os.Stdout)
 	for _, size := range c.sizes {
-		out := map[string]any{"rows": size, "record_bytes": c.recordBytes, "go_version": runtime.Version(), "cpus": runtime.NumCPU()}
+		out := map[string]any{"rows": size, "ordered_ids": orderedIDs, "record_bytes": c.recordBytes, "go_version": runtime.Version(), "cpus": runtime.NumCPU()}
 		t0 := time.Now()
 		if loaded < size {
 			if err := load(ctx, s.Root(), c, loaded, size, text); err != nil {
@@ -475,10 +488,13 @@ func run(ctx context.Context, c config) error {
 		for _, src := range []rollout.Source{rollout.SourceFragments, rollout.SourceAll} {
 			afters := make([]string, c.calls+c.warmup)
 			for i := range afters {
-				// Not among the last ids (1/4096 of the id space): the page
-				// after the largest id is rightly empty.
-				for afters[i] = rowID(probe()); afters[i] >= "fff0"; {
-					afters[i] = rowID(probe())
+				// Not among the last ids (1/4096 of the id space, or of
+				// the rows): the page after the largest id is rightly empty.
+				for {
+					n := probe()
+					if afters[i] = rowID(n); afters[i] < "fff0" && (!orderedIDs || n < size-size/4096-25) {
+						break
+					}
 				}
 			}
 			ds, err := timeCalls(c, "page", c.calls, func(i int) error {
