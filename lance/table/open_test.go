@@ -81,23 +81,32 @@ func TestOpenAfterRecreateIsNotStale(t *testing.T) {
 	}
 }
 
+// fragmentedTable makes a table of n fragments of 10 rows and opens it
+// through a new counting store with a 2 ms latency (nothing cached; counts
+// reset).
+func fragmentedTable(t *testing.T, n int) (*objstore.Counting, *Dataset) {
+	t.Helper()
+	mem := objstore.NewMemory()
+	newTable(t, mem)
+	for i := range n {
+		appendRows(t, mem, i*10, i*10+10)
+	}
+	c := objstore.NewCounting(mem, 2*time.Millisecond)
+	d, err := Open(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Reset()
+	return c, d
+}
+
 // TestWarmFilesOpensInOneWave: WarmFiles opens the newest fragments' data
 // files in parallel (one round trip for all of them: the sizes come from
 // the manifest), at most max of them, and a second call, or a scan after
 // it, reads no footer again.
 func TestWarmFilesOpensInOneWave(t *testing.T) {
 	ctx := context.Background()
-	mem := objstore.NewMemory()
-	newTable(t, mem)
-	for i := range 4 {
-		appendRows(t, mem, i*10, i*10+10)
-	}
-	c := objstore.NewCounting(mem, 2*time.Millisecond) // a new store: nothing cached
-	d, err := Open(ctx, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Reset()
+	c, d := fragmentedTable(t, 4)
 	d.WarmFiles(ctx, 3)
 	if got := c.Counts(); got.Requests() != 3 || got.Sequential != 1 {
 		t.Errorf("WarmFiles(3) of 4 fragments: %v, want 3 requests in 1 round trip", got)
@@ -123,16 +132,7 @@ func TestWarmFilesOpensInOneWave(t *testing.T) {
 // not one fragment's after another's.
 func TestTakeRowsReadsFragmentsInParallel(t *testing.T) {
 	ctx := context.Background()
-	mem := objstore.NewMemory()
-	newTable(t, mem)
-	for i := range 6 {
-		appendRows(t, mem, i*10, i*10+10)
-	}
-	c := objstore.NewCounting(mem, 2*time.Millisecond)
-	d, err := Open(ctx, c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, d := fragmentedTable(t, 6)
 	var addrs []RowAddr
 	for _, f := range d.Fragments() {
 		addrs = append(addrs, RowAddr{Fragment: f.GetId(), Offset: 7})
