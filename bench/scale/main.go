@@ -317,6 +317,11 @@ func run(ctx context.Context, c config) error {
 		}
 		out["load_secs"] = time.Since(t0).Seconds()
 		loaded = size
+		// The load's writes reach the disk before the timed build, as
+		// LanceDB's build (later, on the same files) finds them: a build
+		// that reads while gigabytes are written back measures the disk's
+		// writeback, not the build.
+		syscall.Sync()
 
 		pk.reset()
 		t0 = time.Now()
@@ -354,9 +359,9 @@ func run(ctx context.Context, c config) error {
 		}
 		out["index_build_rows_read"] = newRows
 
-		// The load's and the build's writes reach the disk first: the
-		// timed merges sync their files, and would wait for gigabytes of
-		// the load's writeback, which a store in use does not have.
+		// The build's writes reach the disk first, likewise: the timed
+		// merges sync their files, and would wait for a writeback that a
+		// store in use does not have.
 		syscall.Sync()
 
 		// Merges of 1,000 new rows (appended and sealed untimed).

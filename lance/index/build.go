@@ -101,7 +101,8 @@ func cmpEntry(a, b entry) int {
 
 // Build writes a BTree index over column of ds under _indices/{uuid}/ and
 // returns its metadata, ready to commit (see Commit). It does not commit.
-// Memory is bounded by opts.RunBytes plus one page per spilled run.
+// Memory is bounded by about twice opts.RunBytes (a run held in memory is
+// copied in index order before the merge) plus one page per spilled run.
 func Build(ctx context.Context, ds *table.Dataset, column string, opts BuildOptions) (*pb.IndexMetadata, error) {
 	f := ds.Schema().Field(column)
 	if f == nil {
@@ -203,7 +204,8 @@ func Build(ctx context.Context, ds *table.Dataset, column string, opts BuildOpti
 	}
 	if !spilled {
 		// Sort in memory when nothing was spilled.
-		sources = append(sources, &sliceSource{s: buf, order: sortEntries(buf)})
+		sources = append(sources, &sliceSource{s: gather(buf, sortEntries(buf))})
+		buf = nil
 	} else if err := flush(); err != nil {
 		return nil, err
 	}
@@ -443,10 +445,10 @@ type source2 interface {
 	close()
 }
 
+// sliceSource yields entries already in index order.
 type sliceSource struct {
-	s     []entry
-	order []uint32 // positions in s, in index order; nil: s is in order
-	i     int
+	s []entry
+	i int
 }
 
 func (s *sliceSource) next() (entry, bool, error) {
@@ -454,12 +456,36 @@ func (s *sliceSource) next() (entry, bool, error) {
 		return entry{}, false, nil
 	}
 	s.i++
-	if s.order != nil {
-		return s.s[s.order[s.i-1]], true, nil
-	}
 	return s.s[s.i-1], true, nil
 }
+
 func (s *sliceSource) close() {}
+
+// gather returns es in the given order, their values copied into one
+// string in that order. The merge then reads entries and values
+// sequentially: read through order, each entry and each value was a cache
+// miss inside the merge loop (two fifths of a 1M-row build's CPU), where
+// this loop's independent reads overlap.
+func gather(es []entry, order []uint32) []entry {
+	out := make([]entry, len(order))
+	n := 0
+	for i := range es {
+		n += len(es[i].v)
+	}
+	var sb strings.Builder
+	sb.Grow(n)
+	for i, p := range order {
+		out[i] = es[p]
+		sb.WriteString(es[p].v)
+	}
+	all, off := sb.String(), 0
+	for i := range out {
+		k := len(out[i].v)
+		out[i].v = all[off : off+k]
+		off += k
+	}
+	return out
+}
 
 // runSource reads a spilled run: [u8 null][u32 len][bytes][u64 addr]...
 type runSource struct {
