@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
+	"log/slog"
 	"sync"
+	"time"
 )
 
 // keyFilter is a Bloom filter over the values of one index segment, kept
@@ -77,9 +79,21 @@ func (f *keyFilter) size() int64 { return int64(len(f.blocks)) * 32 }
 var filterBuilds = struct {
 	sync.Mutex
 	running map[string]bool
+	failed  map[string]filterFailure
 	slot    chan struct{}
 	wg      sync.WaitGroup // for tests
-}{running: map[string]bool{}, slot: make(chan struct{}, 1)}
+}{running: map[string]bool{}, failed: map[string]filterFailure{}, slot: make(chan struct{}, 1)}
+
+// filterFailure holds back the next build of a segment whose filter build
+// failed (a corrupt or vanished segment): each try reads all its values,
+// and a merge asks on every pass. Lookups meanwhile read pages.
+type filterFailure struct {
+	next  time.Time
+	delay time.Duration
+}
+
+// Retry delays after failed filter builds: doubling, within these bounds.
+var filterRetryMin, filterRetryMax = 10 * time.Second, 10 * time.Minute
 
 // keyFilter returns the segment's filter when this process has it. A
 // segment worth one (keyFilterMinRows) that has none gets one built in
@@ -94,7 +108,7 @@ func (t *BTree) keyFilter(ctx context.Context) *keyFilter {
 	}
 	filterBuilds.Lock()
 	defer filterBuilds.Unlock()
-	if filterBuilds.running[t.uuid] {
+	if filterBuilds.running[t.uuid] || time.Now().Before(filterBuilds.failed[t.uuid].next) {
 		return nil
 	}
 	filterBuilds.running[t.uuid] = true
@@ -107,10 +121,18 @@ func (t *BTree) keyFilter(ctx context.Context) *keyFilter {
 		if err == nil {
 			t.cache.putFilter(t.uuid, f)
 		}
-		// After a failure the next batch lookup tries again.
 		filterBuilds.Lock()
+		defer filterBuilds.Unlock()
 		delete(filterBuilds.running, t.uuid)
-		filterBuilds.Unlock()
+		if err == nil {
+			delete(filterBuilds.failed, t.uuid)
+			return
+		}
+		ff := filterBuilds.failed[t.uuid]
+		ff.delay = min(max(2*ff.delay, filterRetryMin), filterRetryMax)
+		ff.next = time.Now().Add(ff.delay)
+		filterBuilds.failed[t.uuid] = ff
+		slog.Warn("index key filter not built; lookups of this segment read its pages", "segment", t.uuid, "retry_in", ff.delay, "err", err)
 	}()
 	return nil
 }

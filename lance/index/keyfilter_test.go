@@ -3,9 +3,13 @@ package index
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/lance-context/lance-context/lance/table"
+	"github.com/lance-context/lance-context/objstore"
 )
 
 func TestKeyFilterHasNoFalseNegatives(t *testing.T) {
@@ -135,5 +139,88 @@ func TestBuildMakesTheKeyFilterOfKeyColumns(t *testing.T) {
 	}
 	if sharedPages().getFilter(rs[1].Index) != nil {
 		t.Error("a key filter for grp, which is not a key column")
+	}
+}
+
+// TestFailedKeyFilterBuildBacksOff: a background filter build that fails
+// (here every read of the segment's pages) is not started again by the
+// next batch lookup, each of which would read the whole segment, until
+// its retry delay has passed; then it is, and the filter is built.
+func TestFailedKeyFilterBuildBacksOff(t *testing.T) {
+	smallKeyFilterSegments(t)
+	rmin := filterRetryMin
+	filterRetryMin = 5 * time.Minute // longer than the test
+	t.Cleanup(func() { filterRetryMin = rmin })
+	ctx := context.Background()
+	inner := newStore(t)
+	appendRows(t, inner, 0, 20_000)
+	res, err := Update(ctx, inner, "id", BuildOptions{BatchSize: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := objstore.NewFaulty(inner, objstore.FaultConfig{})
+	d, err := table.Open(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := NewFinder(64 << 20)
+	// One key (no filter wanted) opens the segment while its files read.
+	if _, _, err := f.Find(ctx, d, "id", keyProbes(20_000, 0, 1, true)); err != nil {
+		t.Fatal(err)
+	}
+	var pageReads atomic.Int64
+	st.SetHook(func(op objstore.Op, key string, _ int) objstore.Fault {
+		if strings.HasSuffix(key, PagesFile) && op == objstore.OpGetRange {
+			pageReads.Add(1)
+			return objstore.FaultError
+		}
+		return objstore.FaultNone
+	})
+	_, _, _ = f.Find(ctx, d, "id", keyProbes(20_000, 0, 64, false)) // fails: no page reads
+	filterBuilds.wg.Wait()
+	if f.cache.getFilter(res.Index) != nil {
+		t.Fatal("a filter was built from pages that cannot be read")
+	}
+	if pageReads.Load() == 0 {
+		t.Fatal("the hook saw no page read: the test does not exercise the failure")
+	}
+	filterBuilds.Lock()
+	_, failed := filterBuilds.failed[res.Index]
+	filterBuilds.Unlock()
+	if !failed {
+		t.Fatal("the failed filter build was not recorded")
+	}
+	// Within the delay: no new build, whether or not the pages now read.
+	st.SetHook(nil)
+	for range 3 {
+		if _, rows, err := f.Find(ctx, d, "id", keyProbes(20_000, 64, 64, false)); err != nil || len(rows) != 0 {
+			t.Fatalf("absent keys: %v %v", rows, err)
+		}
+		filterBuilds.wg.Wait()
+	}
+	if f.cache.getFilter(res.Index) != nil {
+		t.Fatal("the filter was built again within the retry delay")
+	}
+	// Once the delay has passed, the next batch lookup builds it.
+	filterBuilds.Lock()
+	ff := filterBuilds.failed[res.Index]
+	ff.next = time.Now()
+	filterBuilds.failed[res.Index] = ff
+	filterBuilds.Unlock()
+	if ff.delay != filterRetryMin {
+		t.Errorf("retry delay %v after one failure, want the minimum (%v)", ff.delay, filterRetryMin)
+	}
+	if _, _, err := f.Find(ctx, d, "id", keyProbes(20_000, 128, 64, false)); err != nil {
+		t.Fatal(err)
+	}
+	filterBuilds.wg.Wait()
+	if f.cache.getFilter(res.Index) == nil {
+		t.Fatal("no filter built after the retry delay")
+	}
+	filterBuilds.Lock()
+	_, still := filterBuilds.failed[res.Index]
+	filterBuilds.Unlock()
+	if still {
+		t.Error("a built filter left its failure behind")
 	}
 }
