@@ -77,7 +77,9 @@
 // (BuildOptions.KeyColumns) makes its segment's filter as it writes it; a
 // process that did not build the segment makes it in the background from
 // its values on the segment's first batch lookup (one at a time), and
-// until then reads pages as before.
+// until then reads pages as before; a build that fails is logged and not
+// tried again for a doubling delay (10 s up to 10 min), since each try
+// reads all the segment's values.
 //
 // Because page i holds exactly rows [i*batch_size, (i+1)*batch_size), the
 // number of entries below a value is its page's first row plus its position
@@ -95,7 +97,9 @@
 // columns built at once are sorted in memory; the columns share it) by an
 // 8-byte key past the run's common prefix (a radix sort, ties then ordered
 // by their values and row addresses), spills them to unlinked
-// temporary files, then k-way merges the runs into page_data. Update brings an index up to date
+// temporary files, then k-way merges the runs into page_data. A run that
+// needed no spill is copied in index order (entries and values) before the
+// merge, which then reads memory sequentially. Update brings an index up to date
 // with new fragments by merging the existing index's pages (only fragments
 // still live, deleted rows dropped) with the new fragments' sorted values
 // into a new index, committed in place of the old one under the same name
