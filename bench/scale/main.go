@@ -76,6 +76,7 @@ func main() {
 	flag.IntVar(&c.warmup, "warmup", 20, "untimed calls of each read before the timed ones")
 	flag.IntVar(&c.compactMin, "compact-min-fragments", 16, "compact before the reads when the table has this many fragments, as the master's scheduler does (LC_COMPACT_MIN_FRAGMENTS); 0: never")
 	flag.BoolVar(&orderedIDs, "ordered-ids", false, "ids that rise with the append order (as the server's UUIDv7 ids), not random ones")
+	flag.BoolVar(&problemsPerBlock, "problems-per-block", false, "2,000 problems per 100k rows (50 rows a problem at every size) instead of 2,000 in all")
 	var measure string
 	flag.StringVar(&measure, "measure", "build,get,trajectory,rollout,filtered,page,offset,merge", "what to measure (a subset of the default)")
 	flag.Parse()
@@ -160,7 +161,23 @@ func rowID(i int) string {
 var orderedIDs bool
 
 func rolloutID(i int) string { return fmt.Sprintf("ro-%09d", i/8) }
-func problemID(i int) string { return fmt.Sprintf("p-%06d", (i/8)%2000) }
+
+// problemID: 2,000 problems, a rollout's problem its number mod 2,000,
+// so a problem's rows spread over the whole table and grow with it (50
+// at 100k rows, 5,000 at 10M). With --problems-per-block each block of
+// 100k rows has 2,000 problems of its own instead: 50 rows a problem at
+// every size, laid out within its block as the default lays them out in
+// a 100k-row table (a filter whose matches do not grow with the table).
+func problemID(i int) string {
+	r := i / 8
+	if problemsPerBlock {
+		return fmt.Sprintf("p-%06d", r/12500*2000+r%2000)
+	}
+	return fmt.Sprintf("p-%06d", r%2000)
+}
+
+var problemsPerBlock bool
+
 func mix(x uint64) uint64 {
 	x += 0x9e3779b97f4a7c15
 	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
@@ -312,7 +329,7 @@ func run(ctx context.Context, c config) error {
 	text := string(tb)
 	enc := json.NewEncoder(os.Stdout)
 	for _, size := range c.sizes {
-		out := map[string]any{"rows": size, "ordered_ids": orderedIDs, "record_bytes": c.recordBytes, "go_version": runtime.Version(), "cpus": runtime.NumCPU()}
+		out := map[string]any{"rows": size, "ordered_ids": orderedIDs, "problems_per_block": problemsPerBlock, "record_bytes": c.recordBytes, "go_version": runtime.Version(), "cpus": runtime.NumCPU()}
 		t0 := time.Now()
 		if loaded < size {
 			if err := load(ctx, s.Root(), c, loaded, size, text); err != nil {
