@@ -281,7 +281,8 @@ func (l *Local) ListFirst(ctx context.Context, prefix string, n int) ([]ObjectIn
 
 // dirEntries reads the directory a prefix ending in "/" names, sorted by
 // name (none when it does not exist); ok is false for any other prefix,
-// which the caller lists with List.
+// which the caller lists with List. The entries may be shared with other
+// callers (readDir): they must not be modified.
 func (l *Local) dirEntries(ctx context.Context, prefix string) (ents []os.DirEntry, ok bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
@@ -292,7 +293,7 @@ func (l *Local) dirEntries(ctx context.Context, prefix string) (ents []os.DirEnt
 	if !strings.HasSuffix(prefix, "/") {
 		return nil, false, nil
 	}
-	ents, err = os.ReadDir(filepath.Join(l.root, filepath.FromSlash(prefix)))
+	ents, err = readDir(filepath.Join(l.root, filepath.FromSlash(prefix)))
 	if err != nil {
 		if notFound(err) {
 			return nil, true, nil
