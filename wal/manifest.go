@@ -102,13 +102,15 @@ const shardsDir = Root + "_shards/"
 
 // ListShards returns the ids of every shard ever claimed, in order.
 func ListShards(ctx context.Context, store objstore.Reader) ([]string, error) {
-	objs, err := store.List(ctx, shardsDir)
+	// Names only: on local disk a listing of names is reused while the
+	// directory is unchanged, where List stats every entry.
+	keys, _, err := objstore.ListKeys(ctx, store, shardsDir)
 	if err != nil {
 		return nil, fmt.Errorf("wal: list shards: %w", err)
 	}
-	out := make([]string, 0, len(objs))
-	for _, o := range objs {
-		out = append(out, strings.TrimPrefix(o.Key, shardsDir))
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, strings.TrimPrefix(k, shardsDir))
 	}
 	return out, nil
 }
