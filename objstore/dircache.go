@@ -16,13 +16,19 @@ import (
 //
 // A listing is reused only while stat returns the stamp (device, inode,
 // mtime, ctime) it returned just before that listing was read, and only if
-// that stamp was older than dirRacyMargin when the listing began. Adding,
+// that stamp was older than a margin when the listing began. Adding,
 // removing or renaming a name sets the directory's mtime and ctime to the
 // time of the change, so a change after the listing began carries a later
 // time than the stamp and the next stat sees it; the margin covers
 // timestamps coarser than the clock (Git's index trusts a "racily clean"
-// file by the same rule). Other systems than Linux list every time.
-var dirRacyMargin = 2 * time.Second
+// file by the same rule). Linux stamps a change with its coarse clock (a
+// tick, at most 10 ms, behind): dirRacyMargin covers that on file systems
+// with sub-second times; a stamp with no sub-second part may come from a
+// file system that keeps whole seconds (or FAT's two), and gets
+// coarseRacyMargin. Other systems than Linux list every time.
+var dirRacyMargin = 100 * time.Millisecond
+
+const coarseRacyMargin = 3 * time.Second
 
 // maxCachedNames bounds the names held by all cached listings.
 const maxCachedNames = 1 << 20
@@ -56,7 +62,7 @@ func readDir(dir string) ([]os.DirEntry, error) {
 	}
 	dirReads.Add(1)
 	ents, err := os.ReadDir(dir)
-	if err != nil || !stamped || !st.before(began.Add(-dirRacyMargin)) {
+	if err != nil || !stamped || !st.settled(began) {
 		return ents, err
 	}
 	dirListings.Lock()

@@ -21,8 +21,13 @@ func statDir(dir string) (dirStamp, bool) {
 	return dirStamp{dev: uint64(st.Dev), ino: st.Ino, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}, true
 }
 
-// before reports whether the stamp's times are both before t.
-func (s dirStamp) before(t time.Time) bool {
-	n := t.UnixNano()
+// settled reports whether the stamp's times are both older than the
+// racy margin at t (see readDir).
+func (s dirStamp) settled(t time.Time) bool {
+	margin := dirRacyMargin
+	if s.mtime%1e9 == 0 || s.ctime%1e9 == 0 {
+		margin = coarseRacyMargin
+	}
+	n := t.Add(-margin).UnixNano()
 	return s.mtime < n && s.ctime < n
 }

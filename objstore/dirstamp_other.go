@@ -9,4 +9,4 @@ type dirStamp struct{}
 // statDir stamps nothing here: every listing is read (see readDir).
 func statDir(string) (dirStamp, bool) { return dirStamp{}, false }
 
-func (dirStamp) before(time.Time) bool { return false }
+func (dirStamp) settled(time.Time) bool { return false }

@@ -38,8 +38,8 @@
 //     page; Azure's maxresults, 5000; local directories), else through
 //     List. Readers find the newest of names that sort newest first. A
 //     local directory's listing is reused while a stat shows the
-//     directory unchanged (dircache.go), so a listing at rest costs a
-//     stat, not a read of every name.
+//     directory unchanged and quiet since before the listing (dircache.go),
+//     so a listing at rest costs a stat, not a read of every name.
 //   - TailReader: GetTail reads the last n bytes of an object and its size
 //     in one request (a suffix range, "Range: bytes=-n", on S3 and GCS; a
 //     stat and a pread on local disk), else with a Head and then a ranged
