@@ -2,9 +2,10 @@ package objstore
 
 import (
 	"os"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/lance-context/lance-context/internal/lru"
 )
 
 // Listings of local directories are reused while the directory is
@@ -30,14 +31,9 @@ var dirRacyMargin = 100 * time.Millisecond
 
 const coarseRacyMargin = 3 * time.Second
 
-// maxCachedNames bounds the names held by all cached listings.
-const maxCachedNames = 1 << 20
-
-var dirListings = struct {
-	sync.Mutex
-	m     map[string]dirListing
-	names int
-}{m: map[string]dirListing{}}
+// dirKey names a directory's listing in the process-wide cache
+// (internal/lru), which bounds it with the other metadata by bytes.
+type dirKey struct{ path string }
 
 type dirListing struct {
 	stamp dirStamp
@@ -53,11 +49,8 @@ func readDir(dir string) ([]os.DirEntry, error) {
 	began := time.Now()
 	st, stamped := statDir(dir)
 	if stamped {
-		dirListings.Lock()
-		c, ok := dirListings.m[dir]
-		dirListings.Unlock()
-		if ok && c.stamp == st {
-			return c.ents, nil
+		if v, ok := lru.Shared().Get(dirKey{dir}); ok && v.(dirListing).stamp == st {
+			return v.(dirListing).ents, nil
 		}
 	}
 	dirReads.Add(1)
@@ -65,16 +58,10 @@ func readDir(dir string) ([]os.DirEntry, error) {
 	if err != nil || !stamped || !st.settled(began) {
 		return ents, err
 	}
-	dirListings.Lock()
-	defer dirListings.Unlock()
-	if old, ok := dirListings.m[dir]; ok {
-		dirListings.names -= len(old.ents)
+	n := int64(64 * len(ents)) // an entry and its name, about
+	for _, e := range ents {
+		n += int64(len(e.Name()))
 	}
-	if dirListings.names+len(ents) > maxCachedNames {
-		clear(dirListings.m)
-		dirListings.names = 0
-	}
-	dirListings.m[dir] = dirListing{st, ents}
-	dirListings.names += len(ents)
+	lru.Shared().Put(dirKey{dir}, dirListing{st, ents}, n)
 	return ents, nil
 }

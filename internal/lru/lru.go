@@ -1,7 +1,8 @@
 // Package lru is a least-recently-used cache bounded by bytes, shared by the
 // readers of one process for what is immutable or validated on use:
 // decoded table manifests, data file footers and column metadata, deletion
-// bitmaps and string page offsets (packages lance/table and lance/file).
+// bitmaps and string page offsets (packages lance/table and lance/file),
+// small whole objects and local directory listings (package objstore).
 //
 // Shared returns the process-wide cache. Its size is LC_METADATA_CACHE_BYTES
 // (bytes; default 256 MiB; 0 disables caching), read once at first use.
