@@ -39,16 +39,24 @@ func NewPageCache(maxBytes int64) *pageCache {
 }
 
 func (c *pageCache) get(k pageKey) (*page, bool) {
+	if ce := c.lookup(k); ce != nil {
+		return ce.p, true
+	}
+	return nil, false
+}
+
+// lookup returns k's entry, marked recently used, or nil.
+func (c *pageCache) lookup(k pageKey) *cacheEntry {
 	if c == nil {
-		return nil, false
+		return nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.m[k]; ok {
 		c.ll.MoveToFront(e)
-		return e.Value.(*cacheEntry).p, true
+		return e.Value.(*cacheEntry)
 	}
-	return nil, false
+	return nil
 }
 
 func (c *pageCache) put(k pageKey, p *page) {
@@ -60,14 +68,8 @@ func (c *pageCache) put(k pageKey, p *page) {
 
 // getFilter returns the key filter of segment uuid, nil when not cached.
 func (c *pageCache) getFilter(uuid string) *keyFilter {
-	if c == nil {
-		return nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.m[pageKey{uuid: uuid, filter: true}]; ok {
-		c.ll.MoveToFront(e)
-		return e.Value.(*cacheEntry).f
+	if ce := c.lookup(pageKey{uuid: uuid, filter: true}); ce != nil {
+		return ce.f
 	}
 	return nil
 }
