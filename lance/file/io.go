@@ -91,8 +91,22 @@ func wholeOffsets(b bufRange, i0, hi int64) bool {
 // that started it CPUs to run on.
 var prefetchSlots = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))
 
-// prefetches counts the background reads in flight (tests wait on it).
+// prefetches counts the background reads started and not yet done.
 var prefetches sync.WaitGroup
+
+// WaitPrefetches returns once no background offsets read of the process
+// (prefetchOffsets) is running or queued, or when ctx ends. Benchmarks
+// call it to time the steady state.
+func WaitPrefetches(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { prefetches.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 // prefetchOffsets starts a background read of offsets buffer b, too large
 // to be read whole by a read that needs entries [i0, hi) of it, and caches
@@ -100,6 +114,10 @@ var prefetches sync.WaitGroup
 // at most once per Reader, so a cache too small for a store's offsets
 // costs each buffer one read, not one per eviction. A read of much of the
 // buffer (a scan) starts none: it reads what it needs and is done with it.
+// Reads wait their turn for a slot (prefetchSlots): a store of 10M rows
+// has hundreds of such buffers, and dropping the ones asked for while the
+// slots were busy left them to be asked for again, at random, for tens of
+// thousands of reads.
 func (rc *readCtx) prefetchOffsets(b bufRange, adj uint64, i0, hi int64) {
 	if b.size <= maxCachedOffsets || b.size > maxPrefetchedOffsets || 64*8*(hi-i0) > b.size {
 		return
@@ -111,18 +129,17 @@ func (rc *readCtx) prefetchOffsets(b bufRange, adj uint64, i0, hi int64) {
 	if _, done := ps.offs[b.off]; done {
 		return
 	}
-	select {
-	case prefetchSlots <- struct{}{}:
-	default:
-		return // busy: a later read of this buffer asks again
-	}
 	ps.offs[b.off] = struct{}{}
 	prefetches.Add(1)
 	// Not the read's context: the read does not wait for this one, and
 	// its end must not cancel it.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(rc.ctx), prefetchTimeout)
+	ctx := context.WithoutCancel(rc.ctx)
 	go func() {
-		defer func() { cancel(); <-prefetchSlots; prefetches.Done() }()
+		defer prefetches.Done()
+		prefetchSlots <- struct{}{}
+		defer func() { <-prefetchSlots }()
+		ctx, cancel := context.WithTimeout(ctx, prefetchTimeout)
+		defer cancel()
 		raw, err := readExact(ctx, r.src, b.off, b.size)
 		if err != nil {
 			return // the reads that need these offsets read their slice

@@ -142,3 +142,51 @@ func TestLargeOffsetsPrefetched(t *testing.T) {
 		t.Fatalf("a scan of the page: %d reads, want 2", k)
 	}
 }
+
+// TestLargeOffsetsPrefetchedWhenSlotsAreBusy: a point read touching more
+// large offsets buffers than there are background slots gets every one of
+// them read (queued), not only those that found a slot free. Dropped
+// buffers waited for a later read to ask again, and on a store of 10M rows
+// hundreds of them stayed cold for tens of thousands of reads.
+func TestLargeOffsetsPrefetchedWhenSlotsAreBusy(t *testing.T) {
+	const n, cols = 140_000, 6 // 1.1 MB of offsets per column, one page each
+	cols2 := cap(prefetchSlots) + cols
+	var fields []arrow.Field
+	for c := range cols2 {
+		fields = append(fields, arrow.Field{Name: fmt.Sprintf("s%d", c), Type: arrow.BinaryTypes.String})
+	}
+	as := arrow.NewSchema(fields, nil)
+	var arrs []arrow.Array
+	for c := range cols2 {
+		sb := array.NewStringBuilder(mem)
+		for i := range n {
+			sb.Append(fmt.Sprintf("c%d-%07d", c, i))
+		}
+		arrs = append(arrs, sb.NewArray())
+	}
+	rec := array.NewRecordBatch(as, arrs, n)
+	b, _ := writeFile(t, as, WriterOptions{PageBytes: 64 << 20}, rec)
+	r, _ := openBytes(t, b)
+	ids := make([]int32, cols2)
+	for c := range cols2 {
+		ids[c] = int32(c)
+		d := r.top[int32(c)].col.pages[0].desc.(*binDesc)
+		if d.indices.size <= maxCachedOffsets || len(r.top[int32(c)].col.pages) != 1 {
+			t.Fatalf("column %d: %d pages, offsets of %d bytes: not the case under test", c, len(r.top[int32(c)].col.pages), d.indices.size)
+		}
+	}
+	got, err := r.Read(context.Background(), ids, 70_000, 70_001)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Release()
+	if err := WaitPrefetches(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for c := range cols2 {
+		d := r.top[int32(c)].col.pages[0].desc.(*binDesc)
+		if _, ok := lru.Shared().Get(offsetsKey{r, d.indices.off}); !ok {
+			t.Errorf("column %d: offsets not prefetched (%d slots for %d buffers)", c, cap(prefetchSlots), cols2)
+		}
+	}
+}

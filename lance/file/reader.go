@@ -256,6 +256,9 @@ func (r *Reader) Schema() *schema.Schema { return r.schema }
 // NumRows returns the number of rows in the file.
 func (r *Reader) NumRows() int64 { return r.numRows }
 
+// Size returns the file's size in bytes.
+func (r *Reader) Size() int64 { return r.size }
+
 // Version returns the footer's format version: 0.3 for files written as
 // format 2.0 (by this package and by Lance), or 2.0.
 func (r *Reader) Version() (major, minor uint16) { return r.major, r.minor }

@@ -167,6 +167,10 @@ func (f *Finder) tree(ctx context.Context, store objstore.Store, uuid string) (*
 		return nil, err
 	}
 	f.mu.Lock()
+	if o, ok := f.trees[k]; ok { // opened meanwhile by another lookup
+		f.mu.Unlock()
+		return o, nil
+	}
 	if len(f.trees) >= maxTrees {
 		for k := range f.trees { // evict an arbitrary one; reopening is cheap
 			delete(f.trees, k)
@@ -175,6 +179,7 @@ func (f *Finder) tree(ctx context.Context, store objstore.Store, uuid string) (*
 	}
 	f.trees[k] = t
 	f.mu.Unlock()
+	f.prewarm(t)
 	return t, nil
 }
 

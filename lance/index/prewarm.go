@@ -1,0 +1,239 @@
+package index
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// EnvPrewarm names the environment variable that turns index prewarming
+// off ("off", "0" or "false").
+const EnvPrewarm = "LC_INDEX_PREWARM"
+
+var prewarmOn = sync.OnceValue(func() bool {
+	switch strings.ToLower(os.Getenv(EnvPrewarm)) {
+	case "off", "0", "false":
+		return false
+	}
+	return true
+})
+
+// prewarmShare: an index is prewarmed when its page_data file is at most
+// this share of the page cache, so that one index never pushes a cache's
+// worth of other pages out, and a cache too small for it is not churned.
+const prewarmShare = 2
+
+// prewarmTimeout bounds one index's prewarm.
+const prewarmTimeout = 10 * time.Minute
+
+// prewarmChunk is the pages one read of a prewarm decodes.
+const prewarmChunk = 64
+
+// prewarmSlot lets one prewarm run at a time in the process: they are
+// background work, and a store opening several indexes at once must not
+// take every CPU from the reads that opened them.
+var prewarmSlot = make(chan struct{}, 1)
+
+// prewarms counts the prewarms started and not yet done.
+var prewarms sync.WaitGroup
+
+// WaitPrewarm returns once no index prewarm of the process is running or
+// waiting, or when ctx ends. Benchmarks call it to time the steady state.
+func WaitPrewarm(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { prewarms.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// prewarm reads every page of t, values and row ids, into the page cache
+// in the background, when t fits the cache's prewarm share: a point
+// lookup then never decodes a cold page. Without it, a store of 10M rows
+// has ~39,000 pages per key index, and a random lookup found its page
+// cold nearly every time until tens of thousands of lookups had passed.
+// It stops when f no longer holds t open.
+func (f *Finder) prewarm(t *BTree) {
+	if !prewarmOn() || f.cache == nil || f.cache.max <= 0 || t.pages.Size() > f.cache.max/prewarmShare {
+		return
+	}
+	prewarms.Add(1)
+	go func() {
+		defer prewarms.Done()
+		prewarmSlot <- struct{}{}
+		defer func() { <-prewarmSlot }()
+		ctx, cancel := context.WithTimeout(context.Background(), prewarmTimeout)
+		defer cancel()
+		start := time.Now()
+		n, err := t.prewarm(ctx, func() bool { return f.holds(t) })
+		if err != nil {
+			slog.Warn("lance/index: index prewarm stopped", "index", t.uuid, "pages_read", n, "err", err)
+			return
+		}
+		slog.Debug("lance/index: index prewarmed", "index", t.uuid, "pages_read", n, "elapsed", time.Since(start))
+	}()
+}
+
+// holds reports whether f still keeps t open.
+func (f *Finder) holds(t *BTree) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.trees[t.uuid] == t
+}
+
+// prewarm reads the pages of t that the cache lacks (or holds without row
+// ids), prewarmChunk pages a read, resting after each read as long as it
+// took, so that it uses at most half a CPU. It returns the pages read.
+func (t *BTree) prewarm(ctx context.Context, live func() bool) (int, error) {
+	np := len(t.maxs)
+	read := 0
+	for p := 0; p < np; p += prewarmChunk {
+		if !live() {
+			return read, nil
+		}
+		q := min(p+prewarmChunk, np)
+		if t.cachedWithIDs(p, q) {
+			continue
+		}
+		start := time.Now()
+		if err := t.readPagesWithIDs(ctx, p, q); err != nil {
+			return read, err
+		}
+		read += q - p
+		select {
+		case <-ctx.Done():
+			return read, ctx.Err()
+		case <-time.After(time.Since(start)):
+		}
+	}
+	return read, nil
+}
+
+// cachedWithIDs reports whether the cache holds pages [p, q) with their
+// row ids.
+func (t *BTree) cachedWithIDs(p, q int) bool {
+	for i := p; i < q; i++ {
+		pg, ok := t.cache.get(pageKey{uuid: t.uuid, page: i})
+		if !ok {
+			return false
+		}
+		pg.mu.Lock()
+		has := pg.ids != nil
+		pg.mu.Unlock()
+		if !has {
+			return false
+		}
+	}
+	return true
+}
+
+// readPagesWithIDs reads pages [p, q), values and row ids, in one read and
+// caches each page with its ids. Each page gets buffers of its own: pages
+// sharing a chunk's buffers would keep the whole chunk alive while any one
+// of them stayed cached.
+func (t *BTree) readPagesWithIDs(ctx context.Context, p, q int) error {
+	s, e := int64(p)*t.batchSize, min(int64(q)*t.batchSize, t.rows)
+	rec, err := t.pages.Read(ctx, []int32{t.valuesID, t.idsID}, s, e)
+	if err != nil {
+		return fmt.Errorf("lance/index: prewarm %s pages %d-%d: %w", t.uuid, p, q-1, err)
+	}
+	defer rec.Release()
+	ids, ok := rec.Column(1).(*array.Uint64)
+	if !isString(rec.Column(0).DataType()) || !ok || ids.NullN() > 0 || int64(ids.Len()) != e-s || int64(rec.Column(0).Len()) != e-s {
+		return fmt.Errorf("%w: %s pages %d-%d: not %d string values and row ids", ErrCorrupt, t.uuid, p, q-1, e-s)
+	}
+	for i := p; i < q; i++ {
+		ps, pe := int64(i)*t.batchSize-s, min(int64(i+1)*t.batchSize, t.rows)-s
+		vals, err := copyStrings(rec.Column(0), ps, pe)
+		if err != nil {
+			return fmt.Errorf("%w: %s page %d: %w", ErrCorrupt, t.uuid, i, err)
+		}
+		pids := copyUint64s(ids.Uint64Values()[ps:pe])
+		key := pageKey{uuid: t.uuid, page: i}
+		if pg, ok := t.cache.get(key); ok {
+			// Cached by a lookup meanwhile, perhaps without its row ids.
+			pg.mu.Lock()
+			if pg.ids == nil {
+				pg.ids = pids
+				t.cache.grow(key, 8*(pe-ps))
+			}
+			pg.mu.Unlock()
+			vals.Release()
+			continue
+		}
+		pg := &page{start: s + ps, index: i, values: vals, ids: pids, bytes: 8*(pe-ps+1) + 8*(pe-ps)}
+		for j := 0; j < int(pe-ps); j++ {
+			pg.bytes += int64(len(vals.value(j)))
+		}
+		t.cache.put(key, pg)
+	}
+	return nil
+}
+
+// copyStrings returns rows [s, e) of string array a in buffers of their
+// own (offsets rebased to 0).
+func copyStrings(a arrow.Array, s, e int64) (strArr, error) {
+	sl := array.NewSlice(a, s, e)
+	defer sl.Release()
+	var data arrow.ArrayData
+	switch v := sl.(type) {
+	case *array.String:
+		offs := v.ValueOffsets()
+		base := offs[0]
+		no := make([]int32, len(offs))
+		for i, o := range offs {
+			no[i] = o - base
+		}
+		data = array.NewData(arrow.BinaryTypes.String, v.Len(),
+			[]*memory.Buffer{validityCopy(v), memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(no)), memory.NewBufferBytes(append([]byte(nil), v.ValueBytes()...))},
+			nil, v.NullN(), 0)
+	case *array.LargeString:
+		offs := v.ValueOffsets()
+		base := offs[0]
+		no := make([]int64, len(offs))
+		for i, o := range offs {
+			no[i] = o - base
+		}
+		data = array.NewData(arrow.BinaryTypes.LargeString, v.Len(),
+			[]*memory.Buffer{validityCopy(v), memory.NewBufferBytes(arrow.Int64Traits.CastToBytes(no)), memory.NewBufferBytes(append([]byte(nil), v.ValueBytes()...))},
+			nil, v.NullN(), 0)
+	default:
+		return strArr{}, fmt.Errorf("values are %s", a.DataType())
+	}
+	defer data.Release()
+	return strs(array.MakeFromData(data)), nil
+}
+
+// validityCopy returns a's validity bitmap in a buffer of its own starting
+// at bit 0, nil when a has no nulls.
+func validityCopy(a arrow.Array) *memory.Buffer {
+	if a.NullN() == 0 {
+		return nil
+	}
+	bm := make([]byte, (a.Len()+7)/8)
+	for i := 0; i < a.Len(); i++ {
+		if a.IsValid(i) {
+			bm[i/8] |= 1 << (i % 8)
+		}
+	}
+	return memory.NewBufferBytes(bm)
+}
+
+// copyUint64s returns vs as an array of its own.
+func copyUint64s(vs []uint64) *array.Uint64 {
+	c := append([]uint64(nil), vs...)
+	data := array.NewData(arrow.PrimitiveTypes.Uint64, len(c), []*memory.Buffer{nil, memory.NewBufferBytes(arrow.Uint64Traits.CastToBytes(c))}, nil, 0, 0)
+	defer data.Release()
+	return array.NewUint64Data(data)
+}
