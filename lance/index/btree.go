@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -59,6 +60,7 @@ type BTree struct {
 	mins, maxs       []string
 	minNull, maxNull []bool
 	cache            *pageCache
+	prewarmed        atomic.Bool // a prewarm was started (Finder.prewarm)
 }
 
 // indexDir is the directory of index files for uuid.

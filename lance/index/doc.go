@@ -81,10 +81,11 @@
 // tried again for a doubling delay (10 s up to 10 min), since each try
 // reads all the segment's values.
 //
-// The first lookup of an index in a process starts its prewarm: every page,
-// values and row ids, read into the page cache in the background (64 pages
-// a read, one index at a time in the process, resting as long as each read
-// took), when page_data is at most half the cache (LC_INDEX_PREWARM=off
+// The first point lookup of an index in a process (not a merge's batch,
+// which has the key filter) starts its prewarm: every page, values and row
+// ids, read into the page cache in the background (64 pages a read, one
+// index at a time in the process, resting as long as each read took),
+// when page_data is at most half the cache (LC_INDEX_PREWARM=off
 // turns it off). Without it a key index of 10M rows (~39,000 pages) served
 // a random lookup from a cold page nearly every time until tens of
 // thousands of lookups had passed: a decode of ~15 us and two reads that

@@ -179,7 +179,6 @@ func (f *Finder) tree(ctx context.Context, store objstore.Store, uuid string) (*
 	}
 	f.trees[k] = t
 	f.mu.Unlock()
-	f.prewarm(t)
 	return t, nil
 }
 
@@ -285,6 +284,9 @@ func (f *Finder) Find(ctx context.Context, d *table.Dataset, column string, valu
 		t, bm := sg.t, sg.bm
 		found = found[:0]
 		look := values
+		if len(values) < keyFilterMinValues {
+			f.prewarm(t) // a reader's lookup; a merge's batch has its key filter
+		}
 		if len(values) >= keyFilterMinValues {
 			// A batch (a merge's check): the values the segment's key
 			// filter rules out are not looked up.
@@ -334,6 +336,7 @@ func (f *Finder) Addrs(ctx context.Context, d *table.Dataset, column, v string) 
 	var seg []uint64
 	for _, sg := range segs {
 		t, bm := sg.t, sg.bm
+		f.prewarm(t)
 		if seg, err = t.Equal(ctx, v, seg[:0]); err != nil {
 			return nil, nil, err
 		}

@@ -63,9 +63,15 @@ func WaitPrewarm(ctx context.Context) error {
 // lookup then never decodes a cold page. Without it, a store of 10M rows
 // has ~39,000 pages per key index, and a random lookup found its page
 // cold nearly every time until tens of thousands of lookups had passed.
-// It stops when f no longer holds t open.
+// Only a reader's lookups call it, once per opened index: a merge's batch
+// lookup asks the key filter and reads few pages, and a process that only
+// merges would pay the read and the memory for nothing. It stops when f
+// no longer holds t open.
 func (f *Finder) prewarm(t *BTree) {
 	if !prewarmOn() || f.cache == nil || f.cache.max <= 0 || t.pages.Size() > f.cache.max/prewarmShare {
+		return
+	}
+	if !t.prewarmed.CompareAndSwap(false, true) {
 		return
 	}
 	prewarms.Add(1)
@@ -189,30 +195,30 @@ func copyStrings(a arrow.Array, s, e int64) (strArr, error) {
 	var data arrow.ArrayData
 	switch v := sl.(type) {
 	case *array.String:
-		offs := v.ValueOffsets()
-		base := offs[0]
-		no := make([]int32, len(offs))
-		for i, o := range offs {
-			no[i] = o - base
-		}
-		data = array.NewData(arrow.BinaryTypes.String, v.Len(),
-			[]*memory.Buffer{validityCopy(v), memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(no)), memory.NewBufferBytes(append([]byte(nil), v.ValueBytes()...))},
-			nil, v.NullN(), 0)
+		data = stringData(v, arrow.Int32Traits.CastToBytes(rebase(v.ValueOffsets())), v.ValueBytes())
 	case *array.LargeString:
-		offs := v.ValueOffsets()
-		base := offs[0]
-		no := make([]int64, len(offs))
-		for i, o := range offs {
-			no[i] = o - base
-		}
-		data = array.NewData(arrow.BinaryTypes.LargeString, v.Len(),
-			[]*memory.Buffer{validityCopy(v), memory.NewBufferBytes(arrow.Int64Traits.CastToBytes(no)), memory.NewBufferBytes(append([]byte(nil), v.ValueBytes()...))},
-			nil, v.NullN(), 0)
+		data = stringData(v, arrow.Int64Traits.CastToBytes(rebase(v.ValueOffsets())), v.ValueBytes())
 	default:
 		return strArr{}, fmt.Errorf("values are %s", a.DataType())
 	}
 	defer data.Release()
 	return strs(array.MakeFromData(data)), nil
+}
+
+// rebase returns offs less its first entry.
+func rebase[T int32 | int64](offs []T) []T {
+	out := make([]T, len(offs))
+	for i, o := range offs {
+		out[i] = o - offs[0]
+	}
+	return out
+}
+
+// stringData is the data of a string array like a, with offsets offs and
+// a copy of values.
+func stringData(a arrow.Array, offs, values []byte) arrow.ArrayData {
+	bufs := []*memory.Buffer{validityCopy(a), memory.NewBufferBytes(offs), memory.NewBufferBytes(append([]byte(nil), values...))}
+	return array.NewData(a.DataType(), a.Len(), bufs, nil, a.NullN(), 0)
 }
 
 // validityCopy returns a's validity bitmap in a buffer of its own starting

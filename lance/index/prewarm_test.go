@@ -25,10 +25,12 @@ func withPrewarm(t *testing.T) {
 	t.Cleanup(func() { prewarmOn = prev })
 }
 
-// TestPrewarmCachesEveryPageWithItsRowIDs: the first lookup of an index
-// starts a background read of all its pages, values and row ids; once it
-// is done, lookups of any key read nothing from the store and agree with a
-// scan. An index larger than the cache's prewarm share is not prewarmed.
+// TestPrewarmCachesEveryPageWithItsRowIDs: the first point lookup of an
+// index starts a background read of all its pages, values and row ids;
+// once it is done, lookups of any key read nothing from the store and
+// agree with a scan, and its pages (nulls included) equal pages read on
+// demand. A batch lookup starts none, nor does an index larger than the
+// cache's prewarm share.
 func TestPrewarmCachesEveryPageWithItsRowIDs(t *testing.T) {
 	withPrewarm(t)
 	ctx := context.Background()
@@ -85,6 +87,80 @@ func TestPrewarmCachesEveryPageWithItsRowIDs(t *testing.T) {
 	}
 	if got := lookup(t, d, "id", ps, f); !slices.Equal(got, want) || len(want) != len(ns) {
 		t.Fatalf("index gives %d rows, scan %d (want %d)", len(got), len(want), len(ns))
+	}
+
+	// A column with nulls (every 11th grp) and values filling whole
+	// pages: its prewarmed pages answer as a scan does.
+	if _, err := Update(ctx, st, "grp", BuildOptions{BatchSize: 16}); err != nil {
+		t.Fatal(err)
+	}
+	d, err = table.Open(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := []string{"g0", "g3", "g6"}
+	wantG := lookup(t, d, "grp", gs, nil)
+	if _, _, err := f.Find(ctx, d, "grp", gs[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitPrewarm(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := lookup(t, d, "grp", gs, f); !slices.Equal(got, wantG) || len(got) == 0 {
+		t.Fatalf("grp after its prewarm: index gives %d rows, scan %d", len(got), len(wantG))
+	}
+	gidx, err := BTreeIndexes(d, "grp")
+	if err != nil || len(gidx) != 1 {
+		t.Fatalf("grp indexes: %v %v", gidx, err)
+	}
+	warm, err := f.tree(ctx, st, uuidString(gidx[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cold, err := OpenBTree(ctx, st, uuidString(gidx[0]), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nulls := 0
+	for p := range warm.maxs {
+		w, ok := f.cache.get(pageKey{uuid: warm.uuid, page: p})
+		if !ok {
+			t.Fatalf("grp page %d not prewarmed", p)
+		}
+		c, err := cold.readPage(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cids, err := cold.rowIDs(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.len() != c.len() || w.start != c.start {
+			t.Fatalf("grp page %d: %d rows from %d prewarmed, %d from %d read", p, w.len(), w.start, c.len(), c.start)
+		}
+		for j := 0; j < c.len(); j++ {
+			if w.entry(j, w.ids) != c.entry(j, cids) {
+				t.Fatalf("grp page %d row %d: prewarmed %+v, read %+v", p, j, w.entry(j, w.ids), c.entry(j, cids))
+			}
+			if c.values.IsNull(j) {
+				nulls++
+			}
+		}
+	}
+	if nulls == 0 {
+		t.Fatal("no null value in the grp index: not the case under test")
+	}
+
+	// A batch lookup (a merge's check) starts none.
+	batch := NewFinder(64 << 20)
+	if len(ps) < keyFilterMinValues {
+		t.Fatalf("%d probes: not a batch", len(ps))
+	}
+	if _, _, err := batch.Find(ctx, d, "id", ps); err != nil {
+		t.Fatal(err)
+	}
+	if bt, err := batch.tree(ctx, st, uuidString(idxs[0])); err != nil || bt.prewarmed.Load() {
+		t.Fatalf("a batch lookup started a prewarm (%v)", err)
 	}
 
 	// A cache whose prewarm share the index exceeds: nothing is read ahead.
