@@ -28,7 +28,7 @@ LC_HTTP_READ_TIMEOUT_SECS (60), LC_HTTP_WRITE_TIMEOUT_SECS (120), LC_HTTP_IDLE_T
 LC_INDEX_COLUMNS (id,rollout_id,problem_id; "none": no BTree indexes),
 LC_METADATA_CACHE_BYTES (268435456: manifests, file metadata, offsets, local directory listings),
 LC_INDEX_CACHE_BYTES (1073741824: decoded BTree index pages, one cache per process),
-LC_INDEX_PREWARM (on: an index is read whole into that cache, in the background, on its first point lookup, when at most half the cache; "off"), LC_IO_CONCURRENCY (32 range reads in flight per read),
+LC_INDEX_PREWARM (on: an index is read whole into that cache, in the background, on its first point lookup, when at most half the cache and an eighth of GOMEMLIMIT; "off"), LC_IO_CONCURRENCY (32 range reads in flight per read),
 GOGC (300), GOMEMLIMIT (3/4 of the container's memory limit, cgroup v2 or v1, else of the machine's memory).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

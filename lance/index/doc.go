@@ -85,11 +85,12 @@
 // which has the key filter) starts its prewarm: every page, values and row
 // ids, read into the page cache in the background (64 pages a read, one
 // index at a time in the process, resting as long as each read took),
-// when page_data is at most half the cache (LC_INDEX_PREWARM=off
-// turns it off). Without it a key index of 10M rows (~39,000 pages) served
-// a random lookup from a cold page nearly every time until tens of
-// thousands of lookups had passed: a decode of ~15 us and two reads that
-// the 100k-row index, cached after a few hundred lookups, never paid.
+// when page_data is at most half the cache and an eighth of the Go memory
+// limit (LC_INDEX_PREWARM=off turns it off). Without it a key index of
+// 10M rows (~39,000 pages) served a random lookup from a cold page nearly
+// every time until tens of thousands of lookups had passed: a decode of
+// ~15 us and two reads that the 100k-row index, cached after a few
+// hundred lookups, never paid.
 // Lance offers the same as prewarm_index. Pages read ahead get buffers of
 // their own, so an evicted page frees its memory.
 //

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +31,18 @@ var prewarmOn = sync.OnceValue(func() bool {
 // this share of the page cache, so that one index never pushes a cache's
 // worth of other pages out, and a cache too small for it is not churned.
 const prewarmShare = 2
+
+// prewarmMemShare: nor when it is more than this share of the Go memory
+// limit (GOMEMLIMIT; internal/gctune sets 3/4 of the container's memory):
+// the cache's bound is set apart from the container's, and a prewarm
+// fills it in seconds where reads fill it over hours.
+const prewarmMemShare = 8
+
+// fitsPrewarm reports whether an index whose page_data has size bytes is
+// prewarmed with a cache of cacheMax bytes.
+func fitsPrewarm(size, cacheMax int64) bool {
+	return cacheMax > 0 && size <= cacheMax/prewarmShare && size <= debug.SetMemoryLimit(-1)/prewarmMemShare
+}
 
 // prewarmTimeout bounds one index's prewarm.
 const prewarmTimeout = 10 * time.Minute
@@ -68,7 +81,7 @@ func WaitPrewarm(ctx context.Context) error {
 // merges would pay the read and the memory for nothing. It stops when f
 // no longer holds t open.
 func (f *Finder) prewarm(t *BTree) {
-	if !prewarmOn() || f.cache == nil || f.cache.max <= 0 || t.pages.Size() > f.cache.max/prewarmShare {
+	if !prewarmOn() || f.cache == nil || !fitsPrewarm(t.pages.Size(), f.cache.max) {
 		return
 	}
 	if !t.prewarmed.CompareAndSwap(false, true) {

@@ -3,6 +3,7 @@ package index
 import (
 	"context"
 	"os"
+	"runtime/debug"
 	"slices"
 	"testing"
 
@@ -161,6 +162,18 @@ func TestPrewarmCachesEveryPageWithItsRowIDs(t *testing.T) {
 	}
 	if bt, err := batch.tree(ctx, st, uuidString(idxs[0])); err != nil || bt.prewarmed.Load() {
 		t.Fatalf("a batch lookup started a prewarm (%v)", err)
+	}
+
+	// A memory limit under eight times the index: nothing is read ahead.
+	lim := debug.SetMemoryLimit(8*tr.pages.Size() - 1)
+	limited := NewFinder(64 << 20)
+	_, _, err = limited.Find(ctx, d, "id", ps[:1])
+	debug.SetMemoryLimit(lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lt, err := limited.tree(ctx, st, uuidString(idxs[0])); err != nil || lt.prewarmed.Load() {
+		t.Fatalf("a prewarm started under a memory limit of 8x the index (%v)", err)
 	}
 
 	// A cache whose prewarm share the index exceeds: nothing is read ahead.
