@@ -28,9 +28,10 @@
 // short strings holds up to a fragment's rows) is read by the slice a
 // point read needs and, once per Reader, whole in the background for the
 // reads after it (queued: half the CPUs read such buffers at once, and
-// WaitPrefetches waits for them). Arrays point into the fetched bytes where the layout
-// allows (one page, no conversion); a Source that also implements SourceInto
-// gets large buffers read straight into the output arrays.
+// WaitPrefetches waits for them). Arrays point into the fetched bytes
+// where the layout allows (one page, no conversion); a Source that also
+// implements SourceInto gets large buffers read straight into the output
+// arrays.
 //
 // # File layout
 //

@@ -60,7 +60,7 @@ type BTree struct {
 	mins, maxs       []string
 	minNull, maxNull []bool
 	cache            *pageCache
-	prewarmed        atomic.Bool // a prewarm was started (Finder.prewarm)
+	prewarmed        atomic.Bool // a prewarm was considered (Finder.prewarm)
 }
 
 // indexDir is the directory of index files for uuid.

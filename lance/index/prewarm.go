@@ -81,10 +81,11 @@ func WaitPrewarm(ctx context.Context) error {
 // merges would pay the read and the memory for nothing. It stops when f
 // no longer holds t open.
 func (f *Finder) prewarm(t *BTree) {
-	if !prewarmOn() || f.cache == nil || !fitsPrewarm(t.pages.Size(), f.cache.max) {
+	// Considered once per opened index: later lookups pay an atomic load.
+	if t.prewarmed.Load() || !t.prewarmed.CompareAndSwap(false, true) {
 		return
 	}
-	if !t.prewarmed.CompareAndSwap(false, true) {
+	if !prewarmOn() || f.cache == nil || !fitsPrewarm(t.pages.Size(), f.cache.max) {
 		return
 	}
 	prewarms.Add(1)
