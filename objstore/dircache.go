@@ -47,7 +47,10 @@ var dirReads atomic.Int64
 // is unchanged. Callers must not modify the returned slice.
 func readDir(dir string) ([]os.DirEntry, error) {
 	began := time.Now()
-	st, stamped := statDir(dir)
+	st, stamped, missing := statDir(dir)
+	if missing {
+		return nil, &os.PathError{Op: "open", Path: dir, Err: os.ErrNotExist}
+	}
 	if stamped {
 		if v, ok := lru.Shared().Get(dirKey{dir}); ok && v.(dirListing).stamp == st {
 			return v.(dirListing).ents, nil

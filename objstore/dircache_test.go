@@ -70,3 +70,35 @@ func TestLocalListingReusedOnlyWhileUnchanged(t *testing.T) {
 	put("d/c") // within the same clock tick as nothing else: seen at once
 	list("d/b", "d/c")
 }
+
+// TestLocalMissingDirectoryListedWithoutOpening: listing a prefix whose
+// directory does not exist (a store's WAL directories before its first
+// append, read by every get) answers empty from the stat alone, and the
+// directory is listed once it exists.
+func TestLocalMissingDirectoryListedWithoutOpening(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("directories are stamped on Linux only")
+	}
+	ctx := context.Background()
+	l, err := NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := dirReads.Load()
+	for range 3 {
+		keys, _, err := ListKeys(ctx, l, "wal/_shards/")
+		if err != nil || len(keys) != 0 {
+			t.Fatalf("missing directory: %v %v, want nothing", keys, err)
+		}
+	}
+	if n := dirReads.Load() - before; n != 0 {
+		t.Fatalf("a missing directory was read %d times, want 0", n)
+	}
+	if err := l.Put(ctx, "wal/_shards/a", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	keys, _, err := ListKeys(ctx, l, "wal/_shards/")
+	if err != nil || !slices.Equal(keys, []string{"wal/_shards/a"}) {
+		t.Fatalf("after a put: %v %v", keys, err)
+	}
+}

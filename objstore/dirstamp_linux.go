@@ -13,12 +13,15 @@ type dirStamp struct {
 	mtime, ctime int64 // ns
 }
 
-func statDir(dir string) (dirStamp, bool) {
-	var st unix.Stat_t
-	if err := unix.Stat(dir, &st); err != nil {
-		return dirStamp{}, false
+// statDir stamps dir. missing reports that dir does not exist: the
+// listing is then known to be empty without opening it (a read lists the
+// WAL's directories of a store that has none, every time).
+func statDir(dir string) (st dirStamp, ok, missing bool) {
+	var s unix.Stat_t
+	if err := unix.Stat(dir, &s); err != nil {
+		return dirStamp{}, false, err == unix.ENOENT
 	}
-	return dirStamp{dev: uint64(st.Dev), ino: st.Ino, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}, true
+	return dirStamp{dev: uint64(s.Dev), ino: s.Ino, mtime: s.Mtim.Nano(), ctime: s.Ctim.Nano()}, true, false
 }
 
 // settled reports whether the stamp's times are both older than the
