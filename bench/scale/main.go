@@ -728,8 +728,8 @@ func dropIndexes(ctx context.Context, st objstore.Store) error {
 // measurement, in ms: on a shared machine it varies less than wall time.
 var cpuPerCall = map[string]float64{}
 
-// prewarmWait is the wait for the index prewarm after the untimed calls of
-// each read, in seconds.
+// prewarmWait is the wait for the index prewarm and the queued offsets
+// reads after the untimed calls of each read, in seconds.
 var prewarmWait = map[string]float64{}
 
 func cpuTime() time.Duration {
