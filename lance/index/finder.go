@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,8 +29,18 @@ import (
 // difference). 1 GiB holds them, where the former 256 MiB (per store)
 // held under half and a random point read decoded a cold page nearly
 // every time. Lance's own default index cache is 6 GiB (LanceDB Session:
-// index_cache_size_bytes).
+// index_cache_size_bytes). Without LC_INDEX_CACHE_BYTES the cache is also
+// at most a quarter of the Go memory limit (GOMEMLIMIT; internal/gctune
+// sets 3/4 of a container's memory), so that a small container's worker
+// does not fill its memory with index pages (the prewarm fills the cache
+// in seconds).
 const DefaultCacheBytes = 1 << 30
+
+// defaultCacheBytes is the shared cache's size without LC_INDEX_CACHE_BYTES
+// under a Go memory limit of limit bytes.
+func defaultCacheBytes(limit int64) int64 {
+	return min(DefaultCacheBytes, limit/4)
+}
 
 // EnvCacheBytes names the environment variable that sizes the shared page
 // cache.
@@ -39,7 +50,7 @@ const EnvCacheBytes = "LC_INDEX_CACHE_BYTES"
 // are unique, so Finders of different stores can share it, and the bound
 // holds for the process, not per store.
 var sharedPages = sync.OnceValue(func() *pageCache {
-	n := int64(DefaultCacheBytes)
+	n := defaultCacheBytes(debug.SetMemoryLimit(-1))
 	if v := os.Getenv(EnvCacheBytes); v != "" {
 		if p, err := strconv.ParseInt(v, 10, 64); err == nil && p >= 0 {
 			n = p

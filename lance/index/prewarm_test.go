@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	"math"
 	"os"
 	"runtime/debug"
 	"slices"
@@ -189,5 +190,20 @@ func TestPrewarmCachesEveryPageWithItsRowIDs(t *testing.T) {
 	}
 	if n := len(small.cache.m); n > 2 {
 		t.Fatalf("%d pages cached by one lookup with a cache under twice the index: it was prewarmed", n)
+	}
+}
+
+// TestDefaultCacheFollowsMemoryLimit: without LC_INDEX_CACHE_BYTES the
+// shared page cache is 1 GiB, or a quarter of a smaller Go memory limit.
+func TestDefaultCacheFollowsMemoryLimit(t *testing.T) {
+	for _, c := range []struct{ limit, want int64 }{
+		{math.MaxInt64, DefaultCacheBytes},
+		{24 << 30, DefaultCacheBytes},
+		{3 << 30, 768 << 20},
+		{1 << 30, 256 << 20},
+	} {
+		if got := defaultCacheBytes(c.limit); got != c.want {
+			t.Errorf("limit %d: cache %d, want %d", c.limit, got, c.want)
+		}
 	}
 }
