@@ -215,6 +215,16 @@ func (t *BTree) readPage(ctx context.Context, i int) (*page, error) {
 	return p, nil
 }
 
+// valuesBytes is what a page's values are charged in the cache when they
+// share buffers with other pages: their bytes and an offset each.
+func valuesBytes(vals strArr) int64 {
+	n := int64(8 * (vals.Len() + 1))
+	for j := 0; j < vals.Len(); j++ {
+		n += int64(len(vals.value(j)))
+	}
+	return n
+}
+
 // rowIDs returns the page's row ids, reading them on first use.
 func (t *BTree) rowIDs(ctx context.Context, p *page) (*array.Uint64, error) {
 	p.mu.Lock()
@@ -348,10 +358,7 @@ func (t *BTree) readPages(ctx context.Context, ps []int) error {
 			return fmt.Errorf("%w: %s pages %d-%d: %d values read, want more", ErrCorrupt, t.uuid, ps[0], ps[len(ps)-1], col.Len())
 		}
 		vals := strs(array.NewSlice(col, off, off+n))
-		pg := &page{start: ranges[k][0], index: p, values: vals, bytes: 8 * (n + 1)}
-		for j := 0; j < int(n); j++ {
-			pg.bytes += int64(len(vals.value(j)))
-		}
+		pg := &page{start: ranges[k][0], index: p, values: vals, bytes: valuesBytes(vals)}
 		t.cache.put(pageKey{uuid: t.uuid, page: p}, pg)
 		off += n
 	}

@@ -296,11 +296,10 @@ func (f *Finder) Find(ctx context.Context, d *table.Dataset, column string, valu
 		found = found[:0]
 		look := values
 		if len(values) < keyFilterMinValues {
-			f.prewarm(t) // a reader's lookup; a merge's batch has its key filter
-		}
-		if len(values) >= keyFilterMinValues {
+			f.prewarm(t) // a reader's lookup
+		} else {
 			// A batch (a merge's check): the values the segment's key
-			// filter rules out are not looked up.
+			// filter rules out are not looked up; it starts no prewarm.
 			if kf := t.keyFilter(ctx); kf != nil {
 				maybe = maybe[:0]
 				for _, v := range values {

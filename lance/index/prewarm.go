@@ -192,10 +192,7 @@ func (t *BTree) readPagesWithIDs(ctx context.Context, p, q int) error {
 			vals.Release()
 			continue
 		}
-		pg := &page{start: s + ps, index: i, values: vals, ids: pids, bytes: 8*(pe-ps+1) + 8*(pe-ps)}
-		for j := 0; j < int(pe-ps); j++ {
-			pg.bytes += int64(len(vals.value(j)))
-		}
+		pg := &page{start: s + ps, index: i, values: vals, ids: pids, bytes: valuesBytes(vals) + 8*(pe-ps)}
 		t.cache.put(key, pg)
 	}
 	return nil
