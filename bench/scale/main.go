@@ -56,6 +56,7 @@ type config struct {
 	measure      map[string]bool
 	warmup       int
 	compactMin   int
+	osCache      string
 }
 
 func main() {
@@ -76,6 +77,7 @@ func main() {
 	flag.StringVar(&c.buildProfile, "build-cpuprofile", "", "write a CPU profile of the index build to this file")
 	flag.IntVar(&c.warmup, "warmup", 20, "untimed calls of each read before the timed ones")
 	flag.IntVar(&c.compactMin, "compact-min-fragments", 16, "compact before the reads when the table has this many fragments, as the master's scheduler does (LC_COMPACT_MIN_FRAGMENTS); 0: never")
+	flag.StringVar(&c.osCache, "os-cache", osCacheWarm, "the OS page cache state reads are timed in: warm (the table's files read first, when they fit in memory), cold (dropped; root only) or as-is")
 	flag.BoolVar(&orderedIDs, "ordered-ids", false, "ids that rise with the append order (as the server's UUIDv7 ids), not random ones")
 	flag.BoolVar(&problemsPerBlock, "problems-per-block", false, "2,000 problems per 100k rows (50 rows a problem at every size) instead of 2,000 in all")
 	var measure string
@@ -291,8 +293,11 @@ func timeCalls(c config, what string, n int, fn func(i int) error) ([]time.Durat
 		return nil, err
 	}
 	prewarmWait[what] = time.Since(w).Seconds()
-	cpu0 := cpuTime()
-	defer func() { cpuPerCall[what] = float64((cpuTime() - cpu0).Microseconds()) / 1000 / float64(n) }()
+	cpu0, in0 := cpuTime(), diskRead()
+	defer func() {
+		cpuPerCall[what] = float64((cpuTime() - cpu0).Microseconds()) / 1000 / float64(n)
+		diskPerCall[what] = float64(diskRead()-in0) / 1024 / float64(n)
+	}()
 	out := make([]time.Duration, 0, n)
 	for i := 0; i < n; i++ {
 		t := time.Now()
@@ -453,6 +458,10 @@ func run(ctx context.Context, c config) error {
 			return err
 		}
 		syscall.Sync() // the compaction's writes, likewise
+		tableDir := filepath.Join(c.dir, name+".rollout.lance")
+		if out["os_cache"], err = prepareOSCache(ctx, tableDir, c.osCache); err != nil {
+			return err
+		}
 
 		pk.reset()
 		if c.readProfile != "" {
@@ -569,11 +578,16 @@ func run(ctx context.Context, c config) error {
 			"reads_peak_heap_mib": pk.mib(),
 			"cpu_ms_per_call":     maps.Clone(cpuPerCall),
 			"prewarm_wait_secs":   maps.Clone(prewarmWait),
+			"disk_kib_per_call":   maps.Clone(diskPerCall),
 		}
 
 		out["process_peak_rss_mib"] = rssPeakMiB()
 
 		if c.lancedb {
+			// LanceDB's copy links the same files: the same cache state.
+			if out["lancedb_os_cache"], err = prepareOSCache(ctx, tableDir, c.osCache); err != nil {
+				return err
+			}
 			ld, err := runLanceDB(ctx, c, root, ids[:c.calls], rollouts[:c.calls], problems[:c.calls])
 			if err != nil {
 				return fmt.Errorf("lancedb: %w", err)
@@ -731,6 +745,20 @@ var cpuPerCall = map[string]float64{}
 // prewarmWait is the wait for the index prewarm and the queued offsets
 // reads after the untimed calls of each read, in seconds.
 var prewarmWait = map[string]float64{}
+
+// diskPerCall is the bytes the process read from the disk (not the page
+// cache) per timed call of each measurement, in KiB.
+var diskPerCall = map[string]float64{}
+
+// diskRead is the bytes the process has read from block devices
+// (ru_inblock, 512-byte units).
+func diskRead() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Inblock * 512
+}
 
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
