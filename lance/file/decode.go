@@ -643,6 +643,7 @@ func (rc *readCtx) decodeBinary(n *node, ranges []rowRange) (arrow.ArrayData, er
 		}
 		if wholeOffsets(d.indices, i0, p.hi) {
 			reqs[4*i+1], whole[i] = d.indices, true
+			rc.warmColumnOffsets(n.col, d.indices, i0, p.hi)
 			continue
 		}
 		reqs[4*i+1] = bufRange{d.indices.off + 8*i0, 8 * (p.hi - i0)}
@@ -972,6 +973,7 @@ func (rc *readCtx) decodeList(n *node, ranges []rowRange) (arrow.ArrayData, erro
 		switch {
 		case wholeOffsets(d.offsets, i0, p.hi):
 			reqs[i], whole[i], need = d.offsets, true, true
+			rc.warmColumnOffsets(n.col, d.offsets, i0, p.hi)
 		default:
 			reqs[i], need = bufRange{d.offsets.off + 8*i0, 8 * (p.hi - i0)}, true
 			rc.prefetchOffsets(d.offsets, d.adj, i0, p.hi)

@@ -24,7 +24,10 @@
 // list page (up to 1 MiB) is read whole the first time and kept in the
 // process-wide cache (internal/lru), packed (row lengths per block of 256
 // rows, bit-packed to their range), so later reads of that page fetch
-// their bytes in the first wave; a larger one (up to 32 MiB: a page of
+// their bytes in the first wave; the first point read to do so for a
+// column of a Reader also starts a background read of the column's other
+// such buffers (up to 32 MiB in all), so that random reads over many
+// pages do not each meet an uncached one; a larger one (up to 32 MiB: a page of
 // short strings holds up to a fragment's rows) is read by the slice a
 // point read needs and, once per Reader, whole in the background for the
 // reads after it (queued: half the CPUs read such buffers at once, and

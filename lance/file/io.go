@@ -149,6 +149,91 @@ func (rc *readCtx) prefetchOffsets(b bufRange, adj uint64, i0, hi int64) {
 	}()
 }
 
+// warmColumnOffsets: a point read that reads a small offsets buffer whole
+// (wholeOffsets, a first touch: keepOffsets caches it) starts, once per
+// Reader and column, a background read of the column's other small
+// offsets buffers, so that later point reads of the column find theirs
+// cached. A page of ~1 KB strings holds ~8,000 rows, so a 1M-row
+// fragment has ~120 such buffers per text column: at 10M rows random
+// reads kept meeting uncached ones for thousands of reads, each paying a
+// 64 KB read and its packing (and on an object store a dependent round
+// trip). The column's buffers are read one at a time, each waiting for a
+// prefetch slot (prefetchSlots), and only when together they are at most
+// maxPrefetchedOffsets; a read of much of a page (a scan) starts none.
+func (rc *readCtx) warmColumnOffsets(c *column, b bufRange, i0, hi int64) {
+	if 64*8*(hi-i0) > b.size {
+		return
+	}
+	r := rc.r
+	ps := r.prefetched
+	ps.mu.Lock()
+	_, done := ps.cols[c.index]
+	if !done {
+		ps.cols[c.index] = struct{}{}
+	}
+	ps.mu.Unlock()
+	if done {
+		return
+	}
+	type buf struct {
+		b   bufRange
+		adj uint64
+	}
+	var bufs []buf
+	var total int64
+	for _, pg := range c.pages {
+		var ob bufRange
+		var adj uint64
+		switch d := pg.desc.(type) {
+		case *binDesc:
+			if d.dict != nil || d.outer.allNull {
+				continue
+			}
+			ob, adj = d.indices, d.adj
+		case *listDesc:
+			ob, adj = d.offsets, d.adj
+		default:
+			continue
+		}
+		if ob.size < 8 || ob.size > maxCachedOffsets {
+			continue
+		}
+		bufs = append(bufs, buf{ob, adj})
+		total += ob.size
+	}
+	if len(bufs) < 2 || total > maxPrefetchedOffsets {
+		return
+	}
+	prefetches.Add(1)
+	ctx := context.WithoutCancel(rc.ctx) // as prefetchOffsets
+	go func() {
+		defer prefetches.Done()
+		for _, x := range bufs {
+			if _, ok := lru.Shared().Get(offsetsKey{r, x.b.off}); ok {
+				continue
+			}
+			if !warmOne(ctx, r, x.b, x.adj) {
+				return // the reads that need them read their own
+			}
+		}
+	}()
+}
+
+// warmOne reads and caches offsets buffer b of r in a prefetch slot.
+func warmOne(ctx context.Context, r *Reader, b bufRange, adj uint64) bool {
+	prefetchSlots <- struct{}{}
+	defer func() { <-prefetchSlots }()
+	ctx, cancel := context.WithTimeout(ctx, prefetchTimeout)
+	defer cancel()
+	raw, err := readExact(ctx, r.src, b.off, b.size)
+	if err != nil {
+		return false
+	}
+	p := packOffsets(raw[:b.size/8*8], adj)
+	lru.Shared().Put(offsetsKey{r, b.off}, p, p.bytes())
+	return true
+}
+
 // prefetchTimeout bounds a background offsets read.
 const prefetchTimeout = time.Minute
 

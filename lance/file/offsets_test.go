@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -188,5 +189,120 @@ func TestLargeOffsetsPrefetchedWhenSlotsAreBusy(t *testing.T) {
 		if _, ok := lru.Shared().Get(offsetsKey{r, d.indices.off}); !ok {
 			t.Errorf("column %d: offsets not prefetched (%d slots for %d buffers)", c, cap(prefetchSlots), cols2)
 		}
+	}
+}
+
+// TestSmallOffsetsOfAColumnWarmedByAPointRead: the first point read that
+// reads a small offsets buffer of a column whole warms the column's other
+// small buffers in the background, so a point read of any page of it
+// then reads its bytes alone. Before, a 10M-row store's text columns
+// (~120 such buffers per 1M-row fragment) met uncached buffers for
+// thousands of random reads, each paying one more read.
+func TestSmallOffsetsOfAColumnWarmedByAPointRead(t *testing.T) {
+	const n = 40_000
+	as := arrow.NewSchema([]arrow.Field{
+		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "l", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32), Nullable: true},
+	}, nil)
+	sb := array.NewStringBuilder(mem)
+	lb := array.NewListBuilder(mem, arrow.PrimitiveTypes.Int32)
+	vb := lb.ValueBuilder().(*array.Int32Builder)
+	for i := range n {
+		if i%11 == 5 {
+			sb.AppendNull()
+			lb.AppendNull()
+			continue
+		}
+		sb.Append(fmt.Sprintf("value-%d-%s", i, strings.Repeat("x", i%40)))
+		lb.Append(true)
+		for k := range i % 5 {
+			vb.Append(int32(i + k))
+		}
+	}
+	cols := []arrow.Array{sb.NewArray(), lb.NewArray()}
+	rec := array.NewRecordBatch(as, cols, n)
+	b, _ := writeFile(t, as, WriterOptions{PageBytes: 64 << 10}, rec)
+
+	// offsetsOf lists column c's offsets buffers, page by page.
+	offsetsOf := func(r *Reader, c int32) []bufRange {
+		var out []bufRange
+		for _, pg := range r.top[c].col.pages {
+			switch d := pg.desc.(type) {
+			case *binDesc:
+				out = append(out, d.indices)
+			case *listDesc:
+				out = append(out, d.offsets)
+			}
+		}
+		return out
+	}
+	cached := func(r *Reader, c int32) (k int) {
+		for _, o := range offsetsOf(r, c) {
+			if _, ok := lru.Shared().Get(offsetsKey{r, o.off}); ok {
+				k++
+			}
+		}
+		return k
+	}
+	r, src := openBytes(t, b)
+	for c := range int32(2) {
+		bufs := offsetsOf(r, c)
+		if len(bufs) < 4 {
+			t.Fatalf("column %d: %d pages, want many: not the case under test", c, len(bufs))
+		}
+		for _, o := range bufs {
+			if o.size > maxCachedOffsets {
+				t.Fatalf("column %d: an offsets buffer of %d bytes: not the case under test", c, o.size)
+			}
+		}
+	}
+	// read reads one row of column c and returns the reads it took.
+	read := func(r *Reader, src *memSource, c int32, row int64) int64 {
+		t.Helper()
+		before := src.reads.Load()
+		got, err := r.Read(context.Background(), []int32{c}, row, row+1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer got.Release()
+		want := array.NewSlice(cols[c], row, row+1)
+		defer want.Release()
+		assertEqualArrays(t, as.Field(int(c)).Name, want, got.Column(0))
+		return src.reads.Load() - before
+	}
+	for c := range int32(2) {
+		read(r, src, c, 17)
+	}
+	if err := WaitPrefetches(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for c := range int32(2) {
+		if k, all := cached(r, c), len(offsetsOf(r, c)); k != all {
+			t.Errorf("column %d: %d of %d offsets buffers cached after one point read", c, k, all)
+		}
+		col := r.top[c].col
+		for p := 1; p < len(col.pages); p += 3 {
+			row := col.starts[p] + 1
+			if row%11 == 5 {
+				row++
+			}
+			if k := read(r, src, c, row); k != 1 {
+				t.Errorf("column %d page %d: %d reads after the warm, want 1 (its bytes)", c, p, k)
+			}
+		}
+	}
+	// A read of most of a page, on a new Reader, warms nothing else.
+	r2, _ := openBytes(t, b)
+	col := r2.top[0].col
+	got, err := r2.Read(context.Background(), []int32{0}, col.starts[2], col.starts[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Release()
+	if err := WaitPrefetches(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if k := cached(r2, 0); k != 1 {
+		t.Errorf("a read of a whole page cached %d offsets buffers, want 1 (its own)", k)
 	}
 }

@@ -40,10 +40,13 @@ type Reader struct {
 	prefetched *prefetchSet // offsets buffers read in the background (prefetchOffsets)
 }
 
-// prefetchSet is the offsets buffers of a Reader read in the background.
+// prefetchSet is the offsets buffers of a Reader read in the background:
+// large ones by offset (prefetchOffsets), small ones by column
+// (warmColumnOffsets).
 type prefetchSet struct {
 	mu   sync.Mutex
 	offs map[int64]struct{}
+	cols map[int]struct{}
 }
 
 // MetadataBytes is the size of the footer and metadata Open read: a
@@ -155,7 +158,7 @@ func OpenTail(ctx context.Context, src Source, size int64, tail []byte) (*Reader
 		return nil, fmt.Errorf("lance/file: file schema: %w", err)
 	}
 
-	r := &Reader{prefetched: &prefetchSet{offs: map[int64]struct{}{}}, src: src, size: size, major: ft.major, minor: ft.minor, schema: sch,
+	r := &Reader{prefetched: &prefetchSet{offs: map[int64]struct{}{}, cols: map[int]struct{}{}}, src: src, size: size, major: ft.major, minor: ft.minor, schema: sch,
 		numRows: int64(fd.GetLength()), top: map[int32]*node{}, directMin: directReadMin, metaBytes: int64(len(t.b))}
 	metas := make([]*pb.ColumnMetadata, ncol)
 	for i := range metas {
