@@ -136,16 +136,8 @@ func (rc *readCtx) prefetchOffsets(b bufRange, adj uint64, i0, hi int64) {
 	ctx := context.WithoutCancel(rc.ctx)
 	go func() {
 		defer prefetches.Done()
-		prefetchSlots <- struct{}{}
-		defer func() { <-prefetchSlots }()
-		ctx, cancel := context.WithTimeout(ctx, prefetchTimeout)
-		defer cancel()
-		raw, err := readExact(ctx, r.src, b.off, b.size)
-		if err != nil {
-			return // the reads that need these offsets read their slice
-		}
-		p := packOffsets(raw[:b.size/8*8], adj)
-		lru.Shared().Put(offsetsKey{r, b.off}, p, p.bytes())
+		// On an error the reads that need these offsets read their slice.
+		cacheOffsetsInSlot(ctx, r, b, adj)
 	}()
 }
 
@@ -161,7 +153,7 @@ func (rc *readCtx) prefetchOffsets(b bufRange, adj uint64, i0, hi int64) {
 // prefetch slot (prefetchSlots), and only when together they are at most
 // maxPrefetchedOffsets; a read of much of a page (a scan) starts none.
 func (rc *readCtx) warmColumnOffsets(c *column, b bufRange, i0, hi int64) {
-	if 64*8*(hi-i0) > b.size {
+	if 64*8*(hi-i0) > b.size || !columnWarmOn() {
 		return
 	}
 	r := rc.r
@@ -212,15 +204,20 @@ func (rc *readCtx) warmColumnOffsets(c *column, b bufRange, i0, hi int64) {
 			if _, ok := lru.Shared().Get(offsetsKey{r, x.b.off}); ok {
 				continue
 			}
-			if !warmOne(ctx, r, x.b, x.adj) {
+			if !cacheOffsetsInSlot(ctx, r, x.b, x.adj) {
 				return // the reads that need them read their own
 			}
 		}
 	}()
 }
 
-// warmOne reads and caches offsets buffer b of r in a prefetch slot.
-func warmOne(ctx context.Context, r *Reader, b bufRange, adj uint64) bool {
+// columnWarmOn reports whether warmColumnOffsets runs (this package's
+// tests that count a read's bytes turn it off).
+var columnWarmOn = func() bool { return true }
+
+// cacheOffsetsInSlot reads offsets buffer b of r whole, in a prefetch
+// slot, and caches it packed; false when the read failed.
+func cacheOffsetsInSlot(ctx context.Context, r *Reader, b bufRange, adj uint64) bool {
 	prefetchSlots <- struct{}{}
 	defer func() { <-prefetchSlots }()
 	ctx, cancel := context.WithTimeout(ctx, prefetchTimeout)

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 
@@ -192,6 +193,14 @@ func TestLargeOffsetsPrefetchedWhenSlotsAreBusy(t *testing.T) {
 	}
 }
 
+// TestMain turns the column warm off: this package's tests count the bytes
+// and reads of a Read, and the warm's background reads would race into
+// them. The other packages' tests run with it on.
+func TestMain(m *testing.M) {
+	columnWarmOn = func() bool { return false }
+	os.Exit(m.Run())
+}
+
 // TestSmallOffsetsOfAColumnWarmedByAPointRead: the first point read that
 // reads a small offsets buffer of a column whole warms the column's other
 // small buffers in the background, so a point read of any page of it
@@ -199,6 +208,9 @@ func TestLargeOffsetsPrefetchedWhenSlotsAreBusy(t *testing.T) {
 // (~120 such buffers per 1M-row fragment) met uncached buffers for
 // thousands of random reads, each paying one more read.
 func TestSmallOffsetsOfAColumnWarmedByAPointRead(t *testing.T) {
+	prev := columnWarmOn
+	columnWarmOn = func() bool { return true }
+	t.Cleanup(func() { columnWarmOn = prev })
 	const n = 40_000
 	as := arrow.NewSchema([]arrow.Field{
 		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
