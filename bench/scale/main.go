@@ -91,6 +91,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "--dir is required")
 		os.Exit(2)
 	}
+	if err := checkOSCache(c.osCache); err != nil { // before a load of minutes
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	for _, s := range strings.Split(sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n <= 0 || (len(c.sizes) > 0 && n <= c.sizes[len(c.sizes)-1]) {
@@ -588,7 +592,7 @@ func run(ctx context.Context, c config) error {
 			if out["lancedb_os_cache"], err = prepareOSCache(ctx, tableDir, c.osCache); err != nil {
 				return err
 			}
-			ld, err := runLanceDB(ctx, c, root, ids[:c.calls], rollouts[:c.calls], problems[:c.calls])
+			ld, err := runLanceDB(ctx, c, tableDir, ids[:c.calls], rollouts[:c.calls], problems[:c.calls])
 			if err != nil {
 				return fmt.Errorf("lancedb: %w", err)
 			}
@@ -604,8 +608,7 @@ func run(ctx context.Context, c config) error {
 // runLanceDB runs bench_index.mjs on a hard-linked copy of the table with
 // the indexes dropped (data files are immutable, so links are safe), so
 // LanceDB is measured without an index and then with its own.
-func runLanceDB(ctx context.Context, c config, root objstore.Store, ids, rollouts, problems []string) (map[string]any, error) {
-	src := filepath.Join(c.dir, "scale.rollout.lance")
+func runLanceDB(ctx context.Context, c config, src string, ids, rollouts, problems []string) (map[string]any, error) {
 	cdir := filepath.Join(c.dir, "lancedb-copy")
 	_ = os.RemoveAll(cdir)
 	if err := os.MkdirAll(cdir, 0o755); err != nil {

@@ -48,6 +48,9 @@ const (
 // prepareOSCache puts the table's files under dir in the page cache state
 // mode asks for and describes the state the reads then see.
 func prepareOSCache(ctx context.Context, dir, mode string) (map[string]any, error) {
+	if err := checkOSCache(mode); err != nil {
+		return nil, err
+	}
 	files, total, err := tableFiles(ctx, dir)
 	if err != nil {
 		return nil, err
@@ -78,13 +81,19 @@ func prepareOSCache(ctx context.Context, dir, mode string) (map[string]any, erro
 		if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("1"), 0); err != nil {
 			return nil, fmt.Errorf("--os-cache cold drops the page cache, which needs root: %w", err)
 		}
-	case osCacheAsIs:
-	default:
-		return nil, fmt.Errorf("--os-cache %q: want %s, %s or %s", mode, osCacheWarm, osCacheCold, osCacheAsIs)
 	}
 	out["secs"] = time.Since(t).Seconds()
 	out["resident_pct"] = pctOf(residentBytes(files), total)
 	return out, nil
+}
+
+// checkOSCache reports a --os-cache value this system cannot take.
+func checkOSCache(mode string) error {
+	switch mode {
+	case osCacheWarm, osCacheCold, osCacheAsIs:
+		return nil
+	}
+	return fmt.Errorf("--os-cache %q: want %s, %s or %s", mode, osCacheWarm, osCacheCold, osCacheAsIs)
 }
 
 func pctOf(part, total int64) float64 {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lance-context/lance-context/internal/bgwork"
 	"github.com/lance-context/lance-context/internal/lru"
 )
 
@@ -92,21 +93,12 @@ func wholeOffsets(b bufRange, i0, hi int64) bool {
 var prefetchSlots = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))
 
 // prefetches counts the background reads started and not yet done.
-var prefetches sync.WaitGroup
+var prefetches bgwork.Group
 
 // WaitPrefetches returns once no background offsets read of the process
-// (prefetchOffsets) is running or queued, or when ctx ends. Benchmarks
-// call it to time the steady state.
-func WaitPrefetches(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() { prefetches.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+// (prefetchOffsets, warmColumnOffsets) is running or queued, or when ctx
+// ends. Benchmarks call it to time the steady state.
+func WaitPrefetches(ctx context.Context) error { return prefetches.Wait(ctx) }
 
 // prefetchOffsets starts a background read of offsets buffer b, too large
 // to be read whole by a read that needs entries [i0, hi) of it, and caches
@@ -130,15 +122,13 @@ func (rc *readCtx) prefetchOffsets(b bufRange, adj uint64, i0, hi int64) {
 		return
 	}
 	ps.offs[b.off] = struct{}{}
-	prefetches.Add(1)
 	// Not the read's context: the read does not wait for this one, and
 	// its end must not cancel it.
 	ctx := context.WithoutCancel(rc.ctx)
-	go func() {
-		defer prefetches.Done()
+	prefetches.Go(func() {
 		// On an error the reads that need these offsets read their slice.
 		cacheOffsetsInSlot(ctx, r, b, adj)
-	}()
+	})
 }
 
 // warmColumnOffsets: a point read that reads a small offsets buffer whole
@@ -196,10 +186,8 @@ func (rc *readCtx) warmColumnOffsets(c *column, b bufRange, i0, hi int64) {
 	if len(bufs) < 2 || total > maxPrefetchedOffsets {
 		return
 	}
-	prefetches.Add(1)
 	ctx := context.WithoutCancel(rc.ctx) // as prefetchOffsets
-	go func() {
-		defer prefetches.Done()
+	prefetches.Go(func() {
 		for _, x := range bufs {
 			if _, ok := lru.Shared().Get(offsetsKey{r, x.b.off}); ok {
 				continue
@@ -208,7 +196,7 @@ func (rc *readCtx) warmColumnOffsets(c *column, b bufRange, i0, hi int64) {
 				return // the reads that need them read their own
 			}
 		}
-	}()
+	})
 }
 
 // columnWarmOn reports whether warmColumnOffsets runs (this package's

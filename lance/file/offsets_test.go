@@ -102,7 +102,9 @@ func TestLargeOffsetsPrefetched(t *testing.T) {
 		t.Helper()
 		before := src.reads.Load()
 		got, err := r.Read(context.Background(), []int32{0}, row, row+1)
-		prefetches.Wait()
+		if werr := WaitPrefetches(context.Background()); werr != nil {
+			t.Fatal(werr)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +141,9 @@ func TestLargeOffsetsPrefetched(t *testing.T) {
 		t.Fatal(err)
 	}
 	got.Release()
-	prefetches.Wait()
+	if err := WaitPrefetches(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	if k := src2.reads.Load() - before; k != 2 {
 		t.Fatalf("a scan of the page: %d reads, want 2", k)
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lance-context/lance-context/internal/bgwork"
 )
 
 // EnvPrewarm names the environment variable that turns index prewarming
@@ -56,20 +58,11 @@ const prewarmChunk = 64
 var prewarmSlot = make(chan struct{}, 1)
 
 // prewarms counts the prewarms started and not yet done.
-var prewarms sync.WaitGroup
+var prewarms bgwork.Group
 
 // WaitPrewarm returns once no index prewarm of the process is running or
 // waiting, or when ctx ends. Benchmarks call it to time the steady state.
-func WaitPrewarm(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() { prewarms.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func WaitPrewarm(ctx context.Context) error { return prewarms.Wait(ctx) }
 
 // prewarm reads every page of t, values and row ids, into the page cache
 // in the background, when t fits the cache's prewarm share: a point
@@ -88,9 +81,7 @@ func (f *Finder) prewarm(t *BTree) {
 	if !prewarmOn() || f.cache == nil || !fitsPrewarm(t.pages.Size(), f.cache.max) {
 		return
 	}
-	prewarms.Add(1)
-	go func() {
-		defer prewarms.Done()
+	prewarms.Go(func() {
 		prewarmSlot <- struct{}{}
 		defer func() { <-prewarmSlot }()
 		ctx, cancel := context.WithTimeout(context.Background(), prewarmTimeout)
@@ -102,7 +93,7 @@ func (f *Finder) prewarm(t *BTree) {
 			return
 		}
 		slog.Debug("lance/index: index prewarmed", "index", t.uuid, "pages_read", n, "elapsed", time.Since(start))
-	}()
+	})
 }
 
 // holds reports whether f still keeps t open.
