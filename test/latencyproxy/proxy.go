@@ -278,21 +278,22 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "latencyproxy: answer dropped on purpose (the request was carried out)", http.StatusServiceUnavailable)
 		return
 	}
-	cw := &countingWriter{ResponseWriter: w}
-	p.rp.ServeHTTP(cw, r)
-	p.mu.Lock()
-	p.stats.BytesOut += cw.n
-	p.mu.Unlock()
+	p.rp.ServeHTTP(&countingWriter{ResponseWriter: w, p: p}, r)
 }
 
+// countingWriter counts a response's bytes as they are written, before
+// they can reach the client: counted when the handler returned, a client
+// that had read the whole body could read the stats without them.
 type countingWriter struct {
 	http.ResponseWriter
-	n int64
+	p *Proxy
 }
 
 func (c *countingWriter) Write(b []byte) (int, error) {
 	n, err := c.ResponseWriter.Write(b)
-	c.n += int64(n)
+	c.p.mu.Lock()
+	c.p.stats.BytesOut += int64(n)
+	c.p.mu.Unlock()
 	return n, err
 }
 

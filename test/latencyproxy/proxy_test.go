@@ -118,6 +118,31 @@ func do(t *testing.T, method, url, body string, hdr ...string) *http.Response {
 	return resp
 }
 
+// TestBytesOutCountedBeforeTheClientHasThem: the bytes of a response are
+// in the stats once the client has read them, though the proxy's handler
+// has not returned. They were counted when it returned, and a client that
+// read a whole body and then the stats could miss them (CI: "bytes out 20,
+// want 25" after four GETs at once).
+func TestBytesOutCountedBeforeTheClientHasThem(t *testing.T) {
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("hello"))
+		w.(http.Flusher).Flush() // no Content-Length: the proxy streams it on
+		<-release
+	}))
+	t.Cleanup(up.Close)
+	p, front, _ := startProxy(t, up.URL, 0)
+	t.Cleanup(func() { close(release) }) // before the servers close
+	resp := do(t, "GET", front.URL+"/b/k", "")
+	b := make([]byte, 5)
+	if _, err := io.ReadFull(resp.Body, b); err != nil || string(b) != "hello" {
+		t.Fatalf("read %q, %v", b, err)
+	}
+	if s := p.Stats(); s.BytesOut != 5 {
+		t.Fatalf("bytes out %d once the client has the 5 bytes, want 5", s.BytesOut)
+	}
+}
+
 func TestProxyForwardsDelaysAndCounts(t *testing.T) {
 	up := upstream(t)
 	const delay = 40 * time.Millisecond
