@@ -274,9 +274,11 @@ func TestExperimentsListBackfillSearchPaging(t *testing.T) {
 	f.run()
 
 	var all listPage
+	// The page is stale until a whole refresh pass has finished recently, even
+	// when each store's figures are fresh (fetched on demand): wait for both.
 	eventually(t, 15*time.Second, "every store listed with fresh statistics", func() bool {
 		all = call[listPage](f, "GET", "/api/v1/experiments", "", 200)
-		if all.Total != 4 || len(all.Experiments) != 4 {
+		if all.Total != 4 || len(all.Experiments) != 4 || all.Stale {
 			return false
 		}
 		for _, x := range all.Experiments {
