@@ -183,10 +183,29 @@ func Build(ctx context.Context, ds *table.Dataset, column string, opts BuildOpti
 	if !scan.IsEmpty() {
 		err := ds.Scan(ctx, table.ScanOptions{Columns: []string{column}, WithRowAddr: true, Fragments: scan}, func(b arrow.RecordBatch) error {
 			vals, addrs := strs(b.Column(0)), b.Column(1).(*array.Uint64)
+			// The batch's values are copied into one string the entries
+			// slice: a copy per value was a third of a small build's
+			// allocations, and garbage collection went with them.
+			nb := 0
+			for i := 0; i < int(b.NumRows()); i++ {
+				if !vals.IsNull(i) {
+					nb += len(vals.value(i))
+				}
+			}
+			var sb strings.Builder
+			sb.Grow(nb)
+			for i := 0; i < int(b.NumRows()); i++ {
+				if !vals.IsNull(i) {
+					sb.WriteString(vals.value(i))
+				}
+			}
+			arena, off := sb.String(), 0
 			for i := 0; i < int(b.NumRows()); i++ {
 				e := entry{addr: addrs.Value(i), null: vals.IsNull(i)}
 				if !e.null {
-					e.v = strings.Clone(vals.value(i))
+					k := len(vals.value(i))
+					e.v = arena[off : off+k]
+					off += k
 				}
 				buf = append(buf, e)
 				bufBytes += int64(len(e.v)) + 48
@@ -291,32 +310,24 @@ func writeBTree(ctx context.Context, ds *table.Dataset, id string, f *schema.Fie
 	}
 	h.init()
 
-	alloc := memory.DefaultAllocator
 	var mins, maxs []entry
 	var nulls []uint32
-	vb := newStringBuilder(alloc, f.Type)
-	ib := array.NewUint64Builder(alloc)
-	defer vb.Release()
-	defer ib.Release()
 	var first, last entry
 	var pageNulls uint32
-	n := 0
-	emit := func() error {
-		if n == 0 {
+	n := 0 // rows of the current index page
+	pb := pageBuf{large: f.Type.ID() == arrow.LARGE_STRING}
+	write := func() error {
+		if len(pb.ids) == 0 {
 			return nil
 		}
-		va, ia := vb.NewArray(), ib.NewArray()
-		rec := array.NewRecordBatch(pagesSchema.Arrow(), []arrow.Array{va, ia}, int64(n))
-		va.Release()
-		ia.Release()
+		rec := pb.record(pagesSchema.Arrow())
 		werr := w.Write(rec)
 		rec.Release()
+		pb.reset()
 		if werr != nil {
 			return werr
 		}
 		failpoint("page")
-		mins, maxs, nulls = append(mins, first), append(maxs, last), append(nulls, pageNulls)
-		n, pageNulls = 0, 0
 		return nil
 	}
 	for i := 0; len(h) > 0; i++ {
@@ -340,24 +351,26 @@ func writeBTree(ctx context.Context, ds *table.Dataset, id string, f *schema.Fie
 			first = e
 		}
 		last = e
+		pb.add(e)
 		if e.null {
-			vb.AppendNull()
 			pageNulls++
-		} else {
-			vb.Append(e.v)
-			if keys != nil {
-				keys.add(e.v)
-			}
+		} else if keys != nil {
+			keys.add(e.v)
 		}
-		ib.Append(e.addr)
-		n++
-		if n == batchSize {
-			if err := emit(); err != nil {
-				return err
+		if n++; n == batchSize {
+			mins, maxs, nulls = append(mins, first), append(maxs, last), append(nulls, pageNulls)
+			n, pageNulls = 0, 0
+			if len(pb.ids) >= writeRows || len(pb.data) >= writeBytes {
+				if err := write(); err != nil {
+					return err
+				}
 			}
 		}
 	}
-	if err := emit(); err != nil {
+	if n > 0 {
+		mins, maxs, nulls = append(mins, first), append(maxs, last), append(nulls, pageNulls)
+	}
+	if err := write(); err != nil {
 		return err
 	}
 	if _, err := w.Finish(); err != nil {
@@ -381,6 +394,7 @@ func writeBTree(ctx context.Context, ds *table.Dataset, id string, f *schema.Fie
 	if err != nil {
 		return err
 	}
+	alloc := memory.DefaultAllocator
 	minB, maxB := newStringBuilder(alloc, f.Type), newStringBuilder(alloc, f.Type)
 	nb, pb2 := array.NewUint32Builder(alloc), array.NewUint32Builder(alloc)
 	for i := range mins {
@@ -423,6 +437,77 @@ func writeBTree(ctx context.Context, ds *table.Dataset, id string, f *schema.Fie
 	}
 	failpoint("files-written")
 	return nil
+}
+
+// writeRows and writeBytes bound the rows of page_data handed to the file
+// writer at once: whole index pages, which the writer packs into its own
+// pages.
+const (
+	writeRows  = 16 * DefaultBatchSize
+	writeBytes = 8 << 20
+)
+
+// pageBuf holds the rows of page_data not yet written as the Arrow buffers
+// of its two columns, reused from one write to the next (Arrow builders
+// start empty after each array and grew again for every index page: they
+// were most of a small build's allocations).
+type pageBuf struct {
+	large bool // values are large_string (int64 offsets)
+	data  []byte
+	ends  []int64 // end of each row's value in data
+	valid []byte  // validity bitmap of the values
+	nulls int
+	ids   []uint64
+}
+
+func (p *pageBuf) add(e entry) {
+	i := len(p.ids)
+	if i%8 == 0 {
+		p.valid = append(p.valid, 0)
+	}
+	if e.null {
+		p.nulls++
+	} else {
+		p.valid[i/8] |= 1 << (i % 8)
+		p.data = append(p.data, e.v...)
+	}
+	p.ends = append(p.ends, int64(len(p.data)))
+	p.ids = append(p.ids, e.addr)
+}
+
+func (p *pageBuf) reset() {
+	p.data, p.ends, p.valid, p.ids, p.nulls = p.data[:0], p.ends[:0], p.valid[:0], p.ids[:0], 0
+}
+
+// record returns the buffered rows as a batch of (values, ids) that shares
+// p's memory: it must be written before p changes.
+func (p *pageBuf) record(sc *arrow.Schema) arrow.RecordBatch {
+	n := len(p.ids)
+	var offs []byte
+	if p.large {
+		o := make([]int64, n+1)
+		copy(o[1:], p.ends)
+		offs = arrow.Int64Traits.CastToBytes(o)
+	} else {
+		o := make([]int32, n+1)
+		for i, e := range p.ends {
+			o[i+1] = int32(e)
+		}
+		offs = arrow.Int32Traits.CastToBytes(o)
+	}
+	var valid *memory.Buffer
+	if p.nulls > 0 {
+		valid = memory.NewBufferBytes(p.valid)
+	}
+	vd := array.NewData(sc.Field(0).Type, n, []*memory.Buffer{valid, memory.NewBufferBytes(offs), memory.NewBufferBytes(p.data)}, nil, p.nulls, 0)
+	id := array.NewData(arrow.PrimitiveTypes.Uint64, n, []*memory.Buffer{nil, memory.NewBufferBytes(arrow.Uint64Traits.CastToBytes(p.ids))}, nil, 0, 0)
+	va, ia := array.MakeFromData(vd), array.MakeFromData(id)
+	vd.Release()
+	id.Release()
+	rec := array.NewRecordBatch(sc, []arrow.Array{va, ia}, int64(n))
+	va.Release()
+	ia.Release()
+	return rec
 }
 
 type stringBuilder interface {

@@ -40,7 +40,7 @@ func rows(from, to int) arrow.RecordBatch {
 	return b.NewRecordBatch()
 }
 
-func newStore(t *testing.T) objstore.Store {
+func newStore(t testing.TB) objstore.Store {
 	st, err := objstore.NewLocal(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
