@@ -24,10 +24,6 @@ func BenchmarkBuild(b *testing.B) {
 	const n = 100_000
 	st := newStore(b)
 	ctx := context.Background()
-	d, err := table.Open(ctx, st)
-	if err != nil {
-		b.Fatal(err)
-	}
 	rb := array.NewRecordBuilder(memory.DefaultAllocator, testArrow)
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := range n {
@@ -35,16 +31,7 @@ func BenchmarkBuild(b *testing.B) {
 		rb.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("ro-%06d", i/8))
 		rb.Field(2).(*array.Int64Builder).Append(int64(i))
 	}
-	rec := rb.NewRecordBatch()
-	rb.Release()
-	frag, err := table.WriteFragment(ctx, st, d.Schema(), []arrow.RecordBatch{rec})
-	rec.Release()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if d, err = table.Append(ctx, st, []*pb.DataFragment{frag}, nil); err != nil {
-		b.Fatal(err)
-	}
+	d := appendRecord(b, st, rb)
 	b.ResetTimer()
 	for b.Loop() {
 		if _, err := Build(ctx, d, "id", BuildOptions{}); err != nil {
@@ -70,8 +57,7 @@ func TestLargeStringColumnWithNulls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := table.Create(ctx, st, s, table.CreateOptions{})
-	if err != nil {
+	if _, err := table.Create(ctx, st, s, table.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	const n = 2*writeRows + 333
@@ -84,16 +70,7 @@ func TestLargeStringColumnWithNulls(t *testing.T) {
 		}
 		rb.Field(1).(*array.Int64Builder).Append(int64(i))
 	}
-	rec := rb.NewRecordBatch()
-	rb.Release()
-	frag, err := table.WriteFragment(ctx, st, d.Schema(), []arrow.RecordBatch{rec})
-	rec.Release()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := table.Append(ctx, st, []*pb.DataFragment{frag}, nil); err != nil {
-		t.Fatal(err)
-	}
+	appendRecord(t, st, rb)
 	if res, err := Update(ctx, st, "key", BuildOptions{BatchSize: 100}); err != nil || !res.Built {
 		t.Fatalf("update: %+v %v", res, err)
 	}
@@ -104,4 +81,25 @@ func TestLargeStringColumnWithNulls(t *testing.T) {
 	if f := checkAgree(t, st, "large_string", append(vals, "v-missing", ""), "key"); f.covered == 0 {
 		t.Fatal("the index was not used")
 	}
+}
+
+// appendRecord commits the rows of rb (released) as one new fragment.
+func appendRecord(tb testing.TB, st objstore.Store, rb *array.RecordBuilder) *table.Dataset {
+	tb.Helper()
+	ctx := context.Background()
+	rec := rb.NewRecordBatch()
+	rb.Release()
+	defer rec.Release()
+	d, err := table.Open(ctx, st)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	frag, err := table.WriteFragment(ctx, st, d.Schema(), []arrow.RecordBatch{rec})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if d, err = table.Append(ctx, st, []*pb.DataFragment{frag}, nil); err != nil {
+		tb.Fatal(err)
+	}
+	return d
 }
