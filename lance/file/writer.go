@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -389,15 +388,20 @@ func (w *Writer) Finish() (Info, error) {
 // ---------------------------------------------------------------- bitmaps
 
 // growBits extends bitmap b with zero bytes so that it holds n bits.
-// reserve returns b with room for n more bytes, at least doubling its
-// capacity when it must grow. Past 256 bytes append grows by a quarter, so
-// filling a page buffer of n bytes allocated and copied about 4n bytes: most
-// of what a small index build allocated.
-func reserve(b []byte, n int) []byte {
+// reserve returns b with room for n more bytes. When it must grow it at
+// least doubles the capacity, but not past limit (a page's size) unless n
+// needs it: past 256 bytes append grows by a quarter, so filling a page
+// buffer of n bytes allocated and copied about 4n bytes (most of what a
+// small index build allocated), and plain doubling could hold twice a page.
+func reserve(b []byte, n, limit int) []byte {
 	if len(b)+n <= cap(b) {
 		return b
 	}
-	return slices.Grow(b, max(n, cap(b)))
+	// make, not slices.Grow: append's growth rounds a doubling up by
+	// further quarter steps, past the page.
+	nb := make([]byte, len(b), len(b)+max(n, min(cap(b), limit-len(b))))
+	copy(nb, b)
+	return nb
 }
 
 func growBits(b []byte, n int) []byte {
@@ -537,7 +541,7 @@ func (c *fixedWriter) appendRows(arr arrow.Array, off, k int) error {
 			return fmt.Errorf("lance/file: values buffer too short (%d < %d)", len(src), hi)
 		}
 		base := len(c.values)
-		c.values = append(reserve(c.values, hi-lo), src[lo:hi]...)
+		c.values = append(reserve(c.values, hi-lo, c.w.pageBytes), src[lo:hi]...)
 		if anyNull { // null slots hold zeros
 			for i := range nItems {
 				if !bitutil.BitIsSet(valid, validBase+i) {
@@ -673,12 +677,12 @@ func appendBinary[T int32 | int64](c *binaryWriter, arr arrow.Array, offs []T, v
 				if lo < 0 || hi < lo || hi > len(values) {
 					return fmt.Errorf("lance/file: bad offsets in %s array", arr.DataType())
 				}
-				c.data = append(reserve(c.data, hi-lo), values[lo:hi]...)
+				c.data = append(reserve(c.data, hi-lo, c.w.pageBytes), values[lo:hi]...)
 				bitutil.SetBit(c.valid, c.rows)
 			} else {
 				c.nulls++
 			}
-			c.ends = binary.LittleEndian.AppendUint64(reserve(c.ends, 8), uint64(len(c.data)))
+			c.ends = binary.LittleEndian.AppendUint64(reserve(c.ends, 8, c.w.pageBytes), uint64(len(c.data)))
 			c.rows++
 			r++
 		} else {
@@ -699,8 +703,8 @@ func appendBinary[T int32 | int64](c *binaryWriter, arr arrow.Array, offs []T, v
 				return fmt.Errorf("lance/file: bad offsets in %s array", arr.DataType())
 			}
 			base := uint64(len(c.data)) - uint64(lo)
-			c.data = append(reserve(c.data, hi-lo), values[lo:hi]...)
-			c.ends = reserve(c.ends, 8*(j-r))
+			c.data = append(reserve(c.data, hi-lo, c.w.pageBytes), values[lo:hi]...)
+			c.ends = reserve(c.ends, 8*(j-r), c.w.pageBytes)
 			for q := r; q < j; q++ {
 				c.ends = binary.LittleEndian.AppendUint64(c.ends, base+uint64(offs[q+1]))
 			}
@@ -820,7 +824,7 @@ func (c *listWriter) append(arr arrow.Array) error {
 		var nulls int
 		c.valid, nulls = appendValidity(c.valid, c.rows, arr, r, k)
 		c.nulls += nulls
-		c.ends = reserve(c.ends, 8*k)
+		c.ends = reserve(c.ends, 8*k, c.w.pageBytes)
 		for q := r; q < r+k; q++ {
 			c.ends = binary.LittleEndian.AppendUint64(c.ends, c.items+uint64(offs[q+1]-first))
 		}
