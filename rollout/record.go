@@ -187,7 +187,9 @@ func RecordsFromArrow(rec arrow.RecordBatch) ([]Record, error) {
 func recordsFromBatch(rec arrow.RecordBatch) ([]Record, error) {
 	n := int(rec.NumRows())
 	out := make([]Record, n)
-	for ci, f := range rec.Schema().Fields() {
+	sch := rec.Schema()
+	for ci := range sch.NumFields() {
+		f := sch.Field(ci) // not Fields(), which copies them all
 		i, ok := schemaIndex[f.Name]
 		if !ok {
 			return nil, invalid("unknown column %q: the rollout schema has no such column", f.Name)

@@ -143,15 +143,12 @@ func (r *Reader) read(ctx context.Context, fieldIDs []int32, ranges []rowRange, 
 		}
 		return nil, err
 	}
-	fields := make([]arrow.Field, len(nodes))
 	cols := make([]arrow.Array, len(nodes))
 	for i, d := range datas {
-		fields[i] = nodes[i].f.ArrowField()
-		fields[i].Type = d.DataType() // a plain dictionary's value type
 		cols[i] = array.MakeFromData(d)
 		d.Release()
 	}
-	rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rows)
+	rec := array.NewRecordBatch(r.schemas.get(fieldIDs, opts, nodes, cols), cols, rows)
 	for _, c := range cols {
 		c.Release()
 	}
@@ -1134,4 +1131,57 @@ func (rc *readCtx) decodeStruct(n *node, ranges []rowRange) (arrow.ArrayData, er
 		}
 	}
 	return array.NewData(n.f.Type, int(rows), []*memory.Buffer{nil}, children, 0, 0), nil
+}
+
+// schemaMemo holds the schemas of a Reader's batches by field ids and
+// options: keyed reads ask for the same few on every call, and a schema
+// built per read was a good share of the bytes a get allocated.
+type schemaMemo struct {
+	mu sync.Mutex
+	m  map[string]*arrow.Schema
+}
+
+// maxSchemas bounds a Reader's memo (field lists come from callers).
+const maxSchemas = 32
+
+// get returns the schema of a batch of cols, read from nodes (fieldIDs).
+func (sm *schemaMemo) get(fieldIDs []int32, opts ReadOptions, nodes []*node, cols []arrow.Array) *arrow.Schema {
+	var kb [128]byte
+	k := kb[:0]
+	if opts.PlainDictionaries {
+		k = append(k, 1)
+	} else {
+		k = append(k, 0)
+	}
+	for _, id := range fieldIDs {
+		k = binary.LittleEndian.AppendUint32(k, uint32(id))
+	}
+	sm.mu.Lock()
+	s, ok := sm.m[string(k)]
+	sm.mu.Unlock()
+	if ok && sameTypes(s, cols) {
+		return s
+	}
+	fields := make([]arrow.Field, len(nodes))
+	for i, n := range nodes {
+		fields[i] = n.f.ArrowField()
+		fields[i].Type = cols[i].DataType() // a plain dictionary's value type
+	}
+	s = arrow.NewSchema(fields, nil)
+	sm.mu.Lock()
+	if len(sm.m) < maxSchemas {
+		sm.m[string(k)] = s
+	}
+	sm.mu.Unlock()
+	return s
+}
+
+// sameTypes reports whether s's fields have the types of cols.
+func sameTypes(s *arrow.Schema, cols []arrow.Array) bool {
+	for i, c := range cols {
+		if t := s.Field(i).Type; t != c.DataType() && !arrow.TypeEqual(t, c.DataType()) {
+			return false
+		}
+	}
+	return true
 }

@@ -38,6 +38,7 @@ type Reader struct {
 	metaBytes    int64 // the metadata bytes Open read, for cache accounting
 
 	prefetched *prefetchSet // offsets buffers read in the background (prefetchOffsets)
+	schemas    *schemaMemo  // the schemas of Read's batches
 }
 
 // prefetchSet is the offsets buffers of a Reader read in the background:
@@ -158,7 +159,7 @@ func OpenTail(ctx context.Context, src Source, size int64, tail []byte) (*Reader
 		return nil, fmt.Errorf("lance/file: file schema: %w", err)
 	}
 
-	r := &Reader{prefetched: &prefetchSet{offs: map[int64]struct{}{}, cols: map[int]struct{}{}}, src: src, size: size, major: ft.major, minor: ft.minor, schema: sch,
+	r := &Reader{prefetched: &prefetchSet{offs: map[int64]struct{}{}, cols: map[int]struct{}{}}, schemas: &schemaMemo{m: map[string]*arrow.Schema{}}, src: src, size: size, major: ft.major, minor: ft.minor, schema: sch,
 		numRows: int64(fd.GetLength()), top: map[int32]*node{}, directMin: directReadMin, metaBytes: int64(len(t.b))}
 	metas := make([]*pb.ColumnMetadata, ncol)
 	for i := range metas {

@@ -240,7 +240,7 @@ func commitOnce(ctx context.Context, latest *Dataset, ch *Change) (*Dataset, err
 	if len(ch.SchemaMetadata) > 0 {
 		s = &schema.Schema{Fields: s.Fields, Metadata: m.SchemaMetadata}
 	}
-	return &Dataset{store: latest.store, manifest: m, schema: s, indexSection: indexSection, naming: latest.naming, files: latest.files}, nil
+	return &Dataset{store: latest.store, manifest: m, schema: s, indexSection: indexSection, naming: latest.naming, files: latest.files, projs: newProjections()}, nil
 }
 
 // stampManifest sets the fields every version we write carries, and
@@ -349,7 +349,7 @@ func Create(ctx context.Context, store objstore.Store, s *schema.Schema, opts Cr
 		return nil, fmt.Errorf("lance/table: create: %w", err)
 	}
 	_ = writeHint(ctx, store, 1)
-	return &Dataset{store: store, manifest: m, schema: s, naming: namingV2, files: sharedFileCache}, nil
+	return &Dataset{store: store, manifest: m, schema: s, naming: namingV2, files: sharedFileCache, projs: newProjections()}, nil
 }
 
 // Append commits fragments (already written with WriteFragment) as new data.

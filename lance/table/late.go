@@ -51,22 +51,25 @@ func (d *Dataset) ScanLate(ctx context.Context, o LateScan, fn func(arrow.Record
 	if len(o.Filter) == 0 || o.Keep == nil {
 		return fmt.Errorf("lance/table: a late scan needs filter columns and a Keep function")
 	}
-	fproj, err := d.schema.Project(o.Filter)
+	fproj, fout, err := d.project(o.Filter, o.PlainDictionaries, o.WithRowAddr)
 	if err != nil {
 		return err
 	}
-	proj, err := d.schema.Project(o.Columns)
+	cols := o.Columns
+	if cols == nil {
+		cols = []string{} // no columns, not every column
+	}
+	proj, rowsOut, err := d.project(cols, o.PlainDictionaries, false)
+	if err != nil {
+		return err
+	}
+	_, out, err := d.project(cols, o.PlainDictionaries, o.WithRowAddr)
 	if err != nil {
 		return err
 	}
 	batch := o.BatchRows
 	if batch <= 0 {
 		batch = defaultBatchRows
-	}
-	fout, rowsOut := outputSchema(fproj, o.PlainDictionaries), outputSchema(proj, o.PlainDictionaries)
-	out := rowsOut
-	if o.WithRowAddr {
-		fout, out = withRowAddr(fout), withRowAddr(rowsOut)
 	}
 	for _, frag := range d.Fragments() {
 		if o.Fragments != nil && !o.Fragments.Contains(uint32(frag.GetId())) {

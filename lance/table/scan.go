@@ -110,12 +110,9 @@ func (d *Dataset) Scan(ctx context.Context, opts ScanOptions, fn func(arrow.Reco
 	if opts.Fragments != nil && opts.Fragments.IsEmpty() {
 		return nil // no index lookup for no fragment
 	}
-	proj := d.schema
-	if opts.Columns != nil {
-		var err error
-		if proj, err = d.schema.Project(opts.Columns); err != nil {
-			return err
-		}
+	proj, outSchema, err := d.project(opts.Columns, opts.PlainDictionaries, opts.WithRowAddr)
+	if err != nil {
+		return err
 	}
 	preds, err := d.compilePredicates(opts.Where, opts.In)
 	if err != nil {
@@ -128,10 +125,6 @@ func (d *Dataset) Scan(ctx context.Context, opts ScanOptions, fn func(arrow.Reco
 	offset, remaining := opts.Offset, opts.Limit
 	if remaining <= 0 {
 		remaining = -1
-	}
-	outSchema := outputSchema(proj, opts.PlainDictionaries)
-	if opts.WithRowAddr {
-		outSchema = arrow.NewSchema(append(outSchema.Fields(), arrow.Field{Name: RowAddrColumn, Type: arrow.PrimitiveTypes.Uint64}), nil)
 	}
 	covered, found, err := d.keyLookup(ctx, opts)
 	if err != nil {
@@ -437,12 +430,9 @@ const takeGap = 32
 // Take returns the given rows, in the order given, with the named columns
 // (nil means all). Addresses must name live rows of this version.
 func (d *Dataset) Take(ctx context.Context, addrs []RowAddr, columns []string) (arrow.RecordBatch, error) {
-	proj := d.schema
-	if columns != nil {
-		var err error
-		if proj, err = d.schema.Project(columns); err != nil {
-			return nil, err
-		}
+	proj, out, err := d.project(columns, d.plainDicts, false)
+	if err != nil {
+		return nil, err
 	}
 	frags := make(map[uint64]*pb.DataFragment, len(d.Fragments()))
 	for _, f := range d.Fragments() {
@@ -502,7 +492,7 @@ func (d *Dataset) Take(ctx context.Context, addrs []RowAddr, columns []string) (
 		}
 		cols[i] = c
 	}
-	rec := array.NewRecordBatch(outputSchema(proj, d.plainDicts), cols, int64(len(addrs)))
+	rec := array.NewRecordBatch(out, cols, int64(len(addrs)))
 	releaseAll(cols)
 	return rec, nil
 }

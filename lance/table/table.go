@@ -24,6 +24,7 @@ type Dataset struct {
 	naming       naming
 	files        *fileCache
 	plainDicts   bool // a TakePlain view: dictionary columns read plain
+	projs        *projections
 }
 
 // Open returns the latest version of the table rooted at store.
@@ -89,7 +90,7 @@ func load(ctx context.Context, store objstore.Store, version uint64, n naming) (
 	if err != nil {
 		return nil, fmt.Errorf("lance/table: version %d schema: %w", version, err)
 	}
-	return &Dataset{store: store, manifest: mf.manifest, schema: s, indexSection: mf.indexSection, naming: n, files: sharedFileCache}, nil
+	return &Dataset{store: store, manifest: mf.manifest, schema: s, indexSection: mf.indexSection, naming: n, files: sharedFileCache, projs: newProjections()}, nil
 }
 
 // listFirstNames is how many names of _versions/ the second listing of

@@ -24,14 +24,10 @@ const takeFragments = 16
 // address order come back without a reordering pass (cheapest for a
 // caller that can put them in its own order).
 func (d *Dataset) TakeRows(ctx context.Context, addrs []RowAddr, columns []string) (arrow.RecordBatch, error) {
-	proj := d.schema
-	if columns != nil {
-		var err error
-		if proj, err = d.schema.Project(columns); err != nil {
-			return nil, err
-		}
+	proj, out, err := d.project(columns, true, false)
+	if err != nil {
+		return nil, err
 	}
-	out := outputSchema(proj, true)
 	if len(addrs) == 0 {
 		cols := make([]arrow.Array, len(proj.Fields))
 		for i, f := range proj.Fields {
