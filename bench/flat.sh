@@ -78,6 +78,8 @@ cmed = {n: {k: statistics.median(x["cpu_ms_per_call"][k] for x in by[n]) for k i
 for n in sizes:
     print(json.dumps({"rows": n, "runs": len(by[n]), "median": med[n], "cpu_ms_per_call_median": cmed[n],
                       "per_run": {k: [x[k] for x in by[n]] for k in keys}}))
+if not sizes:
+    sys.exit(0)  # -rounds 0: the stores made, nothing read
 lo, hi = sizes[0], sizes[-1]
 print(json.dumps({"ratio": f"{hi}/{lo}",
                   "median": {k: round(med[hi][k] / med[lo][k], 2) for k in keys if med[lo][k]},
