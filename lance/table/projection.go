@@ -1,6 +1,7 @@
 package table
 
 import (
+	"encoding/binary"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -33,7 +34,7 @@ func newProjections() *projections { return &projections{m: map[string]projectio
 // of the batches a read of them returns: dictionary columns as their value
 // type when plain, a RowAddrColumn last when withAddr.
 func (d *Dataset) project(columns []string, plain, withAddr bool) (*schema.Schema, *arrow.Schema, error) {
-	var flags byte // the key: flags, then each column and a NUL
+	var flags byte // the key: flags, then each column's length and name
 	if plain {
 		flags |= 1
 	}
@@ -46,7 +47,7 @@ func (d *Dataset) project(columns []string, plain, withAddr bool) (*schema.Schem
 	var kb [1024]byte
 	k := append(kb[:0], flags)
 	for _, c := range columns {
-		k = append(append(k, c...), 0)
+		k = append(binary.AppendUvarint(k, uint64(len(c))), c...) // a name may hold any byte
 	}
 	ps := d.projs
 	if ps != nil {

@@ -74,6 +74,12 @@ func TestProjectionsMemoized(t *testing.T) {
 		t.Fatalf("late scan without Columns returned batches of %v columns, want none", lateCols)
 	}
 
+	// Column names are not separators: "n\x00id" is no column, however
+	// the list n, id was keyed.
+	if err := d.Scan(ctx, ScanOptions{Columns: []string{"n\x00id"}}, func(arrow.RecordBatch) error { return nil }); err == nil {
+		t.Fatal(`a scan of column "n\x00id" succeeded`)
+	}
+
 	// More lists than the memo holds: each still gets its own schema.
 	for k := 1; k <= maxProjections+8; k++ {
 		cols := slices.Repeat([]string{"id"}, k)
