@@ -63,9 +63,11 @@ func (d *Dataset) ScanLate(ctx context.Context, o LateScan, fn func(arrow.Record
 	if err != nil {
 		return err
 	}
-	_, out, err := d.project(cols, o.PlainDictionaries, o.WithRowAddr)
-	if err != nil {
-		return err
+	out := rowsOut // the batches fn gets
+	if o.WithRowAddr {
+		if _, out, err = d.project(cols, o.PlainDictionaries, true); err != nil {
+			return err
+		}
 	}
 	batch := o.BatchRows
 	if batch <= 0 {
@@ -248,11 +250,6 @@ func (d *Dataset) readRows(ctx context.Context, frag *pb.DataFragment, proj *sch
 		return nil, fmt.Errorf("lance/table: late scan: %w", err)
 	}
 	return filtered, nil
-}
-
-// withRowAddr is sch with a RowAddrColumn last.
-func withRowAddr(sch *arrow.Schema) *arrow.Schema {
-	return arrow.NewSchema(append(slices.Clone(sch.Fields()), arrow.Field{Name: RowAddrColumn, Type: arrow.PrimitiveTypes.Uint64}), nil)
 }
 
 // rowAddrArray holds the addresses of the given offsets of a fragment.

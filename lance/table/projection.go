@@ -2,6 +2,7 @@ package table
 
 import (
 	"encoding/binary"
+	"slices"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -77,4 +78,23 @@ func (d *Dataset) project(columns []string, plain, withAddr bool) (*schema.Schem
 		ps.mu.Unlock()
 	}
 	return proj, out, nil
+}
+
+// outputSchema is the schema a read of proj returns.
+func outputSchema(proj *schema.Schema, plain bool) *arrow.Schema {
+	s := proj.Arrow()
+	if !plain {
+		return s
+	}
+	fields := s.Fields()
+	for i := range fields {
+		fields[i].Type = outputType(fields[i].Type, true)
+	}
+	md := s.Metadata()
+	return arrow.NewSchema(fields, &md)
+}
+
+// withRowAddr is sch with a RowAddrColumn last.
+func withRowAddr(sch *arrow.Schema) *arrow.Schema {
+	return arrow.NewSchema(append(slices.Clone(sch.Fields()), arrow.Field{Name: RowAddrColumn, Type: arrow.PrimitiveTypes.Uint64}), nil)
 }

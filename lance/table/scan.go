@@ -663,17 +663,3 @@ func outputType(t arrow.DataType, plain bool) arrow.DataType {
 	}
 	return t
 }
-
-// outputSchema is the schema a read of proj returns.
-func outputSchema(proj *schema.Schema, plain bool) *arrow.Schema {
-	s := proj.Arrow()
-	if !plain {
-		return s
-	}
-	fields := s.Fields()
-	for i := range fields {
-		fields[i].Type = outputType(fields[i].Type, true)
-	}
-	md := s.Metadata()
-	return arrow.NewSchema(fields, &md)
-}
