@@ -492,3 +492,22 @@ func ensureDir(dir string) error {
 // durable (vfs.Default's, so the object store and the WAL's segment log
 // sync directories one way).
 func SyncDir(dir string) error { return vfs.Default.SyncDir(dir) }
+
+// RemoveEmptyDir removes the directory under prefix when it holds nothing
+// (directories are not objects, but on local disk an emptied one stays
+// behind and every listing of its parent pays for it). A directory that is
+// missing or not empty is left alone without error. Callers use it only for
+// directories nothing writes into again (a removed index's).
+func (l *Local) RemoveEmptyDir(ctx context.Context, prefix string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p, err := l.path(strings.TrimSuffix(prefix, "/"))
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(p); err != nil && !notFound(err) && !errors.Is(err, syscall.ENOTEMPTY) && !errors.Is(err, syscall.EEXIST) {
+		return fmt.Errorf("objstore: local remove dir %s: %w", prefix, err)
+	}
+	return nil
+}

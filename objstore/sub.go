@@ -149,3 +149,18 @@ func (s *subStore) Discard(ctx context.Context, key string) error {
 	}
 	return Discard(ctx, s.inner, k)
 }
+
+// RemoveEmptyDir forwards to the inner store when it has directories.
+func (s *subStore) RemoveEmptyDir(ctx context.Context, prefix string) error {
+	in, ok := s.inner.(interface {
+		RemoveEmptyDir(ctx context.Context, prefix string) error
+	})
+	if !ok {
+		return nil
+	}
+	k, err := s.key(strings.TrimSuffix(prefix, "/"))
+	if err != nil {
+		return err
+	}
+	return in.RemoveEmptyDir(ctx, k)
+}
