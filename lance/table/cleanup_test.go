@@ -326,4 +326,3 @@ func TestTagsInLanceFormat(t *testing.T) {
 		t.Fatalf("untagged version 3 after cleanup: %v", err)
 	}
 }
-
