@@ -15,7 +15,7 @@ type osFile struct{ *os.File }
 func (osFS) Create(name string) (File, error) {
 	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return nil, err
+		return nil, NoSpace(err)
 	}
 	return osFile{f}, nil
 }
@@ -37,8 +37,8 @@ func (osFS) OpenReadWrite(name string) (File, error) {
 }
 
 func (osFS) Remove(name string) error             { return os.Remove(name) }
-func (osFS) Rename(oldname, newname string) error { return os.Rename(oldname, newname) }
-func (osFS) MkdirAll(dir string) error            { return os.MkdirAll(dir, 0o755) }
+func (osFS) Rename(oldname, newname string) error { return NoSpace(os.Rename(oldname, newname)) }
+func (osFS) MkdirAll(dir string) error            { return NoSpace(os.MkdirAll(dir, 0o755)) }
 
 func (osFS) List(dir string) ([]string, error) {
 	ents, err := os.ReadDir(dir)
@@ -62,7 +62,7 @@ func (osFS) SyncDir(dir string) error {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("fsync directory %s: %w", dir, err)
+		return fmt.Errorf("fsync directory %s: %w", dir, NoSpace(err))
 	}
 	return nil
 }
@@ -75,5 +75,14 @@ func (f osFile) Size() (int64, error) {
 	return fi.Size(), nil
 }
 
-func (f osFile) Datasync() error                 { return datasync(f.File) }
-func (f osFile) Allocate(from, size int64) error { return allocate(f.File, from, size) }
+// The mutating methods wrap a full file system's error with ErrNoSpace.
+
+func (f osFile) WriteAt(p []byte, off int64) (int, error) {
+	n, err := f.File.WriteAt(p, off)
+	return n, NoSpace(err)
+}
+
+func (f osFile) Sync() error                     { return NoSpace(f.File.Sync()) }
+func (f osFile) Truncate(size int64) error       { return NoSpace(f.File.Truncate(size)) }
+func (f osFile) Datasync() error                 { return NoSpace(datasync(f.File)) }
+func (f osFile) Allocate(from, size int64) error { return NoSpace(allocate(f.File, from, size)) }

@@ -4,7 +4,8 @@
 // only what was made durable: file contents as of their last flush and
 // directory entries as of their directory's last flush. Tests cut it at
 // seeded points and inject seeded faults to check that nothing
-// acknowledged is lost.
+// acknowledged is lost, and give it a byte budget (Quota) to fill it up.
+// A full file system is an error of its own, ErrNoSpace.
 package vfs
 
 import (
