@@ -169,7 +169,7 @@ func (l *Local) Put(ctx context.Context, key string, data []byte) error {
 	}
 	if _, err := w.f.Write(data); err != nil {
 		w.Abort()
-		return fmt.Errorf("objstore: local put %s: %w", key, err)
+		return fmt.Errorf("objstore: local put %s: %w", key, vfs.NoSpace(err))
 	}
 	return w.Close()
 }
@@ -187,11 +187,11 @@ func (l *Local) PutIfAbsent(ctx context.Context, key string, data []byte) error 
 	}
 	dir := filepath.Dir(p)
 	if err := ensureDir(dir); err != nil {
-		return fmt.Errorf("objstore: local put %s: %w", key, err)
+		return fmt.Errorf("objstore: local put %s: %w", key, vfs.NoSpace(err))
 	}
 	f, tmp, err := createTemp(dir)
 	if err != nil {
-		return fmt.Errorf("objstore: local put %s: %w", key, err)
+		return fmt.Errorf("objstore: local put %s: %w", key, vfs.NoSpace(err))
 	}
 	defer os.Remove(tmp) // no-op once removed below
 	_, err = f.Write(data)
@@ -202,7 +202,7 @@ func (l *Local) PutIfAbsent(ctx context.Context, key string, data []byte) error 
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("objstore: local put %s: %w", key, err)
+		return fmt.Errorf("objstore: local put %s: %w", key, vfs.NoSpace(err))
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -211,7 +211,7 @@ func (l *Local) PutIfAbsent(ctx context.Context, key string, data []byte) error 
 		if errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("%w: %s", ErrExists, key)
 		}
-		return fmt.Errorf("objstore: local put %s: %w", key, err)
+		return fmt.Errorf("objstore: local put %s: %w", key, vfs.NoSpace(err))
 	}
 	if err := os.Remove(tmp); err != nil {
 		return fmt.Errorf("objstore: local put %s: remove temporary file: %w", key, err)
@@ -344,11 +344,11 @@ func (l *Local) create(ctx context.Context, key string) (*localWriter, error) {
 	}
 	dir := filepath.Dir(p)
 	if err := ensureDir(dir); err != nil {
-		return nil, fmt.Errorf("objstore: local create %s: %w", key, err)
+		return nil, fmt.Errorf("objstore: local create %s: %w", key, vfs.NoSpace(err))
 	}
 	f, tmp, err := createTemp(dir)
 	if err != nil {
-		return nil, fmt.Errorf("objstore: local create %s: %w", key, err)
+		return nil, fmt.Errorf("objstore: local create %s: %w", key, vfs.NoSpace(err))
 	}
 	return &localWriter{ctx: ctx, key: key, path: p, tmp: tmp, f: f}, nil
 }
@@ -380,7 +380,7 @@ func (w *localWriter) Write(p []byte) (int, error) {
 		n, err = w.f.Write(p)
 	}
 	if err != nil {
-		return n, fmt.Errorf("objstore: local write %s: %w", w.key, err)
+		return n, fmt.Errorf("objstore: local write %s: %w", w.key, vfs.NoSpace(err))
 	}
 	w.written += int64(n)
 	inFile := w.written
@@ -428,7 +428,7 @@ func (w *localWriter) Close() error {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return err
 		}
-		return fmt.Errorf("objstore: local commit %s: %w", w.key, err)
+		return fmt.Errorf("objstore: local commit %s: %w", w.key, vfs.NoSpace(err))
 	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"time"
+
+	"github.com/lance-context/lance-context/vfs"
 )
 
 // ErrExists is returned (wrapped) by PutIfAbsent when the key already exists.
@@ -23,6 +25,11 @@ var ErrInvalidRange = errors.New("objstore: invalid range")
 // store: empty, absolute, with empty, "." or ".." segments, a trailing '/',
 // a NUL byte, or a segment starting with ".tmp_" (reserved for temporary files).
 var ErrInvalidKey = errors.New("objstore: invalid key")
+
+// ErrNoSpace is wrapped by writes that failed because the storage is full
+// (a local disk or quota: ENOSPC, EDQUOT). It is vfs.ErrNoSpace, so one
+// errors.Is test covers the WAL's segment files and the object store.
+var ErrNoSpace = vfs.ErrNoSpace
 
 // ObjectInfo describes one stored object.
 type ObjectInfo struct {

@@ -1,9 +1,6 @@
 package vfs
 
-import (
-	"errors"
-	"fmt"
-)
+import "errors"
 
 // ErrNoSpace means a write, allocation or creation failed because the
 // file system (or the user's quota on it) is full: ENOSPC or EDQUOT from
@@ -21,8 +18,16 @@ func NoSpace(err error) error {
 	if err == nil || errors.Is(err, ErrNoSpace) || !isNoSpaceErrno(err) {
 		return err
 	}
-	return fmt.Errorf("%w: %w", ErrNoSpace, err)
+	return &noSpaceError{err}
 }
+
+// noSpaceError is an operating system's ENOSPC or EDQUOT that also wraps
+// ErrNoSpace; its message is the operating system's alone (it says "no
+// space left on device" once).
+type noSpaceError struct{ err error }
+
+func (e *noSpaceError) Error() string   { return e.err.Error() }
+func (e *noSpaceError) Unwrap() []error { return []error{ErrNoSpace, e.err} }
 
 // IsNoSpace reports whether err says the file system or quota is full:
 // it wraps ErrNoSpace, or the operating system's ENOSPC or EDQUOT.

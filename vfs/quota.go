@@ -1,7 +1,6 @@
 package vfs
 
 import (
-	"fmt"
 	"path/filepath"
 	"sync"
 )
@@ -55,7 +54,7 @@ func (q *Quota) Failed() int {
 
 func (q *Quota) noSpace(op, name string) error {
 	q.failed++
-	return pathErr(op, name, fmt.Errorf("%w: %w", ErrNoSpace, errNoSpaceOS))
+	return NoSpace(pathErr(op, name, errNoSpaceOS))
 }
 
 // grow charges f for growing to size, or fails (q.mu held).

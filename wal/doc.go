@@ -169,6 +169,14 @@
 // the disk is unknown, so it never writes that position again; a new claim
 // replays what is durable.
 //
+// A full disk or quota (ENOSPC, EDQUOT: ErrNoSpace) is not such a failure
+// where nothing was written. A segment that cannot be allocated at its
+// size is allocated a quarter as large, and so on down to 256 KiB; a frame
+// larger than a segment has its blocks allocated before it is written.
+// When not even that fits, the append fails with ErrNoSpace, the position
+// stays unused and the writer goes on: the next append prepares again and
+// succeeds as soon as space is freed, without a new claim.
+//
 // Fencing is the manifest check below, unchanged; segments only need that
 // writers of different epochs never share a file. A claim, after replaying
 // and sealing, commits log_epoch = its epoch: from then on the segments of

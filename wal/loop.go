@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/lance-context/lance-context/vfs"
 )
 
 func (w *Writer) do(ctx context.Context, o *op) error {
@@ -184,6 +186,8 @@ func (w *Writer) appendGroup(ctx context.Context, group []*op) {
 	if err == nil {
 		w.stats.Appends.Add(int64(appends))
 		w.opts.Metrics.EntryAppends.Observe(float64(appends))
+	} else if vfs.IsNoSpace(err) {
+		w.opts.Metrics.NoSpace.Inc()
 	}
 	for _, o := range group {
 		o.release()

@@ -35,6 +35,14 @@ type Metrics struct {
 	PendingGens   prometheus.Gauge       // sealed generations not yet merged, over the writers
 	UnsealedRows  prometheus.Gauge       // acknowledged rows not yet sealed, over the writers
 	RowsTotal     prometheus.Counter     // rows made durable in entries
+	// NoSpace counts appends and seals that failed because the disk or
+	// quota is full; SegmentsDegraded, segments allocated smaller than
+	// wanted for lack of space.
+	NoSpace          prometheus.Counter
+	SegmentsDegraded prometheus.Counter
+	// ClaimsRefused counts claims not made because a live process of
+	// another owner holds the shard (see Holder).
+	ClaimsRefused prometheus.Counter
 }
 
 // NewMetrics makes the writer instruments and registers them with reg
@@ -69,6 +77,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Rows acknowledged by this process's shard writers and not yet sealed."}),
 		RowsTotal: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "wal", Name: "entry_rows_total",
 			Help: "Rows made durable in WAL entries by this process's shard writers."}),
+		NoSpace: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "wal", Name: "no_space_errors_total",
+			Help: "WAL appends and seals that failed because the disk or quota is full (ENOSPC, EDQUOT)."}),
+		SegmentsDegraded: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "wal", Name: "segments_degraded_total",
+			Help: "Log segments allocated smaller than wanted because the disk could not hold the full size."}),
+		ClaimsRefused: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "wal", Name: "claims_refused_total",
+			Help: "Claims of a shard not made because a live process of another owner holds it (a duplicated instance id)."}),
 	}
 	if reg == nil {
 		return m
@@ -87,7 +101,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.SyncSeconds, m.PutSeconds, m.EntryBytes, m.EntryRows, m.EntryAppends, m.Seals, m.SealSeconds,
-		m.FencedWriters, m.FailedWriters, m.ReplayCorrupt, m.PendingGens, m.UnsealedRows, m.RowsTotal}
+		m.FencedWriters, m.FailedWriters, m.ReplayCorrupt, m.PendingGens, m.UnsealedRows, m.RowsTotal,
+		m.NoSpace, m.SegmentsDegraded, m.ClaimsRefused}
 }
 
 // Describe implements prometheus.Collector: m registers as one.

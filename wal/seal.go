@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/lance-context/lance-context/vfs"
 )
 
 // sealJob is a memtable being written as a generation in the background.
@@ -67,6 +69,9 @@ func (w *Writer) finishSeal(ctx context.Context, res sealResult) {
 	if err != nil {
 		if w.err == nil {
 			w.opts.Logger.Warn("wal: seal failed; its rows stay buffered", "shard", w.opts.Shard, "generation", job.gen, "err", err)
+		}
+		if vfs.IsNoSpace(err) {
+			w.opts.Metrics.NoSpace.Inc()
 		}
 		job.mem.batches = append(job.mem.batches, w.mem.batches...)
 		job.mem.rows += w.mem.rows
@@ -136,6 +141,9 @@ func (w *Writer) seal(ctx context.Context, cause string) (bool, error) {
 	}
 	gen, err := writeGeneration(ctx, w.opts.Store, w.opts.Shard, w.man.NextGeneration, w.opts.KeyColumn, w.mem.batches)
 	if err != nil {
+		if vfs.IsNoSpace(err) {
+			w.opts.Metrics.NoSpace.Inc()
+		}
 		return false, err
 	}
 	if err := w.commitSeal(ctx, gen, w.nextPos-1); err != nil {

@@ -24,6 +24,13 @@ import (
 // durable and carries on in new files.
 var ErrLogFailed = errors.New("wal: segment log write failed")
 
+// ErrNoSpace is wrapped by appends and seals that failed because the disk
+// or quota is full (vfs.ErrNoSpace). Where nothing was written (a segment
+// that could not be allocated, an entry that did not fit) the writer goes
+// on, and the same append succeeds once space is freed; a write or flush
+// that fails for lack of space still stops the writer (ErrLogFailed).
+var ErrNoSpace = vfs.ErrNoSpace
+
 const (
 	// frameHeaderSize: position (8), payload length (4), CRC-32C (4).
 	frameHeaderSize = 16
@@ -35,6 +42,10 @@ const (
 	// segments must be zero-filled (no fallocate) a first append waits
 	// milliseconds, not hundreds.
 	firstSegmentBytes = 1 << 20
+	// minSegmentBytes is the floor of a segment's size on a full disk:
+	// when the size wanted cannot be allocated, a quarter of it is tried,
+	// and so on down to this (see prepareOnce).
+	minSegmentBytes = 256 << 10
 	// maxSegmentSpares is how many collected segments are kept for reuse:
 	// enough for the segments of a memtable or two, so that in a steady
 	// stream of appends new segments are renamed spares (written blocks,
@@ -212,7 +223,8 @@ func (l *segmentLog) prepareOnce(seq uint64) (*segment, error) {
 		}
 	}
 	size, err := f.Size()
-	if err == nil && size < want {
+	degraded := false
+	for err == nil && size < want {
 		// A new file, or a reused one smaller than this segment should be:
 		// allocate the rest without writing it. The first flush into each
 		// new block then also commits the journal (extent conversion), a
@@ -226,9 +238,22 @@ func (l *segmentLog) prepareOnce(seq uint64) (*segment, error) {
 		if err == nil {
 			err = f.Sync()
 		}
+		if vfs.IsNoSpace(err) && want > minSegmentBytes {
+			// The disk cannot hold the size wanted: a smaller segment,
+			// down to minSegmentBytes, keeps appends going while space
+			// remains (what the failed attempt allocated stays in it).
+			want = max(want/4, minSegmentBytes)
+			degraded = true
+			size, err = f.Size()
+			continue
+		}
 		if err == nil {
 			size, err = f.Size()
 		}
+		break
+	}
+	if err == nil && degraded && l.metrics != nil {
+		l.metrics.SegmentsDegraded.Inc()
 	}
 	if err == nil {
 		// The name must be durable before a frame in it is acknowledged.
@@ -276,7 +301,19 @@ func (l *segmentLog) append(pos uint64, frame []byte) error {
 		}
 	}
 	// A frame larger than a segment goes alone into one and grows it; the
-	// data flush then also flushes the new size.
+	// data flush then also flushes the new size. The blocks are allocated
+	// first, so that a full disk fails here, with nothing written and the
+	// writer still sound, rather than in the write.
+	if end := l.cur.off + int64(len(frame)); end > l.cur.cap {
+		switch err := l.cur.f.Allocate(l.cur.cap, end); {
+		case err == nil:
+			l.cur.cap = end
+		case vfs.IsNoSpace(err):
+			return fmt.Errorf("wal: shard %s: no room for an entry of %d bytes: %w", l.shard, len(frame), err)
+		case !errors.Is(err, errors.ErrUnsupported):
+			return fmt.Errorf("%w: %w", ErrLogFailed, err)
+		}
+	}
 	if _, err := l.cur.f.WriteAt(frame, l.cur.off); err != nil {
 		return fmt.Errorf("%w: %w", ErrLogFailed, err)
 	}
@@ -303,6 +340,12 @@ func (l *segmentLog) rotate() error {
 		p.seg, p.err = l.prepare(l.seq + 1)
 		if p.err != nil {
 			go func() { l.next <- prepared{err: p.err} }()
+			if vfs.IsNoSpace(p.err) {
+				// Not even the smallest segment fits. Nothing was written,
+				// so the writer goes on: the next append prepares again,
+				// and succeeds as soon as space is freed.
+				return fmt.Errorf("wal: shard %s: no room for the next log segment (%d bytes at least): %w", l.shard, minSegmentBytes, p.err)
+			}
 			return fmt.Errorf("%w: %w", ErrLogFailed, p.err)
 		}
 	}
