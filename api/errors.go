@@ -21,6 +21,7 @@ const (
 	CodeInvalidRequest       = "INVALID_REQUEST"        // 400: the message says what to fix
 	CodeInternal             = "INTERNAL"               // 500
 	CodeCompactionInProgress = "COMPACTION_IN_PROGRESS" // 409
+	CodeConflict             = "CONFLICT"               // 409: a concurrent change got in the way; retry
 	CodeOverloaded           = "OVERLOADED"             // 503 with Retry-After: merge, then retry
 
 	CodeUnauthorized         = "UNAUTHORIZED"           // 401

@@ -34,6 +34,9 @@ type ShardStats struct {
 	Epoch              uint64    `json:"epoch"`
 	Watermark          uint64    `json:"watermark"`
 	UpdatedAt          time.Time `json:"updated_at"`
+	// OldestPendingAt is when the oldest pending generation was sealed:
+	// the base lags this shard's tail by now minus it.
+	OldestPendingAt *time.Time `json:"oldest_pending_at,omitempty"`
 }
 
 // Stats describes a store, from manifests only (no data is read). It is
@@ -51,6 +54,9 @@ type Stats struct {
 	UnflushedRows      int64        `json:"unflushed_rows"` // the answering worker's shard only
 	LastUpdated        *time.Time   `json:"last_updated"`
 	LastCompaction     *time.Time   `json:"last_compaction"`
+	// MergeLagSeconds is the age of the oldest pending generation (0 with
+	// none): how far the base table, what LanceDB reads, lags the tail.
+	MergeLagSeconds float64 `json:"merge_lag_seconds"`
 	// PinnedVersion is set while a checkout pins this worker's reads of the
 	// store to an older base version.
 	PinnedVersion *uint64 `json:"pinned_version,omitempty"`
@@ -91,6 +97,9 @@ type CompactResponse struct {
 	FilesRemoved     int    `json:"files_removed"`
 	FilesAdded       int    `json:"files_added"`
 	Version          uint64 `json:"version"`
+	// Cleanup is the cleanup that followed a compaction that rewrote
+	// fragments (what the retention window already allowed to go).
+	Cleanup *CleanupResponse `json:"cleanup,omitempty"`
 }
 
 // CompactStatsResponse is the body of GET .../compact/stats.
@@ -141,4 +150,7 @@ type TaskResult struct {
 	FilesRemoved     int    `json:"files_removed"`
 	FilesAdded       int    `json:"files_added"`
 	Version          uint64 `json:"version"` // the base table version after the task
+	// A cleanup task's report (files_removed counts its files too).
+	VersionsRemoved int   `json:"versions_removed,omitempty"`
+	BytesRemoved    int64 `json:"bytes_removed,omitempty"`
 }

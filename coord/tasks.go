@@ -28,6 +28,10 @@ const (
 	// KindIndex brings a store's BTree indexes up to date (one segment per
 	// column); the scheduler enqueues it after each compaction.
 	KindIndex = "index"
+	// KindCleanup removes a store's old base versions and the files only
+	// they reference; the scheduler enqueues it after each compaction and
+	// on a period.
+	KindCleanup = "cleanup"
 )
 
 // Task is a maintenance task.

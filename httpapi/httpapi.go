@@ -58,6 +58,8 @@ func Classify(err error) *Error {
 		return &Error{Status: http.StatusConflict, Code: api.CodeAlreadyExists, Message: err.Error()}
 	case errors.Is(err, rollout.ErrCorrupt):
 		return &Error{Status: http.StatusServiceUnavailable, Code: api.CodeWALCorrupt, Message: err.Error(), RetryAfter: 30}
+	case errors.Is(err, rollout.ErrConflict):
+		return &Error{Status: http.StatusConflict, Code: api.CodeConflict, Message: err.Error()}
 	case errors.Is(err, rollout.ErrCompacting):
 		return &Error{Status: http.StatusConflict, Code: api.CodeCompactionInProgress, Message: err.Error() + "; retry when it ends"}
 	case errors.Is(err, rollout.ErrOverloaded):

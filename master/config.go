@@ -12,13 +12,22 @@ import (
 
 // Config tunes the master.
 type Config struct {
-	ID                   string        // this master's id (election candidate); default hostname + random
-	RefreshInterval      time.Duration // statistics refresh; default 10 s
-	StatsTimeout         time.Duration // per store per refresh; default 3 s
-	Maintenance          bool          // run the scheduler (LC_MAINTENANCE=off disables)
-	SchedulerInterval    time.Duration // default 15 s
-	MergeThreshold       int           // pending generations that trigger a merge; default 8
-	CompactMinFragments  int           // fragments that trigger compaction; default 16
+	ID                  string        // this master's id (election candidate); default hostname + random
+	RefreshInterval     time.Duration // statistics refresh; default 10 s
+	StatsTimeout        time.Duration // per store per refresh; default 3 s
+	Maintenance         bool          // run the scheduler (LC_MAINTENANCE=off disables)
+	SchedulerInterval   time.Duration // default 15 s
+	MergeThreshold      int           // pending generations that trigger a merge; default 8
+	CompactMinFragments int           // fragments that trigger compaction; default 16
+	// MergeAfterAge merges a store whose oldest pending generation is
+	// older than this (LC_MERGE_AFTER_AGE_SECS, default 60; 0 there turns
+	// it off, as a negative value here does).
+	MergeAfterAge time.Duration
+	// CleanupEvery enqueues a cleanup of each store on this period
+	// (LC_CLEANUP_EVERY_SECS, default 3600), besides the one after each
+	// compaction; Retention is what cleanups keep (rollout.RetentionFromEnv).
+	CleanupEvery         time.Duration
+	Retention            rollout.CleanupOptions
 	WorkerLeaseTTLSecond int
 	APIToken             string // LC_API_TOKEN: sent to workers when asking them to merge
 	// Store tunes the stores the master opens (to read statistics, merge
@@ -28,7 +37,9 @@ type Config struct {
 }
 
 // ConfigFromEnv reads LC_MAINTENANCE (on|off), LC_MERGE_THRESHOLD_GENERATIONS
-// (8), LC_COMPACT_MIN_FRAGMENTS (16), LC_STATS_REFRESH_SECS (10),
+// (8), LC_MERGE_AFTER_AGE_SECS (60), LC_COMPACT_MIN_FRAGMENTS (16),
+// LC_CLEANUP_EVERY_SECS (3600), LC_CLEANUP_OLDER_THAN_SECS (7200),
+// LC_CLEANUP_READ_GRACE_SECS (180), LC_STATS_REFRESH_SECS (10),
 // LC_API_TOKEN and the store options (rollout.OptionsFromEnv).
 func ConfigFromEnv() (Config, error) {
 	c := Config{Maintenance: os.Getenv("LC_MAINTENANCE") != "off", APIToken: os.Getenv("LC_API_TOKEN")}
@@ -37,6 +48,16 @@ func ConfigFromEnv() (Config, error) {
 	c.MergeThreshold = envInt("LC_MERGE_THRESHOLD_GENERATIONS", 8)
 	c.CompactMinFragments = envInt("LC_COMPACT_MIN_FRAGMENTS", 16)
 	c.RefreshInterval = time.Duration(envInt("LC_STATS_REFRESH_SECS", 10)) * time.Second
+	c.MergeAfterAge = time.Duration(envInt("LC_MERGE_AFTER_AGE_SECS", 60)) * time.Second
+	if os.Getenv("LC_MERGE_AFTER_AGE_SECS") == "0" {
+		c.MergeAfterAge = -1
+	}
+	c.CleanupEvery = time.Duration(envInt("LC_CLEANUP_EVERY_SECS", 3600)) * time.Second
+	ret, rerr := rollout.RetentionFromEnv()
+	if err == nil {
+		err = rerr
+	}
+	c.Retention = ret
 	return c, err
 }
 
@@ -66,5 +87,11 @@ func (c *Config) setDefaults() {
 	}
 	if c.CompactMinFragments <= 0 {
 		c.CompactMinFragments = 16
+	}
+	if c.MergeAfterAge == 0 {
+		c.MergeAfterAge = 60 * time.Second
+	}
+	if c.CleanupEvery <= 0 {
+		c.CleanupEvery = time.Hour
 	}
 }

@@ -40,6 +40,9 @@ type Master struct {
 	fetchSem   chan struct{}   // bounds those background refreshes
 
 	sql sqlEngines // the SQL engines, built on first use (query.go)
+
+	maint   *rollout.Maintainer  // compaction and cleanup of the tasks
+	cleaned map[string]time.Time // when the scheduler last enqueued a cleanup, by store
 }
 
 // New returns a master. catalog reads the stores (the master never appends).
@@ -47,7 +50,10 @@ func New(cfg Config, c *coord.Coord, catalog *rollout.Catalog, reg prometheus.Re
 	cfg.setDefaults()
 	m := &Master{cfg: cfg, coord: c, catalog: catalog, http: &http.Client{Timeout: 10 * time.Minute},
 		log: slog.Default().With("component", "master"), stats: map[string]*statsEntry{},
-		refreshing: map[string]bool{}, fetchSem: make(chan struct{}, 8)}
+		refreshing: map[string]bool{}, fetchSem: make(chan struct{}, 8), cleaned: map[string]time.Time{}}
+	// The master's tasks run one at a time and enqueue their cleanups as
+	// tasks of their own, so its maintainer runs no sweepers.
+	m.maint = rollout.NewMaintainer(catalog, rollout.MaintainPolicy{Retention: cfg.Retention}, rollout.MaintainEvents{}, m.log)
 	m.metrics = httpapi.NewMetrics(reg, "master")
 	m.tasksRun = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lc_master_tasks_total", Help: "Maintenance tasks run, by kind and result."}, []string{"kind", "result"})
 	m.isLeader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "lc_master_leader", Help: "1 while this master leads the scheduler."})

@@ -2,7 +2,6 @@ package master
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -14,7 +13,6 @@ import (
 	"github.com/lance-context/lance-context/client"
 	"github.com/lance-context/lance-context/coord"
 	"github.com/lance-context/lance-context/httpapi"
-	"github.com/lance-context/lance-context/lance/table"
 	"github.com/lance-context/lance-context/rollout"
 )
 
@@ -56,10 +54,8 @@ func (m *Master) postTask(w http.ResponseWriter, r *http.Request) {
 		Store  string `json:"store"`
 		Target string `json:"target"` // the reference's name for store
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil {
-		httpapi.WriteError(w, r, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "invalid JSON body: %v", err))
+	if err := httpapi.DecodeJSON(w, r, 1<<16, &body, ""); err != nil {
+		httpapi.WriteError(w, r, err)
 		return
 	}
 	if body.Store == "" {
@@ -75,8 +71,8 @@ func (m *Master) postTask(w http.ResponseWriter, r *http.Request) {
 	case "index_id":
 		body.Kind = coord.KindIndex
 	}
-	if body.Kind != coord.KindMerge && body.Kind != coord.KindCompact && body.Kind != coord.KindIndex {
-		httpapi.WriteError(w, r, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "kind must be \"merge\" (merge_wal), \"compact\" or \"index\" (index_id), got %q", body.Kind))
+	if body.Kind != coord.KindMerge && body.Kind != coord.KindCompact && body.Kind != coord.KindIndex && body.Kind != coord.KindCleanup {
+		httpapi.WriteError(w, r, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "kind must be \"merge\" (merge_wal), \"compact\", \"index\" (index_id) or \"cleanup\", got %q", body.Kind))
 		return
 	}
 	if _, err := m.catalog.Open(r.Context(), body.Store); err != nil {
@@ -146,23 +142,24 @@ func (m *Master) lead(ctx context.Context) {
 	}
 }
 
-// schedule enqueues merges for stores with a deep backlog and compactions
-// for stores with many fragments.
+// schedule enqueues merges for stores with a deep backlog or an old tail,
+// compactions for stores with many fragments, and cleanups on a period.
 func (m *Master) schedule(ctx context.Context) {
+	now := time.Now()
 	m.mu.Lock()
-	var merge, compact []string
+	var merge, compact, cleanup []string
 	for n, e := range m.stats {
 		if e.stats == nil {
 			continue
 		}
-		for _, sh := range e.stats.Shards {
-			if sh.PendingGenerations >= m.cfg.MergeThreshold {
-				merge = append(merge, n)
-				break
-			}
+		if mergeDue(e.stats.Shards, m.cfg.MergeThreshold, m.cfg.MergeAfterAge, now) {
+			merge = append(merge, n)
 		}
 		if e.stats.Fragments >= m.cfg.CompactMinFragments {
 			compact = append(compact, n)
+		}
+		if last, ok := m.cleaned[n]; !ok || now.Sub(last) >= m.cfg.CleanupEvery {
+			cleanup = append(cleanup, n)
 		}
 	}
 	m.mu.Unlock()
@@ -176,6 +173,33 @@ func (m *Master) schedule(ctx context.Context) {
 			_, _, _ = m.coord.Enqueue(ctx, coord.KindCompact, n, "scheduler")
 		}
 	}
+	for _, n := range cleanup {
+		if !m.coord.InCooldown(ctx, coord.KindCleanup, n) {
+			if _, _, err := m.coord.Enqueue(ctx, coord.KindCleanup, n, "scheduler"); err == nil {
+				m.mu.Lock()
+				m.cleaned[n] = now
+				m.mu.Unlock()
+			}
+		}
+	}
+}
+
+// mergeDue reports whether a store's shards call for a merge: one has
+// threshold pending generations, or its oldest pending generation is
+// older than age (a negative age turns that trigger off).
+func mergeDue(shards []rollout.ShardStats, threshold int, age time.Duration, now time.Time) bool {
+	for _, sh := range shards {
+		if sh.PendingGenerations == 0 {
+			continue
+		}
+		if sh.PendingGenerations >= threshold {
+			return true
+		}
+		if age > 0 && sh.OldestPendingAt != nil && now.Sub(*sh.OldestPendingAt) >= age {
+			return true
+		}
+	}
+	return false
 }
 
 func (m *Master) runTask(ctx context.Context, t *coord.Task) {
@@ -197,13 +221,23 @@ func (m *Master) runTask(ctx context.Context, t *coord.Task) {
 	case coord.KindCompact:
 		var st *rollout.Store
 		if st, err = m.catalog.Open(ctx, t.Store); err == nil {
-			var cr *table.CompactResult
-			if cr, err = st.Compact(ctx, rollout.CompactOptions{}); err == nil {
+			var cr *rollout.CompactResult
+			if cr, _, err = m.maint.Compact(ctx, st, rollout.CompactOptions{}); err == nil {
 				result = api.TaskResult{Passes: 1, FragmentsRemoved: cr.Removed, FragmentsAdded: cr.Added,
 					FilesRemoved: cr.FilesRemoved, FilesAdded: cr.FilesAdded, Version: cr.Dataset.Version()}
-				if cr.Removed > 0 { // index after compaction
+				if cr.Removed > 0 { // index, then remove what the compaction superseded
 					_, _, _ = m.coord.Enqueue(ctx, coord.KindIndex, t.Store, "scheduler")
+					_, _, _ = m.coord.Enqueue(ctx, coord.KindCleanup, t.Store, "scheduler")
 				}
+			}
+		}
+	case coord.KindCleanup:
+		var st *rollout.Store
+		if st, err = m.catalog.Open(ctx, t.Store); err == nil {
+			var cr *rollout.CleanupResult
+			if cr, err = m.maint.Cleanup(ctx, st); err == nil {
+				result = api.TaskResult{Passes: 1, VersionsRemoved: cr.VersionsRemoved, FilesRemoved: cr.FilesRemoved,
+					BytesRemoved: cr.BytesRemoved, Version: cr.Latest}
 			}
 		}
 	case coord.KindIndex:

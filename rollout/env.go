@@ -71,3 +71,28 @@ func ReadConsistencyIntervalFromEnv() (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// RetentionFromEnv reads what cleanups keep: LC_CLEANUP_OLDER_THAN_SECS
+// (7200: superseded versions stay readable by number for two hours) and
+// LC_CLEANUP_READ_GRACE_SECS (180: versions superseded this recently stay
+// for reads that opened them).
+func RetentionFromEnv() (CleanupOptions, error) {
+	o := CleanupOptions{OlderThan: DefaultCleanupOlderThan}
+	grace := DefaultReadGrace
+	for _, v := range []struct {
+		name string
+		dst  *time.Duration
+	}{{"LC_CLEANUP_OLDER_THAN_SECS", &o.OlderThan}, {"LC_CLEANUP_READ_GRACE_SECS", &grace}} {
+		s := os.Getenv(v.name)
+		if s == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			return o, fmt.Errorf("%s=%q: want a non-negative number of seconds", v.name, s)
+		}
+		*v.dst = time.Duration(n) * time.Second
+	}
+	o.ReadGrace = &grace
+	return o, nil
+}

@@ -94,6 +94,8 @@ func (s *Store) index(ctx context.Context, delta bool) (*IndexResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The build reads this version's fragments: keep them from cleanup.
+	defer s.hold(ds.Version())()
 	var cols []string
 	for _, col := range s.indexColumns() {
 		if ds.Schema().Field(col) != nil { // a store created before the column existed has none

@@ -262,10 +262,13 @@ type CompactOptions struct {
 	KeepDeletions bool  // leave large fragments with deletions alone
 }
 
+// CompactResult reports a compaction.
+type CompactResult = table.CompactResult
+
 // Compact bin-packs small base fragments and materializes deletions. One
 // compaction runs at a time per store and process; another call meanwhile
 // fails with ErrCompacting.
-func (s *Store) Compact(ctx context.Context, o CompactOptions) (*table.CompactResult, error) {
+func (s *Store) Compact(ctx context.Context, o CompactOptions) (*CompactResult, error) {
 	if !s.compactMu.TryLock() {
 		return nil, fmt.Errorf("%w: store %s", ErrCompacting, s.name)
 	}
@@ -278,6 +281,9 @@ func (s *Store) Compact(ctx context.Context, o CompactOptions) (*table.CompactRe
 	if err := s.evolve(ctx); err != nil {
 		return nil, err
 	}
+	// The compaction reads the latest version's fragments, which a newer
+	// version can drop before it commits: keep them from cleanup.
+	defer s.hold(s.Version())()
 	res, err := table.Compact(ctx, s.root, table.CompactOptions{
 		TargetRows:    o.TargetRows,
 		KeepDeletions: o.KeepDeletions,

@@ -23,6 +23,9 @@ type opMetrics struct {
 	compactRows      prometheus.Counter
 	compactFragments prometheus.Counter
 	compactFailures  prometheus.Counter
+	cleanupVersions  prometheus.Counter
+	cleanupFiles     prometheus.Counter
+	cleanupBytes     prometheus.Counter
 	// cache is the generation cache of the catalog's stores, read at
 	// collection (it may be shared with other catalogs).
 	cache *GenCache
@@ -60,8 +63,21 @@ func newOpMetrics(cache *GenCache) *opMetrics {
 			Help: "Fragments compactions rewrote (removed)."}),
 		compactFailures: prometheus.NewCounter(prometheus.CounterOpts{Namespace: wal.Namespace, Subsystem: "compaction", Name: "failures_total",
 			Help: "Compactions that failed."}),
+		cleanupVersions: prometheus.NewCounter(prometheus.CounterOpts{Namespace: wal.Namespace, Subsystem: "cleanup", Name: "versions_removed_total",
+			Help: "Base table versions (manifests) cleanups removed."}),
+		cleanupFiles: prometheus.NewCounter(prometheus.CounterOpts{Namespace: wal.Namespace, Subsystem: "cleanup", Name: "files_removed_total",
+			Help: "Files cleanups removed: manifests, data, deletion, transaction and index files."}),
+		cleanupBytes: prometheus.NewCounter(prometheus.CounterOpts{Namespace: wal.Namespace, Subsystem: "cleanup", Name: "bytes_removed_total",
+			Help: "Bytes of the files cleanups removed."}),
 		cache: cache,
 	}
+}
+
+// cleaned records a cleanup.
+func (m *opMetrics) cleaned(res *table.CleanupResult) {
+	m.cleanupVersions.Add(float64(res.VersionsRemoved))
+	m.cleanupFiles.Add(float64(res.FilesRemoved))
+	m.cleanupBytes.Add(float64(res.BytesRemoved))
 }
 
 // merged records a merge pass that folded generations.
@@ -98,7 +114,8 @@ func addedRows(res *table.CompactResult) int64 {
 
 func (m *opMetrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.mergeSeconds, m.mergeRows, m.mergeGenerations, m.mergeReplaced, m.mergeFailures,
-		m.compactSeconds, m.compactRows, m.compactFragments, m.compactFailures}
+		m.compactSeconds, m.compactRows, m.compactFragments, m.compactFailures,
+		m.cleanupVersions, m.cleanupFiles, m.cleanupBytes}
 }
 
 func (m *opMetrics) Describe(ch chan<- *prometheus.Desc) {

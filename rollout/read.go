@@ -592,6 +592,13 @@ func (s *Store) Stats(ctx context.Context) (*Stats, error) {
 		for _, g := range sh.pending {
 			ss.PendingRows += g.Rows
 		}
+		if len(sh.pending) > 0 {
+			t := sh.pending[0].SealedAt
+			ss.OldestPendingAt = &t
+			if lag := s.clockNow().Sub(t).Seconds(); lag > st.MergeLagSeconds {
+				st.MergeLagSeconds = lag
+			}
+		}
 		st.PendingGenerations += ss.PendingGenerations
 		st.PendingRows += ss.PendingRows
 		st.Shards = append(st.Shards, ss)

@@ -143,8 +143,12 @@ type Store struct {
 
 	mergeMu sync.Mutex // one merge pass at a time per store and process
 
-	compactMu   sync.Mutex // one compaction at a time per store and process
-	cmu         sync.Mutex // guards compactions and compactErr
+	compactMu   sync.Mutex            // one compaction at a time per store and process
+	cleanMu     sync.Mutex            // one cleanup at a time per store and process
+	hmu         sync.Mutex            // guards holds
+	holds       map[uint64]int        // version floors long operations read (lifecycle.go)
+	pinLease    atomic.Pointer[Lease] // the lease of a checkout pin
+	cmu         sync.Mutex            // guards compactions and compactErr
 	compactions uint64
 	compactErr  *string
 
@@ -330,6 +334,7 @@ func (s *Store) Checkout(ctx context.Context, v uint64) (uint64, error) {
 		return 0, fmt.Errorf("%w: version %d of store %s (the latest is %d)", ErrNotFound, v, s.name, latest.Version())
 	case v == latest.Version():
 		s.pinned.Store(0)
+		s.releasePin(ctx)
 		return v, nil
 	}
 	if _, err := table.Checkout(ctx, s.root, v); err != nil {
@@ -338,8 +343,38 @@ func (s *Store) Checkout(ctx context.Context, v uint64) (uint64, error) {
 		}
 		return 0, err
 	}
+	// The pin is a lease too, so that cleanup in any process keeps it.
+	l, err := s.TakeLease(ctx, v, PinLeaseTTL, "checkout:"+s.shard)
+	if err != nil {
+		return 0, err
+	}
+	s.releasePin(ctx)
+	s.pinLease.Store(l)
 	s.pinned.Store(v)
 	return v, nil
+}
+
+// releasePin releases a checkout pin's lease (best effort: it expires).
+func (s *Store) releasePin(ctx context.Context) {
+	if l := s.pinLease.Swap(nil); l != nil {
+		if err := s.ReleaseLease(ctx, l.ID); err != nil && !errors.Is(err, ErrNotFound) {
+			s.opts.Logger.Warn("rollout: releasing a checkout pin's lease; it expires by itself", "store", s.name, "lease", l.ID, "err", err)
+		}
+	}
+}
+
+// RenewPin renews the checkout pin's lease when half its life has passed.
+func (s *Store) RenewPin(ctx context.Context) error {
+	l := s.pinLease.Load()
+	if l == nil || s.clockNow().Before(l.ExpiresAt.Add(-PinLeaseTTL/2)) {
+		return nil
+	}
+	nl, err := s.RenewLease(ctx, l.ID, PinLeaseTTL)
+	if err != nil {
+		return fmt.Errorf("rollout: renew the checkout pin of store %s: %w", s.name, err)
+	}
+	s.pinLease.CompareAndSwap(l, nl)
+	return nil
 }
 
 // Pinned returns the version a checkout pinned reads to, 0 when none.
@@ -707,4 +742,18 @@ func (s *Store) PendingOwn() int {
 		return -1
 	}
 	return len(w.Manifest().Generations)
+}
+
+// OldestPendingOwn returns when the oldest generation of this process's
+// shard still in its manifest was sealed (no I/O); ok is false with none.
+func (s *Store) OldestPendingOwn() (t time.Time, ok bool) {
+	w := s.writer.Load()
+	if w == nil {
+		return t, false
+	}
+	gens := w.Manifest().Generations
+	if len(gens) == 0 {
+		return t, false
+	}
+	return gens[0].SealedAt, true
 }

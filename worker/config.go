@@ -27,10 +27,17 @@ type Config struct {
 	MergeAfterGenerations int           // ROLLOUT_MERGE_AFTER_GENERATIONS, default 0 (off)
 	MergeMaxGenerations   int           // ROLLOUT_MERGE_MAX_GENERATIONS, default 1024 (0: no cap)
 	MergeMaxBytes         int64         // ROLLOUT_MERGE_MAX_BYTES, default 1073741824 (0: no cap)
-	CleanupInterval       time.Duration // ROLLOUT_CLEANUP_INTERVAL_SECS, default 0 (off)
-	PendingWarn           int           // ROLLOUT_WAL_PENDING_WARN_GENERATIONS, default 256
-	PendingMax            int           // ROLLOUT_WAL_PENDING_MAX_GENERATIONS, default 4096
-	IndexColumns          []string      // LC_INDEX_COLUMNS: BTree-indexed columns, default id,rollout_id,problem_id ("none": no indexes)
+	CleanupInterval       time.Duration // ROLLOUT_CLEANUP_INTERVAL_SECS, default 0 (off): fold the whole WAL tail on this period
+	MergeAfterAge         time.Duration // LC_MERGE_AFTER_AGE_SECS, default 60: merge when the oldest pending generation is older (0 off)
+	// LC_VERSION_CLEANUP_INTERVAL_SECS: remove old base versions on this
+	// period; default 600 without etcd, 0 with it (the master schedules).
+	VersionCleanupInterval time.Duration
+	// Retention: LC_CLEANUP_OLDER_THAN_SECS (7200) and
+	// LC_CLEANUP_READ_GRACE_SECS (180), for every cleanup of this worker.
+	Retention    rollout.CleanupOptions
+	PendingWarn  int      // ROLLOUT_WAL_PENDING_WARN_GENERATIONS, default 256
+	PendingMax   int      // ROLLOUT_WAL_PENDING_MAX_GENERATIONS, default 4096
+	IndexColumns []string // LC_INDEX_COLUMNS: BTree-indexed columns, default id,rollout_id,problem_id ("none": no indexes)
 	// ROLLOUT_READ_CONSISTENCY_INTERVAL (a Go duration), default 0: every
 	// read sees every commit that finished before it began; N > 0: reads
 	// may reuse snapshot metadata validated less than N ago (this
@@ -43,6 +50,15 @@ type Config struct {
 	ReadTimeout     time.Duration // LC_HTTP_READ_TIMEOUT_SECS, default 60
 	WriteTimeout    time.Duration // LC_HTTP_WRITE_TIMEOUT_SECS, default 120
 	IdleTimeout     time.Duration // LC_HTTP_IDLE_TIMEOUT_SECS, default 120
+}
+
+// MaintainPolicy is the upkeep this worker runs on its shard.
+func (c Config) MaintainPolicy() rollout.MaintainPolicy {
+	return rollout.MaintainPolicy{
+		FlushInterval: c.FlushInterval, MergeAfterGenerations: c.MergeAfterGenerations, MergeAfterAge: c.MergeAfterAge,
+		DrainInterval: c.CleanupInterval, CleanupInterval: c.VersionCleanupInterval, Retention: c.Retention,
+		CleanupAfterCompact: true,
+	}
 }
 
 // FromEnv reads the configuration from the environment, with defaults.
@@ -70,6 +86,17 @@ func FromEnv() (Config, error) {
 	c.MergeMaxGenerations = int(envInt("ROLLOUT_MERGE_MAX_GENERATIONS", rollout.DefaultMergeMaxGenerations, &err))
 	c.MergeMaxBytes = envInt("ROLLOUT_MERGE_MAX_BYTES", 1<<30, &err)
 	c.CleanupInterval = secs("ROLLOUT_CLEANUP_INTERVAL_SECS", 0)
+	c.MergeAfterAge = secs("LC_MERGE_AFTER_AGE_SECS", 60)
+	if len(c.Etcd) > 0 {
+		c.VersionCleanupInterval = secs("LC_VERSION_CLEANUP_INTERVAL_SECS", 0)
+	} else {
+		c.VersionCleanupInterval = secs("LC_VERSION_CLEANUP_INTERVAL_SECS", 600)
+	}
+	if ret, rerr := rollout.RetentionFromEnv(); rerr != nil && err == nil {
+		err = rerr
+	} else {
+		c.Retention = ret
+	}
 	c.PendingWarn = int(envInt("ROLLOUT_WAL_PENDING_WARN_GENERATIONS", 256, &err))
 	c.PendingMax = int(envInt("ROLLOUT_WAL_PENDING_MAX_GENERATIONS", 4096, &err))
 	c.MaxBodyBytes = envInt("LC_MAX_BODY_BYTES", 64<<20, &err)

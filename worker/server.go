@@ -37,8 +37,7 @@ type Server struct {
 	merges         *prometheus.CounterVec
 	mergedRows     prometheus.Counter
 
-	mergeMu sync.Mutex
-	merging map[string]bool // stores with a background merge running
+	maint *rollout.Maintainer
 
 	// Registry, when set, learns of stores created and deleted here.
 	Registry StoreRegistry
@@ -52,7 +51,7 @@ type StoreRegistry interface {
 
 // NewServer returns the service. Register its Routes on a router.
 func NewServer(cfg Config, catalog *rollout.Catalog, reg *prometheus.Registry) *Server {
-	s := &Server{cfg: cfg, catalog: catalog, reg: reg, log: slog.Default().With("component", "worker"), merging: map[string]bool{}}
+	s := &Server{cfg: cfg, catalog: catalog, reg: reg, log: slog.Default().With("component", "worker")}
 	s.metrics = httpapi.NewMetrics(reg, "worker")
 	s.appends = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rollout_appends_total", Help: "Append requests acknowledged, by body format."}, []string{"format"})
 	s.appendRecs = prometheus.NewCounter(prometheus.CounterOpts{Name: "rollout_append_records_total", Help: "Records acknowledged by appends."})
@@ -61,6 +60,18 @@ func NewServer(cfg Config, catalog *rollout.Catalog, reg *prometheus.Registry) *
 	s.merges = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rollout_merges_total", Help: "Merge passes, by trigger and result."}, []string{"trigger", "result"})
 	s.mergedRows = prometheus.NewCounter(prometheus.CounterOpts{Name: "rollout_merged_rows_total", Help: "Rows folded into base tables."})
 	reg.MustRegister(s.appends, s.appendRecs, s.appendsFlushed, s.seals, s.merges, s.mergedRows)
+	s.maint = rollout.NewMaintainer(catalog, cfg.MaintainPolicy(), rollout.MaintainEvents{
+		Sealed: s.seals.Inc,
+		Merged: func(trigger string, res *rollout.MergeResult, err error) {
+			result := "ok"
+			if err != nil {
+				result = "error"
+			} else {
+				s.mergedRows.Add(float64(res.Rows))
+			}
+			s.merges.WithLabelValues(trigger, result).Inc()
+		},
+	}, s.log)
 	_ = catalog.RegisterMetrics(reg) // storage metrics: WAL, seals, damaged stores
 	return s
 }
@@ -101,6 +112,16 @@ func (s *Server) Mount(r chi.Router) {
 			r.Post("/compact", s.compact)
 			r.Get("/compact/stats", s.compactStats)
 			r.Post("/checkout", s.checkout)
+			r.Post("/cleanup", s.cleanup)
+			r.Get("/tags", s.listTags)
+			r.Post("/tags", s.createTag)
+			r.Get("/tags/{tag}", s.getTag)
+			r.Delete("/tags/{tag}", s.deleteTag)
+			r.Get("/leases", s.listLeases)
+			r.Post("/leases", s.takeLease)
+			r.Get("/leases/{lease}", s.getLease)
+			r.Post("/leases/{lease}/renew", s.renewLease)
+			r.Delete("/leases/{lease}", s.releaseLease)
 		})
 	})
 }
@@ -241,8 +262,9 @@ func (s *Server) appendRecords(w http.ResponseWriter, r *http.Request) {
 		}
 		flushed = true
 		s.appendsFlushed.Inc()
-		s.seals.Inc()
-		s.maybeMerge(st, "count")
+		s.maint.Flushed(st)
+	} else {
+		s.maint.MaybeMerge(st) // a full memtable may have sealed
 	}
 	s.appends.WithLabelValues(format).Inc()
 	s.appendRecs.Add(float64(len(ids)))

@@ -39,6 +39,10 @@ type CleanupOptions struct {
 	DeleteUnverified bool
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
+	// Recheck, when set, runs just before anything is deleted with the
+	// versions about to go: a holder taken since Keep was asked (a lease)
+	// fails the cleanup with its error.
+	Recheck func(ctx context.Context, removing []uint64) error
 	// Hook, when set, runs before each deletion step ("files", "manifests")
 	// with the keys about to go; an error stops the cleanup there (crash
 	// tests).
@@ -225,16 +229,25 @@ func Cleanup(ctx context.Context, store objstore.Store, opts CleanupOptions) (*C
 	if len(doomed) == 0 && len(old) == 0 {
 		return res, nil
 	}
-	// A tag created since the listing may name a version about to go
-	// (CreateTag checks the manifest after writing its tag; this check
-	// closes the rest of the window but a sliver).
-	if again, err := taggedVersions(ctx, store); err != nil {
+	// A tag or holder that appeared since the listing may name a version
+	// about to go (CreateTag checks the manifest after writing its tag;
+	// this check closes the rest of the window but a sliver).
+	removing := make([]uint64, len(old))
+	for i, e := range old {
+		removing[i] = e.version
+	}
+	again, err := taggedVersions(ctx, store)
+	if err != nil {
 		return nil, err
-	} else if len(again) != len(tagged) {
-		for v := range again {
-			if !tagged[v] {
-				return nil, fmt.Errorf("%w: a tag of version %d was created during the cleanup: run it again", ErrConflict, v)
-			}
+	}
+	for v := range again {
+		if !tagged[v] && slices.Contains(removing, v) {
+			return nil, fmt.Errorf("%w: a tag of version %d was created during the cleanup: run it again", ErrConflict, v)
+		}
+	}
+	if opts.Recheck != nil {
+		if err := opts.Recheck(ctx, removing); err != nil {
+			return nil, err
 		}
 	}
 	keys := make([]string, len(doomed))

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/lance-context/lance-context/objstore"
 )
 
@@ -324,5 +326,33 @@ func TestTagsInLanceFormat(t *testing.T) {
 	}
 	if _, err := Checkout(ctx, store, 3); !errors.Is(err, objstore.ErrNotFound) {
 		t.Fatalf("untagged version 3 after cleanup: %v", err)
+	}
+}
+
+// TestReadGraceProtectsAnOpenedVersion: a reader that opened the latest
+// version just before a compaction superseded it reads it whole after a
+// cleanup within the read grace; without the grace its files are gone
+// (which is what the grace is for).
+func TestReadGraceProtectsAnOpenedVersion(t *testing.T) {
+	ctx := context.Background()
+	store := objstore.NewMemory()
+	newTable(t, store)
+	appendRows(t, store, 0, 10)
+	opened := appendRows(t, store, 10, 20)
+	if _, err := Compact(ctx, store, CompactOptions{TargetRows: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Cleanup(ctx, store, CleanupOptions{ReadGrace: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if got := scanIDs(t, opened, ScanOptions{}); !slices.Equal(got, idRange(0, 20)) {
+		t.Fatalf("the opened version reads %v", got)
+	}
+	if _, err := Cleanup(ctx, store, CleanupOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err := opened.Scan(ctx, ScanOptions{Columns: []string{"id", "n"}}, func(arrow.RecordBatch) error { return nil })
+	if !errors.Is(err, objstore.ErrNotFound) {
+		t.Fatalf("without a grace the superseded version's files should be gone: %v", err)
 	}
 }

@@ -1,0 +1,299 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/lance-context/lance-context/lance/table"
+	"github.com/lance-context/lance-context/objstore"
+)
+
+// mergedVersions appends and merges n batches, returning the base version
+// after each merge.
+func mergedVersions(t *testing.T, s *Store, prefix string, n int) []uint64 {
+	t.Helper()
+	var out []uint64
+	for i := range n {
+		appendFlush(t, s, recs(fmt.Sprintf("%s%d", prefix, i), 5, "r"+prefix))
+		if _, err := s.Merge(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		d, err := table.Open(context.Background(), s.root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, d.Version())
+	}
+	return out
+}
+
+func versionAlive(t *testing.T, s *Store, v uint64) bool {
+	t.Helper()
+	d, err := table.Checkout(context.Background(), s.root, v)
+	if errors.Is(err, objstore.ErrNotFound) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Kept means readable: every fragment's rows, not only the manifest.
+	if err := d.Scan(context.Background(), table.ScanOptions{Columns: []string{ColID}}, func(arrow.RecordBatch) error { return nil }); err != nil {
+		t.Fatalf("version %d kept but unreadable: %v", v, err)
+	}
+	return true
+}
+
+// TestCleanupHonoursLeasesPinsAndTags: a cleanup keeping nothing for age
+// keeps the latest version, the leased, the pinned and the tagged ones,
+// and nothing else; released, unpinned, untagged and expired ones go at
+// the next cleanup, expired lease files with them.
+func TestCleanupHonoursLeasesPinsAndTags(t *testing.T) {
+	ctx := context.Background()
+	c := newCatalog(t, objstore.NewMemory(), "w1", Options{IndexColumns: []string{}})
+	s := mustStore(t, c, "life")
+	vs := mergedVersions(t, s, "a", 6)
+	now := time.Now()
+	s.now = func() time.Time { return now }
+	leased, err := s.TakeLease(ctx, vs[1], time.Hour, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, err := s.TakeLease(ctx, vs[0], time.Minute, "short")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateTag(ctx, "keep-me", vs[2]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Checkout(ctx, vs[3]); err != nil {
+		t.Fatal(err)
+	}
+	zero := time.Duration(0)
+	res, err := s.Cleanup(ctx, CleanupOptions{ReadGrace: &zero})
+	if err != nil {
+		t.Fatal(err)
+	}
+	latest := vs[len(vs)-1]
+	want := []uint64{vs[0], vs[1], vs[2], vs[3], latest}
+	for v := uint64(1); v <= latest; v++ {
+		if got := versionAlive(t, s, v); got != slices.Contains(want, v) {
+			t.Fatalf("version %d alive=%v after the first cleanup (want kept %v; result %+v)", v, got, want, res)
+		}
+	}
+	if !slices.Equal(res.HeldVersions, []uint64{vs[0], vs[1], vs[3]}) || !slices.Equal(res.TaggedVersion, []uint64{vs[2]}) {
+		t.Fatalf("held %v tagged %v", res.HeldVersions, res.TaggedVersion)
+	}
+	// The short lease expires; the rest are let go.
+	now = now.Add(2 * time.Minute)
+	if _, err := s.Lease(ctx, short.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("expired lease: %v", err)
+	}
+	if _, err := s.RenewLease(ctx, short.ID, time.Hour); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("renewing an expired lease: %v", err)
+	}
+	if err := s.ReleaseLease(ctx, leased.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteTag(ctx, "keep-me"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Checkout(ctx, latest); err != nil { // unpins
+		t.Fatal(err)
+	}
+	res, err = s.Cleanup(ctx, CleanupOptions{ReadGrace: &zero})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.VersionsKept != 1 || res.LeasesExpired != 1 || len(res.HeldVersions) != 0 {
+		t.Fatalf("second cleanup: %+v", res)
+	}
+	if ls, err := s.Leases(ctx); err != nil || len(ls) != 0 {
+		t.Fatalf("leases left: %v %v", ls, err)
+	}
+	if infos, _ := s.root.List(ctx, leasesDir); len(infos) != 0 {
+		t.Fatalf("lease files left: %v", infos)
+	}
+	if ids := listIDs(t, s, ListOptions{Source: SourceAll, Limit: 7}); len(ids) != 30 {
+		t.Fatalf("after cleanups the store lists %d rows, want 30", len(ids))
+	}
+}
+
+// TestTagAndLeaseErrors: bad names and missing versions are the caller's
+// errors, with what to fix.
+func TestTagAndLeaseErrors(t *testing.T) {
+	ctx := context.Background()
+	c := newCatalog(t, objstore.NewMemory(), "w1", Options{IndexColumns: []string{}})
+	s := mustStore(t, c, "tags")
+	mergedVersions(t, s, "a", 1)
+	var ve *ValidationError
+	if _, err := s.CreateTag(ctx, "bad name", 0); !errors.As(err, &ve) {
+		t.Fatalf("bad tag name: %v", err)
+	}
+	if _, err := s.CreateTag(ctx, "t1", 99); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("tag of a missing version: %v", err)
+	}
+	if _, err := s.CreateTag(ctx, "t1", 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateTag(ctx, "t1", 0); !errors.Is(err, ErrExists) {
+		t.Fatalf("tag twice: %v", err)
+	}
+	if err := s.DeleteTag(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("delete a missing tag: %v", err)
+	}
+	if _, err := s.TakeLease(ctx, 99, time.Hour, ""); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("lease of a missing version: %v", err)
+	}
+	if _, err := s.Lease(ctx, "../x"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("lease with a bad id: %v", err)
+	}
+}
+
+// TestReadersNeverMeetACleanedFile: gets, trajectories and cursor walks
+// run while merges, a compaction and cleanups that keep nothing for age
+// run; no read fails and every walk sees every row that existed when it
+// began.
+func TestReadersNeverMeetACleanedFile(t *testing.T) {
+	ctx := context.Background()
+	c := newCatalog(t, objstore.NewMemory(), "w1", Options{})
+	s := mustStore(t, c, "busy")
+	var acked atomic.Int64
+	appendFlush(t, s, recs("seed", 20, "r0"))
+	acked.Store(20)
+	if _, err := s.Merge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var reads atomic.Int64
+	errs := make(chan error, 8)
+	reader := func(fn func(r *rand.Rand) error) {
+		defer wg.Done()
+		r := rand.New(rand.NewPCG(1, 2))
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := fn(r); err != nil {
+				errs <- err
+				return
+			}
+			reads.Add(1)
+		}
+	}
+	wg.Add(3)
+	go reader(func(r *rand.Rand) error {
+		id := fmt.Sprintf("seed-%03d", r.IntN(20))
+		rec, err := s.Get(ctx, id)
+		if err == nil && rec == nil {
+			err = fmt.Errorf("get %s: missing", id)
+		}
+		return err
+	})
+	go reader(func(*rand.Rand) error {
+		_, err := s.Trajectory(ctx, "r0")
+		return err
+	})
+	go reader(func(*rand.Rand) error {
+		before := acked.Load()
+		var n int64
+		o := ListOptions{Source: SourceAll, Limit: 13}
+		for {
+			res, err := s.List(ctx, o)
+			if err != nil {
+				return err
+			}
+			n += int64(len(res.Records))
+			if !res.HasMore {
+				break
+			}
+			o.After, _ = DecodeCursor(res.NextCursor)
+		}
+		if n < before {
+			return fmt.Errorf("cursor walk saw %d rows, %d existed when it began", n, before)
+		}
+		return nil
+	})
+	grace := 2 * time.Second
+	for i := range 25 {
+		// Rewrites of the seed ids: each merge replaces a deletion file.
+		appendFlush(t, s, append(recs(fmt.Sprintf("b%02d", i), 10, fmt.Sprintf("r%d", i%3)), recs("seed", 20, "r0")...))
+		acked.Add(10)
+		if _, err := s.Merge(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if i%6 == 5 {
+			if _, err := s.Compact(ctx, CompactOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.Cleanup(ctx, CleanupOptions{ReadGrace: &grace}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("a reader failed during cleanups: %v", err)
+	}
+	if reads.Load() < 30 {
+		t.Fatalf("only %d reads ran", reads.Load())
+	}
+	zero := time.Duration(0)
+	res, err := s.Cleanup(ctx, CleanupOptions{ReadGrace: &zero})
+	if err != nil || res.VersionsKept != 1 {
+		t.Fatalf("final cleanup: %+v %v", res, err)
+	}
+	if ids := listIDs(t, s, ListOptions{Source: SourceFragments, Limit: 100}); len(ids) != int(acked.Load()) {
+		t.Fatalf("%d rows after cleanups, want %d", len(ids), acked.Load())
+	}
+}
+
+// TestMaintainerMergesByAge: with a fake clock, a pending generation is
+// merged once it is older than MergeAfterAge, not before.
+func TestMaintainerMergesByAge(t *testing.T) {
+	c := newCatalog(t, objstore.NewMemory(), "w1", Options{IndexColumns: []string{}})
+	s := mustStore(t, c, "aged")
+	appendFlush(t, s, recs("a", 3, "r"))
+	sealed, ok := s.OldestPendingOwn()
+	if !ok {
+		t.Fatal("no pending generation after a flush")
+	}
+	var merges atomic.Int32
+	m := NewMaintainer(c, MaintainPolicy{MergeAfterAge: time.Minute}, MaintainEvents{
+		Merged: func(trigger string, res *MergeResult, err error) {
+			if trigger == "age" && err == nil && res.Generations > 0 {
+				merges.Add(1)
+			}
+		},
+	}, nil)
+	now := sealed.Add(59 * time.Second)
+	m.SetClock(func() time.Time { return now })
+	m.MaybeMerge(s)
+	m.Wait()
+	if merges.Load() != 0 || s.PendingOwn() != 1 {
+		t.Fatalf("merged at 59 s: %d merges, %d pending", merges.Load(), s.PendingOwn())
+	}
+	now = sealed.Add(61 * time.Second)
+	m.MaybeMerge(s)
+	m.Wait()
+	if merges.Load() != 1 || s.PendingOwn() != 0 {
+		t.Fatalf("at 61 s: %d merges, %d pending", merges.Load(), s.PendingOwn())
+	}
+	st, err := s.Stats(context.Background())
+	if err != nil || st.MergeLagSeconds != 0 || st.BaseRows != 3 {
+		t.Fatalf("stats after the age merge: %+v %v", st, err)
+	}
+}

@@ -1,0 +1,257 @@
+package rollout
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// MaintainPolicy is when a process maintains the stores it has open.
+// Zero durations and counts turn a trigger off.
+type MaintainPolicy struct {
+	// FlushInterval seals memtables holding rows on this period (the
+	// reference's ROLLOUT_FLUSH_INTERVAL_SECS).
+	FlushInterval time.Duration
+	// MergeAfterGenerations merges this process's shard of a store when
+	// that many generations are pending.
+	MergeAfterGenerations int
+	// MergeAfterAge merges it when its oldest pending generation is older
+	// than this, so the base lags the tail by a bounded time at any
+	// ingest rate.
+	MergeAfterAge time.Duration
+	// DrainInterval folds everything the shard holds into the base on this
+	// period (the reference's ROLLOUT_CLEANUP_INTERVAL_SECS).
+	DrainInterval time.Duration
+	// CleanupInterval removes old base versions on this period (Cleanup),
+	// keeping what Retention says.
+	CleanupInterval time.Duration
+	Retention       CleanupOptions
+	// CleanupAfterCompact runs a cleanup after each compaction that
+	// rewrote fragments.
+	CleanupAfterCompact bool
+}
+
+// MaintainEvents observes maintenance (a process's counters); nil fields
+// are skipped.
+type MaintainEvents struct {
+	Sealed func()
+	Merged func(trigger string, res *MergeResult, err error)
+}
+
+// Maintainer drives the upkeep of a catalog's open stores: sealing on a
+// period, merging this process's shard by count, by age and on a drain
+// period, compaction and version cleanup, and renewing checkout pins.
+// Worker, master and dev all maintain through it, so a seal from any cause
+// (the sweeper, a flush, a full memtable) meets the same merge policy.
+type Maintainer struct {
+	catalog *Catalog
+	policy  MaintainPolicy
+	events  MaintainEvents
+	log     *slog.Logger
+	now     func() time.Time
+
+	mu      sync.Mutex
+	merging map[string]bool // stores with a background merge running
+	wg      sync.WaitGroup
+}
+
+// NewMaintainer returns a maintainer of catalog's stores.
+func NewMaintainer(catalog *Catalog, policy MaintainPolicy, events MaintainEvents, log *slog.Logger) *Maintainer {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Maintainer{catalog: catalog, policy: policy, events: events, log: log, now: time.Now, merging: map[string]bool{}}
+}
+
+// SetClock replaces the clock (tests).
+func (m *Maintainer) SetClock(now func() time.Time) { m.now = now }
+
+// Policy returns the policy.
+func (m *Maintainer) Policy() MaintainPolicy { return m.policy }
+
+// Flushed notes a seal of st and starts a merge when the policy says so.
+func (m *Maintainer) Flushed(st *Store) {
+	if m.events.Sealed != nil {
+		m.events.Sealed()
+	}
+	m.MaybeMerge(st)
+}
+
+// Flush seals st's memtable, then applies the merge policy.
+func (m *Maintainer) Flush(ctx context.Context, st *Store) error {
+	if err := st.Flush(ctx); err != nil {
+		return err
+	}
+	m.Flushed(st)
+	return nil
+}
+
+// mergeDue reports which trigger, if any, calls for a merge of st's own
+// shard now.
+func (m *Maintainer) mergeDue(st *Store) string {
+	n := st.PendingOwn()
+	if n <= 0 {
+		return ""
+	}
+	if c := m.policy.MergeAfterGenerations; c > 0 && n >= c {
+		return "count"
+	}
+	if a := m.policy.MergeAfterAge; a > 0 {
+		if t, ok := st.OldestPendingOwn(); ok && m.now().Sub(t) >= a {
+			return "age"
+		}
+	}
+	return ""
+}
+
+// MaybeMerge starts a background merge of st's own shard when a trigger
+// is due and none is running.
+func (m *Maintainer) MaybeMerge(st *Store) {
+	trigger := m.mergeDue(st)
+	if trigger == "" {
+		return
+	}
+	m.mu.Lock()
+	if m.merging[st.Name()] {
+		m.mu.Unlock()
+		return
+	}
+	m.merging[st.Name()] = true
+	m.wg.Add(1)
+	m.mu.Unlock()
+	go func() {
+		defer m.wg.Done()
+		defer func() {
+			m.mu.Lock()
+			delete(m.merging, st.Name())
+			m.mu.Unlock()
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		// Fold the whole backlog: an age trigger means the oldest rows
+		// waited long enough, and each pass is capped by itself.
+		for pass := 0; pass < 1000; pass++ {
+			res, err := m.MergeNow(ctx, st, trigger)
+			if err != nil {
+				m.log.Warn("background merge failed", "store", st.Name(), "trigger", trigger, "err", err)
+				return
+			}
+			if res.Remaining == 0 {
+				return
+			}
+		}
+	}()
+}
+
+// Wait waits for background merges to end (tests, shutdown).
+func (m *Maintainer) Wait() { m.wg.Wait() }
+
+// MergeNow runs one merge pass of st's own shard.
+func (m *Maintainer) MergeNow(ctx context.Context, st *Store, trigger string) (*MergeResult, error) {
+	res, err := st.Merge(ctx)
+	if m.events.Merged != nil {
+		m.events.Merged(trigger, res, err)
+	}
+	return res, err
+}
+
+// Compact compacts st and, when the policy says so and fragments were
+// rewritten, removes what the compaction superseded once the retention
+// window allows (the cleanup's result is nil otherwise).
+func (m *Maintainer) Compact(ctx context.Context, st *Store, o CompactOptions) (*CompactResult, *CleanupResult, error) {
+	res, err := st.Compact(ctx, o)
+	if err != nil || res.Removed == 0 || !m.policy.CleanupAfterCompact {
+		return res, nil, err
+	}
+	cr, err := st.Cleanup(ctx, m.policy.Retention)
+	if err != nil {
+		// The compaction stands; the next cleanup removes what this did not.
+		m.log.Warn("cleanup after compaction failed", "store", st.Name(), "err", err)
+		return res, nil, nil
+	}
+	return res, cr, nil
+}
+
+// Cleanup removes st's old versions under the policy's retention.
+func (m *Maintainer) Cleanup(ctx context.Context, st *Store) (*CleanupResult, error) {
+	return st.Cleanup(ctx, m.policy.Retention)
+}
+
+// ageCheckEvery is how often Run looks for stores whose tail is older than
+// MergeAfterAge: a tenth of it, within [1 s, 30 s].
+func (m *Maintainer) ageCheckEvery() time.Duration {
+	return min(max(m.policy.MergeAfterAge/10, time.Second), 30*time.Second)
+}
+
+// Run runs the periodic upkeep until ctx ends.
+func (m *Maintainer) Run(ctx context.Context) {
+	tick := func(d time.Duration) (<-chan time.Time, func()) {
+		if d <= 0 {
+			return nil, func() {}
+		}
+		t := time.NewTicker(d)
+		return t.C, t.Stop
+	}
+	flushC, stop1 := tick(m.policy.FlushInterval)
+	defer stop1()
+	ageC, stop2 := tick(m.ageCheckEvery())
+	defer stop2()
+	drainC, stop3 := tick(m.policy.DrainInterval)
+	defer stop3()
+	cleanC, stop4 := tick(m.policy.CleanupInterval)
+	defer stop4()
+	pinC, stop5 := tick(PinLeaseTTL / 10)
+	defer stop5()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-flushC:
+			for _, st := range m.catalog.Opened() {
+				if st.UnflushedRows() == 0 {
+					continue
+				}
+				if err := m.Flush(ctx, st); err != nil {
+					m.log.Warn("flush sweeper", "store", st.Name(), "err", err)
+				}
+			}
+		case <-ageC:
+			for _, st := range m.catalog.Opened() {
+				m.MaybeMerge(st)
+			}
+		case <-drainC:
+			for _, st := range m.catalog.Opened() {
+				m.drain(ctx, st)
+			}
+		case <-cleanC:
+			for _, st := range m.catalog.Opened() {
+				if res, err := m.Cleanup(ctx, st); err != nil {
+					m.log.Warn("cleanup sweeper", "store", st.Name(), "err", err)
+				} else if res.FilesRemoved > 0 {
+					m.log.Info("cleanup", "store", st.Name(), "versions_removed", res.VersionsRemoved, "files_removed", res.FilesRemoved, "bytes_removed", res.BytesRemoved)
+				}
+			}
+		case <-pinC:
+			for _, st := range m.catalog.Opened() {
+				if err := st.RenewPin(ctx); err != nil {
+					m.log.Warn("renewing a checkout pin", "store", st.Name(), "err", err)
+				}
+			}
+		}
+	}
+}
+
+// drain folds everything st's shard holds into the base.
+func (m *Maintainer) drain(ctx context.Context, st *Store) {
+	for pass := 0; pass < 1000; pass++ {
+		res, err := m.MergeNow(ctx, st, "cleanup")
+		if err != nil {
+			m.log.Warn("drain sweeper", "store", st.Name(), "err", err)
+			return
+		}
+		if res.Remaining == 0 {
+			return
+		}
+	}
+}
