@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"mime"
 	"net/http"
@@ -170,6 +171,13 @@ func ListQuery(r *http.Request, maxLimit int, defaultSource rollout.Source) (rol
 // jsonFilters reads filters={"column": value, ...}: strings for text
 // columns, true/false for include_in_training, null for no filter.
 func jsonFilters(raw string, into map[string]string) error {
+	if _, err := CheckJSON([]byte(raw), 0, nil); err != nil {
+		var e *Error
+		if !errors.As(err, &e) {
+			return err
+		}
+		return Errorf(e.Status, e.Code, "filters: %s", strings.Replace(e.Message, "of the body", "of filters", 1))
+	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(raw), &m); err != nil {
 		return Errorf(http.StatusBadRequest, api.CodeInvalidRequest,
