@@ -2,7 +2,6 @@ package master
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -157,10 +156,8 @@ func (m *Master) engines() *sqlEngines {
 func (m *Master) query(w http.ResponseWriter, r *http.Request) {
 	name := httpapi.PathParam(r, "name")
 	var body api.QueryRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxQueryBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil {
-		writeQueryError(w, r, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "invalid JSON body (want {\"sql\": \"SELECT ...\", \"source\": \"fragments|wal|all\", \"max_rows\": n}): %v", err))
+	if err := httpapi.DecodeJSON(w, r, maxQueryBody, &body, `{"sql": "SELECT ...", "source": "fragments|wal|all", "max_rows": n}`); err != nil {
+		writeQueryError(w, r, err)
 		return
 	}
 	if body.MaxRows < 0 {

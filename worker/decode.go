@@ -7,6 +7,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/lance-context/lance-context/api"
 	"github.com/lance-context/lance-context/httpapi"
+	"github.com/lance-context/lance-context/internal/jsonscan"
 	"github.com/lance-context/lance-context/rollout"
 )
 
@@ -41,10 +43,14 @@ func decodeJSON(r io.Reader, sizeHint int64, v any) error {
 	if err != nil {
 		return err
 	}
+	if _, err := httpapi.CheckJSON(b, 0, nil); err != nil {
+		return err
+	}
 	return parseJSON(b, v)
 }
 
-// parseJSON is decodeJSON's parse of a body already read.
+// parseJSON is decodeJSON's parse of a body already read and checked
+// (httpapi.CheckJSON: the decoder's recursion has no bound of its own).
 func parseJSON(b []byte, v any) error {
 	rest, err := fastjson.Parse(b, v, fastjson.DisallowUnknownFields|fastjson.DontCopyString|fastjson.DontCopyRawMessage)
 	if err != nil {
@@ -74,12 +80,38 @@ func readBody(r io.Reader, sizeHint int64) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// recordsItemsDepth is the depth of {"records":[...]}'s items: what
+// CheckJSON counts to refuse a body of too many records before decoding
+// it (each item, even a 3-byte {} or a null, costs a ~500-byte
+// api.RecordJSON: a 64 MiB body of them would take ~10 GB).
+const recordsItemsDepth = 2
+
+// recordPlace words a path into {"records":[...]} as a record and field.
+func recordPlace(path []jsonscan.Step) string {
+	if len(path) < 2 || !strings.EqualFold(path[0].Key, "records") || !path[1].InArr {
+		return httpapi.FieldPlace(path)
+	}
+	where := "record " + strconv.Itoa(path[1].Index)
+	if len(path) > 2 {
+		where += ", " + httpapi.FieldPlace(path[2:])
+	}
+	return where
+}
+
 func (s *Server) decodeJSONRecords(body io.Reader, sizeHint int64) ([]rollout.Record, error) {
 	// RecordJSON, not Record: one strict decoding pass over the body
 	// instead of a nested decoder per record.
 	b, err := readBody(body, sizeHint)
 	if err != nil {
 		return nil, err
+	}
+	st, err := httpapi.CheckJSON(b, recordsItemsDepth, recordPlace)
+	if err != nil {
+		return nil, err
+	}
+	if s.cfg.MaxRecords > 0 && st.Items > s.cfg.MaxRecords {
+		return nil, httpapi.Errorf(http.StatusRequestEntityTooLarge, api.CodePayloadTooLarge,
+			"more than %d records in one request (LC_MAX_RECORDS_PER_REQUEST): split the batch", s.cfg.MaxRecords)
 	}
 	var req struct {
 		Records []api.RecordJSON `json:"records"`

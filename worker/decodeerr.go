@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,18 +19,28 @@ import (
 // the error path: the body is decoded again, record by record, with
 // encoding/json, whose errors carry the field.
 func explainRecordsError(body []byte, cause error) error {
-	var env map[string]json.RawMessage
-	if json.Unmarshal(body, &env) != nil {
+	// Keys are read one at a time, never into a map: a body of millions
+	// of distinct keys would cost a map of them on this error path.
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return cause // not one JSON object: the decoder's words say where
 	}
-	for k := range env {
-		if k != "records" {
+	var records json.RawMessage
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return cause
+		}
+		if k, _ := t.(string); !strings.EqualFold(k, "records") {
 			return httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "invalid JSON body: unknown field %q: send {\"records\":[...]}", k)
+		}
+		if err := dec.Decode(&records); err != nil {
+			return cause
 		}
 	}
 	var items []json.RawMessage
-	if err := json.Unmarshal(env["records"], &items); err != nil {
-		return httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "invalid JSON body: records must be an array of record objects, got %s", kindOf(env["records"]))
+	if err := json.Unmarshal(records, &items); err != nil {
+		return httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "invalid JSON body: records must be an array of record objects, got %s", kindOf(records))
 	}
 	for i, it := range items {
 		var w api.RecordJSON
@@ -40,15 +51,24 @@ func explainRecordsError(body []byte, cause error) error {
 	return cause
 }
 
+// strictDecode is json.Unmarshal that refuses fields a record does not
+// have, matched as the decoders match them (case-insensitively).
 func strictDecode(b []byte, v any) error {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		return err
-	}
-	known := recordFieldNames()
-	for k := range m {
-		if !known[k] {
-			return fmt.Errorf("unknown field %q", k)
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err == nil && t == json.Delim('{') {
+		known := recordFieldNames()
+		for dec.More() {
+			t, err := dec.Token()
+			if err != nil {
+				break
+			}
+			if k, _ := t.(string); !known[strings.ToLower(k)] {
+				return fmt.Errorf("unknown field %q", k)
+			}
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				break
+			}
 		}
 	}
 	return json.Unmarshal(b, v)

@@ -93,6 +93,7 @@ func (s *Server) Mount(r chi.Router) {
 	r.Get("/api/v1/health", s.health)
 	r.Get(httpapi.OpenAPIPath, httpapi.OpenAPI)
 	r.Route("/api/v1/rollouts", func(r chi.Router) {
+		r.Use(httpapi.DecodeBodies(s.cfg.MaxBodyBytes)) // gzip and zstd bodies
 		r.Post("/", s.createStore)
 		r.Get("/", s.listStores)
 		r.Route("/{name}", func(r chi.Router) {
