@@ -97,6 +97,7 @@ func (m *Master) Mount(r chi.Router, withHealth bool) {
 		r.Post("/compact", m.enqueueFor(coord.KindCompact))
 		r.Post("/merge", m.enqueueFor(coord.KindMerge))
 		r.Post("/index", m.enqueueFor(coord.KindIndex))
+		r.Post("/cleanup", m.enqueueFor(coord.KindCleanup))
 		r.Post("/query", m.query)  // master/query.go
 		r.Get("/charts", m.charts) // master/query.go
 	})
