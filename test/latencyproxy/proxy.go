@@ -8,7 +8,10 @@
 // /__reset zeroes them; POST /__delay?ms=N changes the latency). A test
 // can also make the proxy lose the answer to chosen requests after the
 // server has carried them out (POST /__lose?op=put_conditional&n=1), the
-// lost-acknowledgement case of objstore.Store.PutIfAbsent.
+// lost-acknowledgement case of objstore.Store.PutIfAbsent. It can cut
+// the body of chosen answers after some bytes and drop the connection
+// (POST /__tear?op=get_range&n=1&after=1000), as a connection reset
+// mid-body does.
 //
 // Kinds of operation (Op):
 //
@@ -26,6 +29,7 @@ package latencyproxy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -65,6 +69,7 @@ type Stats struct {
 	BytesOut   int64 `json:"bytes_out"` // response bodies returned (Content-Length)
 	DelayMS    int64 `json:"delay_ms"`
 	Lost       int   `json:"lost"` // answers dropped by /__lose
+	Torn       int   `json:"torn"` // bodies cut by /__tear
 }
 
 // Proxy is the reverse proxy. It is an http.Handler; serve it on the
@@ -81,12 +86,19 @@ type Proxy struct {
 	period   int        // incremented by each reset
 	total    int        // requests ever received, never reset
 	lose     map[Op]int // answers still to drop, per op
+	tear     map[Op]tear
+}
+
+// tear is a /__tear order: cut the next n bodies of an op after after bytes.
+type tear struct {
+	n     int
+	after int64
 }
 
 // New returns a proxy to target (scheme://host:port) that delays every
 // request by delay before forwarding it.
 func New(target *url.URL, delay time.Duration) *Proxy {
-	p := &Proxy{target: target, delay: delay, lose: map[Op]int{}}
+	p := &Proxy{target: target, delay: delay, lose: map[Op]int{}, tear: map[Op]tear{}}
 	p.resetLocked()
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
@@ -163,6 +175,18 @@ func (p *Proxy) Lose(op Op, n int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.lose[op] = n
+}
+
+// Tear makes the proxy cut the response bodies of the next n requests of
+// kind op after after bytes and drop their connections, as a connection
+// reset mid-body does: the client has the headers (with the
+// Content-Length the server sent) and after bytes, then the connection
+// ends. A body no
+// longer than after arrives whole (and uses up one of the n).
+func (p *Proxy) Tear(op Op, n int, after int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.tear[op] = tear{n: n, after: after}
 }
 
 // Stats returns a copy of the counters.
@@ -252,6 +276,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.lose[op]--
 		p.stats.Lost++
 	}
+	cut := int64(-1)
+	if tr := p.tear[op]; tr.n > 0 && !lose {
+		cut = tr.after
+		tr.n--
+		p.tear[op] = tr
+	}
 	p.mu.Unlock()
 	defer func() {
 		p.mu.Lock()
@@ -278,7 +308,44 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "latencyproxy: answer dropped on purpose (the request was carried out)", http.StatusServiceUnavailable)
 		return
 	}
+	if cut >= 0 {
+		w = &tearingWriter{ResponseWriter: w, left: cut, p: p}
+	}
 	p.rp.ServeHTTP(&countingWriter{ResponseWriter: w, p: p}, r)
+}
+
+// errTorn ends a response body cut on purpose. The reverse proxy answers
+// a failed write by aborting the handler (http.ErrAbortHandler), and the
+// server then drops the connection without finishing the response.
+var errTorn = errors.New("latencyproxy: body cut on purpose")
+
+// tearingWriter passes left bytes of the body on, flushes them to the
+// client, and fails the write that would pass more.
+type tearingWriter struct {
+	http.ResponseWriter
+	left int64
+	p    *Proxy
+}
+
+func (t *tearingWriter) Write(b []byte) (int, error) {
+	if int64(len(b)) <= t.left {
+		n, err := t.ResponseWriter.Write(b)
+		t.left -= int64(n)
+		return n, err
+	}
+	n, _ := t.ResponseWriter.Write(b[:t.left])
+	t.left = 0
+	t.Flush()
+	t.p.mu.Lock()
+	t.p.stats.Torn++
+	t.p.mu.Unlock()
+	return n, errTorn
+}
+
+func (t *tearingWriter) Flush() {
+	if f, ok := t.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }
 
 // countingWriter counts a response's bytes as they are written, before
@@ -315,6 +382,7 @@ func (d *discardWriter) WriteHeader(int)             {}
 //	POST /__reset               zero the counters (answers the Stats before)
 //	POST /__delay?ms=N          set the latency to N ms
 //	POST /__lose?op=OP&n=N      drop the answers of the next N requests of kind OP
+//	POST /__tear?op=OP&n=N&after=B  cut the bodies of the next N requests of kind OP after B bytes
 func (p *Proxy) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	writeJSON := func(w http.ResponseWriter, v any) {
@@ -338,16 +406,28 @@ func (p *Proxy) AdminHandler() http.Handler {
 		p.SetDelay(time.Duration(ms * float64(time.Millisecond)))
 		writeJSON(w, p.Stats())
 	})
+	valid := map[Op]bool{OpGet: true, OpGetRange: true, OpHead: true, OpList: true, OpPut: true,
+		OpPutConditional: true, OpMultipart: true, OpDelete: true, OpOther: true}
 	mux.HandleFunc("POST /__lose", func(w http.ResponseWriter, r *http.Request) {
 		op := Op(r.URL.Query().Get("op"))
 		n, err := strconv.Atoi(r.URL.Query().Get("n"))
-		valid := map[Op]bool{OpGet: true, OpGetRange: true, OpHead: true, OpList: true, OpPut: true,
-			OpPutConditional: true, OpMultipart: true, OpDelete: true, OpOther: true}
 		if err != nil || n < 0 || !valid[op] {
 			http.Error(w, "latencyproxy: want ?op=KIND&n=N (KIND: get, get_range, head, list, put, put_conditional, multipart, delete, other)", http.StatusBadRequest)
 			return
 		}
 		p.Lose(op, n)
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST /__tear", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		op := Op(q.Get("op"))
+		n, err := strconv.Atoi(q.Get("n"))
+		after, aerr := strconv.ParseInt(q.Get("after"), 10, 64)
+		if err != nil || aerr != nil || n < 0 || after < 0 || !valid[op] {
+			http.Error(w, "latencyproxy: want ?op=KIND&n=N&after=BYTES (KIND as for /__lose)", http.StatusBadRequest)
+			return
+		}
+		p.Tear(op, n, after)
 		w.WriteHeader(http.StatusNoContent)
 	})
 	return mux

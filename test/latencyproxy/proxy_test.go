@@ -238,6 +238,38 @@ func TestProxyLose(t *testing.T) {
 	}
 }
 
+// TestProxyTear: /__tear cuts the next n bodies of a kind after the bytes
+// asked for and drops the connection: the client has those bytes and then
+// a read error. Later requests, and bodies no longer than the cut, arrive
+// whole.
+func TestProxyTear(t *testing.T) {
+	up := upstream(t)
+	p, front, admin := startProxy(t, up.URL, 0)
+	body := strings.Repeat("0123456789", 10000)
+	do(t, "PUT", front.URL+"/b/big", body)
+	do(t, "PUT", front.URL+"/b/small", "tiny")
+	if r := do(t, "POST", admin.URL+"/__tear?op=get&n=2&after=1000", ""); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("/__tear: %s", r.Status)
+	}
+	if r := do(t, "POST", admin.URL+"/__tear?op=get&n=1", ""); r.StatusCode != http.StatusBadRequest {
+		t.Fatalf("/__tear without after: %s, want 400", r.Status)
+	}
+	r := do(t, "GET", front.URL+"/b/big", "")
+	got, err := io.ReadAll(r.Body)
+	if err == nil || string(got) != body[:1000] {
+		t.Fatalf("torn GET: %d bytes, err %v; want the first 1000 and an error", len(got), err)
+	}
+	if b, err := io.ReadAll(do(t, "GET", front.URL+"/b/small", "").Body); err != nil || string(b) != "tiny" {
+		t.Fatalf("a body shorter than the cut: %q, %v", b, err)
+	}
+	if b, err := io.ReadAll(do(t, "GET", front.URL+"/b/big", "").Body); err != nil || string(b) != body {
+		t.Fatalf("GET after the tears: %d bytes, %v", len(b), err)
+	}
+	if s := p.Stats(); s.Torn != 1 {
+		t.Fatalf("torn = %d, want 1", s.Torn)
+	}
+}
+
 func TestServe(t *testing.T) {
 	up := upstream(t)
 	u, _ := url.Parse(up.URL)

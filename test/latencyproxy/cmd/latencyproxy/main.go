@@ -22,7 +22,7 @@ import (
 func main() {
 	target := flag.String("target", "", "server to forward to, e.g. http://127.0.0.1:7070")
 	listen := flag.String("listen", "127.0.0.1:7071", "address clients use as their endpoint")
-	admin := flag.String("admin", "127.0.0.1:7072", "address of /__stats, /__reset, /__delay, /__lose")
+	admin := flag.String("admin", "127.0.0.1:7072", "address of /__stats, /__reset, /__delay, /__lose, /__tear")
 	delay := flag.Duration("delay", 0, "latency added to every request")
 	flag.Parse()
 	u, err := url.Parse(*target)
