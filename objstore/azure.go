@@ -40,7 +40,9 @@ type AzureConfig struct {
 
 	BlockSize int64 // block size of streaming writes; 0: DefaultPartSize
 
-	transport http.RoundTripper // tests: counts requests; nil: the SDK's
+	// Transport carries the HTTP requests; nil: the SDK's. Tests count
+	// requests with it or inject faults (TearingTransport).
+	Transport http.RoundTripper
 }
 
 // AzureConfigFromEnv reads AZURE_STORAGE_CONNECTION_STRING, or the account
@@ -95,9 +97,9 @@ func NewAzure(ctx context.Context, cfg AzureConfig) (*Azure, error) {
 		c    *container.Client
 		opts *container.ClientOptions
 	)
-	if cfg.transport != nil {
+	if cfg.Transport != nil {
 		opts = &container.ClientOptions{}
-		opts.Transport = &http.Client{Transport: cfg.transport}
+		opts.Transport = &http.Client{Transport: cfg.Transport}
 	}
 	switch {
 	case cfg.ConnectionString != "":
@@ -154,25 +156,21 @@ func (a *Azure) wrap(op, key string, err error) error {
 	return fmt.Errorf("objstore: azure %s %s: %w", op, key, err)
 }
 
-// Get implements Store.
+// Get implements Store. A body cut short is resumed (readResuming).
 func (a *Azure) Get(ctx context.Context, key string) ([]byte, error) {
 	n, err := a.name(key)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := a.c.NewBlobClient(n).DownloadStream(ctx, nil)
-	if err != nil {
-		return nil, a.wrap("get", key, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
+	data, err := a.read(ctx, n, key, 0, -1)
 	if err != nil {
 		return nil, a.wrap("get", key, err)
 	}
 	return data, nil
 }
 
-// GetRange implements Store with a ranged download.
+// GetRange implements Store with a ranged download; a body cut short is
+// resumed (readResuming).
 func (a *Azure) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
 	n, err := a.name(key)
 	if err != nil {
@@ -184,11 +182,10 @@ func (a *Azure) GetRange(ctx context.Context, key string, offset, length int64) 
 	if length == 0 {
 		return emptyRange(ctx, a, key, offset)
 	}
-	count := length
 	if length > math.MaxInt64-offset {
-		count = 0 // to the end
+		length = -1 // to the end
 	}
-	resp, err := a.c.NewBlobClient(n).DownloadStream(ctx, &blob.DownloadStreamOptions{Range: blob.HTTPRange{Offset: offset, Count: count}})
+	data, err := a.read(ctx, n, key, offset, length)
 	if err != nil {
 		if azStatus(err) == http.StatusRequestedRangeNotSatisfiable || bloberror.HasCode(err, bloberror.InvalidRange) {
 			// offset >= size: empty when offset == size, an error past it.
@@ -196,16 +193,41 @@ func (a *Azure) GetRange(ctx context.Context, key string, offset, length int64) 
 		}
 		return nil, a.wrap("get range", key, err)
 	}
-	defer resp.Body.Close()
-	if resp.ContentRange == nil && offset > 0 {
-		return nil, fmt.Errorf("objstore: azure get range %s: server ignored the Range header", key)
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, length))
-	if err != nil {
-		return nil, a.wrap("get range", key, err)
-	}
 	return data, nil
 }
+
+// read downloads length bytes at offset (-1: to the end) through
+// readResuming, with the pipeline's retries off (readResuming retries,
+// knowing how much of a body arrived). The rest of a torn body is asked
+// for If-Match the first answer's ETag, so that the pieces are of one
+// blob.
+func (a *Azure) read(ctx context.Context, name, key string, offset, length int64) ([]byte, error) {
+	bc := a.c.NewBlobClient(name)
+	var etag *azcore.ETag
+	return readResuming(ctx, resumableRead{key: key, limit: length, retryable: azRetryable,
+		open: func(ctx context.Context, got int64) (io.ReadCloser, int64, error) {
+			opts := &blob.DownloadStreamOptions{Range: blob.HTTPRange{Offset: offset + got}}
+			if length >= 0 {
+				opts.Range.Count = length - got
+			}
+			if got > 0 {
+				opts.AccessConditions = &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: etag}}
+			}
+			resp, err := bc.DownloadStream(policy.WithRetryOptions(ctx, policy.RetryOptions{MaxRetries: -1}), opts)
+			if err != nil {
+				return nil, 0, err
+			}
+			// A server that ignores the range answers 200 with the whole blob.
+			if resp.ContentRange == nil && offset+got > 0 {
+				resp.Body.Close()
+				return nil, 0, permanent{errors.New("server ignored the Range header")}
+			}
+			etag = resp.ETag
+			return resp.Body, bodySize(resp.ContentLength), nil
+		}})
+}
+
+func azRetryable(err error) bool { return retryableStatus(azStatus(err), err) }
 
 // Head implements Store.
 func (a *Azure) Head(ctx context.Context, key string) (ObjectInfo, error) {

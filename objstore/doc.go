@@ -22,7 +22,9 @@
 //   - azure: Azure Blob Storage block blobs via azblob (NewAzure).
 //     PutIfAbsent is Put Blob with "If-None-Match: *"; Create stages blocks
 //     and commits the block list on Close.
-//   - faulty: a seeded, replayable fault-injecting wrapper (NewFaulty).
+//   - faulty: a seeded, replayable fault-injecting wrapper (NewFaulty),
+//     and its counterpart on the wire for the cloud backends, a transport
+//     that tears response bodies (NewTearingTransport).
 //
 // Sub gives a view of a store rooted at a prefix, and Open picks a backend
 // from a URL: "s3://bucket/prefix", "gs://bucket/prefix",
@@ -54,7 +56,16 @@
 //
 // The cloud backends retry PutIfAbsent themselves, not through their SDKs,
 // so that they know when an attempt failed after it may have been written;
-// see Store.PutIfAbsent for that case. Their endpoints can be overridden
+// see Store.PutIfAbsent for that case. They retry reads (Get, GetRange,
+// GetTail) themselves too, so that a body torn mid-way (a connection
+// reset) is resumed: the next request asks only for the bytes still
+// missing, conditional on the first answer's ETag (GCS: its generation),
+// instead of the read failing or starting over. Transient statuses (408,
+// 429, 5xx) and transport errors are retried in the same budget: five
+// failed requests, none retried 20 s after the first failure, and the
+// caller's ctx (retry.go, readResuming). GCS's client also resumes a torn
+// body by itself, one request each time. TearingTransport injects such
+// tears into a driver's HTTP transport. Their endpoints can be overridden
 // from the environment for emulators: AWS_ENDPOINT_URL (versitygw),
 // STORAGE_EMULATOR_HOST (fake-gcs-server), AZURE_STORAGE_ENDPOINT or a
 // connection string (Azurite). Credentials: the AWS SDK's default chain;

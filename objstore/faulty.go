@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"sync"
+	"syscall"
 	"time"
 )
 
-// ErrInjected is matched (errors.Is) by every error the Faulty store invents.
-// The concrete type is *InjectedError.
+// ErrInjected is matched (errors.Is) by every error the Faulty store and
+// TearingTransport invent. The concrete type of the Faulty store's is
+// *InjectedError.
 var ErrInjected = errors.New("objstore: injected fault")
 
 // Op names a Store operation, for fault configuration.
@@ -340,3 +344,101 @@ func (fw *faultyWriter) Close() error {
 }
 
 func (fw *faultyWriter) Abort() error { return fw.w.Abort() }
+
+// TearConfig configures a TearingTransport.
+type TearConfig struct {
+	// Seed seeds the random tears, as FaultConfig.Seed does the faults.
+	Seed uint64
+	// Rate is the probability that a response body is torn; where it is
+	// torn is uniform over its Content-Length.
+	Rate float64
+	// Hook, if set, is asked first about every response with a body:
+	// call is the 1-based count of such responses, size the body's
+	// Content-Length (-1: unknown). It returns how many bytes arrive
+	// before the tear, or a negative number to let the random tears
+	// decide.
+	Hook func(r *http.Request, call int, size int64) int64
+}
+
+// TearingTransport is an HTTP transport for the cloud drivers (their
+// Transport option) that tears response bodies mid-way, as a connection
+// reset does: the response and its headers arrive, then some of the body,
+// then a read fails with ECONNRESET. It is the wire's counterpart of
+// Faulty, which fails whole calls: the drivers resume a torn body, and
+// what a store's callers see is whether that worked.
+type TearingTransport struct {
+	inner http.RoundTripper
+	cfg   TearConfig
+
+	mu    sync.Mutex
+	rng   *rand.Rand
+	calls int
+	torn  int
+}
+
+// NewTearingTransport returns a transport sending requests through inner
+// (nil: http.DefaultTransport) and tearing bodies as cfg says.
+func NewTearingTransport(inner http.RoundTripper, cfg TearConfig) *TearingTransport {
+	if inner == nil {
+		inner = http.DefaultTransport
+	}
+	return &TearingTransport{inner: inner, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))}
+}
+
+// Torn returns how many bodies have been torn so far (whose reader came
+// to the tear).
+func (t *TearingTransport) Torn() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.torn
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *TearingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.inner.RoundTrip(r)
+	if err != nil || resp.Body == nil || resp.Body == http.NoBody || r.Method == http.MethodHead {
+		return resp, err
+	}
+	size := resp.ContentLength
+	t.mu.Lock()
+	t.calls++
+	u, v := t.rng.Float64(), t.rng.Float64() // always two draws: replayable
+	at := int64(-1)
+	if t.cfg.Hook != nil {
+		at = t.cfg.Hook(r, t.calls, size)
+	}
+	if at < 0 && size > 0 && u < t.cfg.Rate {
+		at = int64(v * float64(size))
+	}
+	if at >= 0 && (size < 0 || at < size) {
+		resp.Body = &tornBody{ReadCloser: resp.Body, t: t, at: at, left: at, size: size}
+	}
+	t.mu.Unlock()
+	return resp, nil
+}
+
+// tornBody passes the first at bytes of a body on, then fails.
+type tornBody struct {
+	io.ReadCloser
+	t              *TearingTransport
+	at, left, size int64
+	counted        bool
+}
+
+func (b *tornBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		if !b.counted {
+			b.counted = true
+			b.t.mu.Lock()
+			b.t.torn++
+			b.t.mu.Unlock()
+		}
+		return 0, fmt.Errorf("%w: body torn after %d of %d bytes: %w", ErrInjected, b.at, b.size, syscall.ECONNRESET)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
+}

@@ -27,7 +27,10 @@ type GCSConfig struct {
 
 	ChunkSize int // upload chunk of streaming writes; 0: DefaultPartSize
 
-	transport http.RoundTripper // tests, with Endpoint: counts requests
+	// Transport carries the HTTP requests when Endpoint is set (an
+	// emulator, unauthenticated); nil: the client's. Tests count requests
+	// with it or inject faults (TearingTransport).
+	Transport http.RoundTripper
 }
 
 // GCSConfigFromEnv reads the endpoint override from STORAGE_EMULATOR_HOST
@@ -74,8 +77,8 @@ func NewGCS(ctx context.Context, cfg GCSConfig) (*GCS, error) {
 			ep = "http://" + ep
 		}
 		opts = append(opts, option.WithEndpoint(strings.TrimSuffix(ep, "/")+"/storage/v1/"), option.WithoutAuthentication())
-		if cfg.transport != nil {
-			opts = append(opts, option.WithHTTPClient(&http.Client{Transport: cfg.transport}))
+		if cfg.Transport != nil {
+			opts = append(opts, option.WithHTTPClient(&http.Client{Transport: cfg.Transport}))
 		}
 	}
 	client, err := storage.NewClient(ctx, opts...)
@@ -122,25 +125,21 @@ func (g *GCS) wrap(op, key string, err error) error {
 	return fmt.Errorf("objstore: gcs %s %s: %w", op, key, err)
 }
 
-// Get implements Store.
+// Get implements Store. A body cut short is resumed (readResuming).
 func (g *GCS) Get(ctx context.Context, key string) ([]byte, error) {
 	o, err := g.obj(key)
 	if err != nil {
 		return nil, err
 	}
-	r, err := o.NewReader(ctx)
-	if err != nil {
-		return nil, g.wrap("get", key, err)
-	}
-	defer r.Close()
-	data, err := io.ReadAll(r)
+	data, err := g.read(ctx, o, key, 0, -1)
 	if err != nil {
 		return nil, g.wrap("get", key, err)
 	}
 	return data, nil
 }
 
-// GetRange implements Store with a ranged read.
+// GetRange implements Store with a ranged read; a body cut short is
+// resumed (readResuming).
 func (g *GCS) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
 	o, err := g.obj(key)
 	if err != nil {
@@ -152,11 +151,10 @@ func (g *GCS) GetRange(ctx context.Context, key string, offset, length int64) ([
 	if length == 0 {
 		return emptyRange(ctx, g, key, offset)
 	}
-	n := length
 	if length > math.MaxInt64-offset {
-		n = -1 // to the end
+		length = -1 // to the end
 	}
-	r, err := o.NewRangeReader(ctx, offset, n)
+	data, err := g.read(ctx, o, key, offset, length)
 	if err != nil {
 		if gcsStatus(err) == http.StatusRequestedRangeNotSatisfiable {
 			// offset >= size: empty when offset == size, an error past it.
@@ -164,12 +162,44 @@ func (g *GCS) GetRange(ctx context.Context, key string, offset, length int64) ([
 		}
 		return nil, g.wrap("get range", key, err)
 	}
-	defer r.Close()
-	data, err := io.ReadAll(io.LimitReader(r, length))
-	if err != nil {
-		return nil, g.wrap("get range", key, err)
-	}
 	return data, nil
+}
+
+// read reads length bytes at offset (-1: to the end) through readResuming;
+// the rest of a torn body is read from the generation the first answer
+// came from.
+func (g *GCS) read(ctx context.Context, o *storage.ObjectHandle, key string, offset, length int64) ([]byte, error) {
+	var gen int64
+	return readResuming(ctx, resumableRead{key: key, limit: length, retryable: gcsRetryable,
+		open: func(ctx context.Context, got int64) (io.ReadCloser, int64, error) {
+			n := int64(-1)
+			if length >= 0 {
+				n = length - got
+			}
+			r, err := g.reader(o, gen).NewRangeReader(ctx, offset+got, n)
+			if err != nil {
+				return nil, 0, err
+			}
+			gen = r.Attrs.Generation
+			return r, r.Remain(), nil
+		}})
+}
+
+// reader returns o for one read request of readResuming: of generation
+// gen (0: the live one), with the client's retries off, as readResuming
+// retries. (The client still resumes a torn body by itself, in one
+// request each, and reports a resume that fails.)
+func (g *GCS) reader(o *storage.ObjectHandle, gen int64) *storage.ObjectHandle {
+	if gen > 0 {
+		o = o.Generation(gen)
+	}
+	return o.Retryer(storage.WithPolicy(storage.RetryNever))
+}
+
+// gcsRetryable reports a transient error of a read (the client reports a
+// missing object with no status).
+func gcsRetryable(err error) bool {
+	return !errors.Is(err, storage.ErrObjectNotExist) && retryableStatus(gcsStatus(err), err)
 }
 
 // Head implements Store.

@@ -41,7 +41,7 @@ func open(ctx context.Context, url string, rt http.RoundTripper) (Store, error) 
 		cfg := S3ConfigFromEnv()
 		cfg.Bucket = bucket
 		cfg.Prefix = prefix
-		cfg.transport = rt
+		cfg.Transport = rt
 		return NewS3(ctx, cfg)
 	case strings.HasPrefix(url, "gs://"):
 		bucket, prefix, _ := strings.Cut(strings.TrimPrefix(url, "gs://"), "/")
@@ -51,7 +51,7 @@ func open(ctx context.Context, url string, rt http.RoundTripper) (Store, error) 
 		cfg := GCSConfigFromEnv()
 		cfg.Bucket = bucket
 		cfg.Prefix = prefix
-		cfg.transport = rt
+		cfg.Transport = rt
 		return NewGCS(ctx, cfg)
 	case strings.HasPrefix(url, "az://"):
 		cont, prefix, _ := strings.Cut(strings.TrimPrefix(url, "az://"), "/")
@@ -61,7 +61,7 @@ func open(ctx context.Context, url string, rt http.RoundTripper) (Store, error) 
 		cfg := AzureConfigFromEnv()
 		cfg.Container = cont
 		cfg.Prefix = prefix
-		cfg.transport = rt
+		cfg.Transport = rt
 		return NewAzure(ctx, cfg)
 	case strings.HasPrefix(url, "mem://"):
 		name := strings.TrimPrefix(url, "mem://")

@@ -48,7 +48,9 @@ type S3Config struct {
 
 	PartSize int64 // multipart part size; 0: DefaultPartSize
 
-	transport http.RoundTripper // tests: counts requests; nil: the SDK's
+	// Transport carries the HTTP requests; nil: the SDK's. Tests count
+	// requests with it or inject faults (TearingTransport).
+	Transport http.RoundTripper
 }
 
 // S3ConfigFromEnv reads the endpoint (AWS_ENDPOINT_URL_S3, else
@@ -111,8 +113,8 @@ func NewS3(ctx context.Context, cfg S3Config) (*S3, error) {
 	if err != nil {
 		return nil, fmt.Errorf("objstore: s3: load AWS config: %w", err)
 	}
-	if cfg.transport != nil {
-		awsCfg.HTTPClient = &http.Client{Transport: cfg.transport}
+	if cfg.Transport != nil {
+		awsCfg.HTTPClient = &http.Client{Transport: cfg.Transport}
 	}
 	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
 		if cfg.Endpoint != "" {
@@ -181,25 +183,36 @@ func (s *S3) wrap(op, key string, err error) error {
 	return fmt.Errorf("objstore: s3 %s %s: %w", op, key, err)
 }
 
-// Get implements Store.
+// Get implements Store. A body cut short is resumed (readResuming).
 func (s *S3) Get(ctx context.Context, key string) ([]byte, error) {
 	k, err := s.objKey(key)
 	if err != nil {
 		return nil, err
 	}
-	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &k, ChecksumMode: types.ChecksumModeEnabled})
-	if err != nil {
-		return nil, s.wrap("get", key, err)
-	}
-	defer out.Body.Close()
-	data, err := io.ReadAll(out.Body)
+	var etag *string
+	data, err := readResuming(ctx, resumableRead{key: key, limit: -1, retryable: s3Retryable,
+		open: func(ctx context.Context, got int64) (io.ReadCloser, int64, error) {
+			in := &s3.GetObjectInput{Bucket: &s.bucket, Key: &k, ChecksumMode: types.ChecksumModeEnabled}
+			if got > 0 {
+				// The rest is a range, which a whole-object checksum
+				// cannot check.
+				in.ChecksumMode, in.Range = "", aws.String(httpRange(got, -1))
+			}
+			out, err := s.getObject(ctx, in, got, etag)
+			if err != nil {
+				return nil, 0, err
+			}
+			etag = out.ETag
+			return out.Body, bodySize(out.ContentLength), nil
+		}})
 	if err != nil {
 		return nil, s.wrap("get", key, err)
 	}
 	return data, nil
 }
 
-// GetRange implements Store with a Range request.
+// GetRange implements Store with a Range request; a body cut short is
+// resumed (readResuming).
 func (s *S3) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
 	k, err := s.objKey(key)
 	if err != nil {
@@ -211,11 +224,26 @@ func (s *S3) GetRange(ctx context.Context, key string, offset, length int64) ([]
 	if length == 0 {
 		return emptyRange(ctx, s, key, offset)
 	}
-	rng := fmt.Sprintf("bytes=%d-", offset)
+	end := int64(-1) // to the end of the object
 	if length <= math.MaxInt64-offset {
-		rng = fmt.Sprintf("bytes=%d-%d", offset, offset+length-1)
+		end = offset + length
 	}
-	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &k, Range: &rng})
+	var etag *string
+	data, err := readResuming(ctx, resumableRead{key: key, limit: length, retryable: s3Retryable,
+		open: func(ctx context.Context, got int64) (io.ReadCloser, int64, error) {
+			in := &s3.GetObjectInput{Bucket: &s.bucket, Key: &k, Range: aws.String(httpRange(offset+got, end))}
+			out, err := s.getObject(ctx, in, got, etag)
+			if err != nil {
+				return nil, 0, err
+			}
+			// A server that ignores Range answers 200 with the whole object.
+			if out.ContentRange == nil && offset > 0 {
+				out.Body.Close()
+				return nil, 0, permanent{errors.New("server ignored the Range header")}
+			}
+			etag = out.ETag
+			return out.Body, bodySize(out.ContentLength), nil
+		}})
 	if err != nil {
 		if httpStatus(err) == http.StatusRequestedRangeNotSatisfiable || errorCode(err) == "InvalidRange" {
 			// offset >= size: empty when offset == size, an error past it.
@@ -223,16 +251,37 @@ func (s *S3) GetRange(ctx context.Context, key string, offset, length int64) ([]
 		}
 		return nil, s.wrap("get range", key, err)
 	}
-	defer out.Body.Close()
-	// A server that ignores Range answers 200 with the whole object.
-	if out.ContentRange == nil && offset > 0 {
-		return nil, fmt.Errorf("objstore: s3 get range %s: server ignored the Range header", key)
-	}
-	data, err := io.ReadAll(io.LimitReader(out.Body, length))
-	if err != nil {
-		return nil, s.wrap("get range", key, err)
-	}
 	return data, nil
+}
+
+// getObject sends one GetObject of a read through readResuming, with the
+// SDK's retries off: readResuming retries, knowing how much of a body
+// arrived. A request for the rest of an object (got > 0) is conditional
+// on the ETag of the first answer, so that the pieces are of one object,
+// and must be answered with a range.
+func (s *S3) getObject(ctx context.Context, in *s3.GetObjectInput, got int64, etag *string) (*s3.GetObjectOutput, error) {
+	if got > 0 {
+		in.IfMatch = etag
+	}
+	out, err := s.client.GetObject(ctx, in, func(o *s3.Options) { o.RetryMaxAttempts = 1 })
+	if err != nil {
+		return nil, err
+	}
+	if got > 0 && out.ContentRange == nil {
+		out.Body.Close()
+		return nil, permanent{errors.New("server ignored the Range header of a resumed read")}
+	}
+	return out, nil
+}
+
+func s3Retryable(err error) bool { return retryableStatus(httpStatus(err), err) }
+
+// bodySize is a response's Content-Length, or -1 if it has none.
+func bodySize(n *int64) int64 {
+	if n == nil {
+		return -1
+	}
+	return *n
 }
 
 // Head implements Store.

@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
+	"cloud.google.com/go/storage"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
@@ -105,19 +107,23 @@ var (
 	_ TailReader = (*SmallFiles)(nil)
 )
 
-// contentRangeTotal parses the complete length of a Content-Range header
-// ("bytes 0-99/1234"); ok is false when it is malformed or unknown ("*").
-func contentRangeTotal(cr string) (int64, bool) {
-	_, total, ok := strings.Cut(cr, "/")
-	if !ok || !strings.HasPrefix(cr, "bytes ") {
-		return 0, false
+// contentRange parses a Content-Range header ("bytes 0-99/1234"): the
+// first byte and the complete length; ok is false when it is malformed or
+// the length unknown ("*").
+func contentRange(cr string) (start, total int64, ok bool) {
+	rng, tot, found := strings.Cut(strings.TrimPrefix(cr, "bytes "), "/")
+	first, _, dash := strings.Cut(rng, "-")
+	if !found || !dash || !strings.HasPrefix(cr, "bytes ") {
+		return 0, 0, false
 	}
-	n, err := strconv.ParseInt(total, 10, 64)
-	return n, err == nil && n >= 0
+	start, err1 := strconv.ParseInt(first, 10, 64)
+	total, err2 := strconv.ParseInt(tot, 10, 64)
+	return start, total, err1 == nil && err2 == nil && start >= 0 && total >= 0
 }
 
 // GetTail implements TailReader: one GetObject with "Range: bytes=-n"; the
-// size is the complete length in its Content-Range.
+// size is the complete length in its Content-Range. A body cut short is
+// resumed from the byte it reached (readResuming).
 func (s *S3) GetTail(ctx context.Context, key string, n int64) ([]byte, ObjectInfo, error) {
 	k, err := s.objKey(key)
 	if err != nil {
@@ -126,8 +132,36 @@ func (s *S3) GetTail(ctx context.Context, key string, n int64) ([]byte, ObjectIn
 	if n <= 0 {
 		return headTail(ctx, s, key, 0) // "bytes=-0" is unsatisfiable
 	}
-	rng := fmt.Sprintf("bytes=-%d", n)
-	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &k, Range: &rng})
+	var (
+		etag     *string
+		start    int64 // of the first answer's bytes in the object
+		size     int64 = -1
+		modified time.Time
+	)
+	data, err := readResuming(ctx, resumableRead{key: key, limit: -1, retryable: s3Retryable,
+		open: func(ctx context.Context, got int64) (io.ReadCloser, int64, error) {
+			rng := fmt.Sprintf("bytes=-%d", n)
+			if got > 0 {
+				rng = httpRange(start+got, -1)
+			}
+			out, err := s.getObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &k, Range: &rng}, got, etag)
+			if err != nil {
+				return nil, 0, err
+			}
+			if got == 0 {
+				etag, modified = out.ETag, aws.ToTime(out.LastModified)
+				// A server that ignores Range answers 200 with the whole
+				// object: its size is then what arrives.
+				if out.ContentRange != nil {
+					var ok bool
+					if start, size, ok = contentRange(*out.ContentRange); !ok {
+						out.Body.Close()
+						return nil, 0, permanent{fmt.Errorf("bad Content-Range %q", *out.ContentRange)}
+					}
+				}
+			}
+			return out.Body, bodySize(out.ContentLength), nil
+		}})
 	if err != nil {
 		if httpStatus(err) == http.StatusRequestedRangeNotSatisfiable || errorCode(err) == "InvalidRange" {
 			// An empty object has no satisfiable suffix range.
@@ -135,33 +169,18 @@ func (s *S3) GetTail(ctx context.Context, key string, n int64) ([]byte, ObjectIn
 		}
 		return nil, ObjectInfo{}, s.wrap("get tail", key, err)
 	}
-	defer out.Body.Close()
-	var (
-		data []byte
-		size int64
-	)
-	if out.ContentRange == nil {
-		// A server that ignores Range answers 200 with the whole object.
-		data, err = io.ReadAll(out.Body)
+	if size < 0 {
 		size = int64(len(data))
-	} else {
-		var ok bool
-		if size, ok = contentRangeTotal(*out.ContentRange); !ok {
-			return nil, ObjectInfo{}, fmt.Errorf("objstore: s3 get tail %s: Content-Range %q", key, *out.ContentRange)
-		}
-		data, err = io.ReadAll(io.LimitReader(out.Body, n))
-	}
-	if err != nil {
-		return nil, ObjectInfo{}, s.wrap("get tail", key, err)
 	}
 	if data, err = tailOf(key, data, size, n); err != nil {
 		return nil, ObjectInfo{}, err
 	}
-	return data, ObjectInfo{Key: key, Size: size, ModTime: aws.ToTime(out.LastModified)}, nil
+	return data, ObjectInfo{Key: key, Size: size, ModTime: modified}, nil
 }
 
 // GetTail implements TailReader: one read with a negative offset (a suffix
-// range); the reader's attributes carry the object's size.
+// range); the reader's attributes carry the object's size. A body cut
+// short is resumed (readResuming).
 func (g *GCS) GetTail(ctx context.Context, key string, n int64) ([]byte, ObjectInfo, error) {
 	o, err := g.obj(key)
 	if err != nil {
@@ -170,22 +189,33 @@ func (g *GCS) GetTail(ctx context.Context, key string, n int64) ([]byte, ObjectI
 	if n <= 0 {
 		return headTail(ctx, g, key, 0)
 	}
-	r, err := o.NewRangeReader(ctx, -n, -1)
+	var attrs storage.ReaderObjectAttrs // the first answer's
+	data, err := readResuming(ctx, resumableRead{key: key, limit: -1, retryable: gcsRetryable,
+		open: func(ctx context.Context, got int64) (io.ReadCloser, int64, error) {
+			if got == 0 {
+				r, err := g.reader(o, 0).NewRangeReader(ctx, -n, -1)
+				if err != nil {
+					return nil, 0, err
+				}
+				attrs = r.Attrs
+				return r, r.Remain(), nil
+			}
+			r, err := g.reader(o, attrs.Generation).NewRangeReader(ctx, attrs.StartOffset+got, -1)
+			if err != nil {
+				return nil, 0, err
+			}
+			return r, r.Remain(), nil
+		}})
 	if err != nil {
 		if gcsStatus(err) == http.StatusRequestedRangeNotSatisfiable {
 			return headTail(ctx, g, key, n) // an empty object
 		}
 		return nil, ObjectInfo{}, g.wrap("get tail", key, err)
 	}
-	defer r.Close()
-	data, err := io.ReadAll(io.LimitReader(r, n))
-	if err != nil {
-		return nil, ObjectInfo{}, g.wrap("get tail", key, err)
-	}
-	if data, err = tailOf(key, data, r.Attrs.Size, n); err != nil {
+	if data, err = tailOf(key, data, attrs.Size, n); err != nil {
 		return nil, ObjectInfo{}, err
 	}
-	return data, ObjectInfo{Key: key, Size: r.Attrs.Size, ModTime: r.Attrs.LastModified}, nil
+	return data, ObjectInfo{Key: key, Size: attrs.Size, ModTime: attrs.LastModified}, nil
 }
 
 // GetTail implements TailReader with one open, stat and pread.
