@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/lance-context/lance-context/api"
+	"github.com/lance-context/lance-context/internal/multierr"
 	"github.com/lance-context/lance-context/rollout"
 )
 
@@ -74,16 +75,18 @@ func Classify(err error) *Error {
 	return &Error{Status: http.StatusServiceUnavailable, Code: api.CodeStorageUnavailable, Message: err.Error(), RetryAfter: 1}
 }
 
-// WriteError writes the JSON error envelope (api.ErrorResponse).
+// WriteError writes the JSON error envelope (api.ErrorResponse). The
+// message and the log line are bounded (multierr.Shorten): an error joined
+// from many alike failures names each kind once.
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	e := Classify(err)
 	if e.Status >= 500 {
-		slog.Warn("request failed", "method", r.Method, "path", r.URL.Path, "status", e.Status, "err", err)
+		slog.Warn("request failed", "method", r.Method, "path", r.URL.Path, "status", e.Status, "err", multierr.Shorten(err.Error()))
 	}
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
-	WriteJSON(w, e.Status, api.ErrorResponse{Error: api.ErrorBody{Code: e.Code, Message: e.Message}})
+	WriteJSON(w, e.Status, api.ErrorResponse{Error: api.ErrorBody{Code: e.Code, Message: multierr.Shorten(e.Message)}})
 }
 
 // WriteJSON writes v as JSON with the status.

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/lance-context/lance-context/api"
+	"github.com/lance-context/lance-context/internal/multierr"
 	"github.com/lance-context/lance-context/lance/table"
 	"github.com/lance-context/lance-context/objstore"
 	"github.com/lance-context/lance-context/wal"
@@ -238,7 +239,7 @@ func (s *Store) loadPending(ctx context.Context, snap *snapshot) ([]*wal.LoadedG
 		}()
 	}
 	wg.Wait()
-	return out, errors.Join(errs...)
+	return out, multierr.Join(errs...)
 }
 
 func (w walRow) matches(fs []Filter) bool {

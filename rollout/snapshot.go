@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lance-context/lance-context/internal/multierr"
 	"github.com/lance-context/lance-context/lance/table"
 	"github.com/lance-context/lance-context/objstore"
 	"github.com/lance-context/lance-context/wal"
@@ -244,7 +245,7 @@ func (s *Store) readShardsAndBase(ctx context.Context, plan readPlan) ([]shardVi
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(listErr, baseErr, errors.Join(errs...), errors.Join(ferrs...)); err != nil {
+	if err := multierr.Join(listErr, baseErr, multierr.Join(errs...), multierr.Join(ferrs...)); err != nil {
 		return nil, nil, err
 	}
 	got := make(map[string]*wal.Manifest, len(ids))

@@ -3,7 +3,6 @@ package file
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -15,6 +14,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lance-context/lance-context/internal/multierr"
 )
 
 const (
@@ -135,7 +136,7 @@ func (r *Reader) read(ctx context.Context, fieldIDs []int32, ranges []rowRange, 
 		}
 		wg.Wait()
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := multierr.Join(errs...); err != nil {
 		for _, d := range datas {
 			if d != nil {
 				d.Release()
@@ -359,7 +360,7 @@ func (rc *readCtx) fetchNow(reqs []bufRange, dsts [][]byte) ([][]byte, error) {
 		}()
 	}
 	wg.Wait()
-	return out, errors.Join(errs...)
+	return out, multierr.Join(errs...)
 }
 
 // copyInto copies src to the start of dst unless fetch already read it there.

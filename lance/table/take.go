@@ -2,7 +2,6 @@ package table
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -11,6 +10,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lance-context/lance-context/internal/multierr"
 )
 
 // takeFragments bounds the fragments TakeRows reads at once.
@@ -104,7 +105,7 @@ func (d *Dataset) TakeRows(ctx context.Context, addrs []RowAddr, columns []strin
 			}
 		}
 	}()
-	if err := errors.Join(errs...); err != nil {
+	if err := multierr.Join(errs...); err != nil {
 		return nil, err
 	}
 	for _, rec := range recs {
