@@ -110,11 +110,13 @@ func (w *Writer) abandonSeal() {
 }
 
 func (w *Writer) publishUnsealed() {
-	n := w.mem.rows
+	n, b := w.mem.rows, w.mem.bytes
 	if w.sealing != nil {
 		n += w.sealing.mem.rows
+		b += w.sealing.mem.bytes
 	}
 	w.unsealed.Store(n)
+	w.unsealedBytes.Store(b)
 	w.opts.Metrics.UnsealedRows.Add(float64(n - w.gaugedUnsealed))
 	w.gaugedUnsealed = n
 }

@@ -144,7 +144,9 @@ type Writer struct {
 	// published for concurrent readers
 	manifest atomic.Pointer[Manifest]
 	unsealed atomic.Int64
-	stats    Stats
+	// unsealedBytes is the memory the memtables behind unsealed hold.
+	unsealedBytes atomic.Int64
+	stats         Stats
 	// sweep is set when generation files may have been left behind: at
 	// claim (an earlier owner may have crashed between draining and
 	// deleting), after a failed delete and after a failed seal. The next
@@ -203,6 +205,9 @@ func (w *Writer) Epoch() uint64 { return w.epoch }
 
 // UnsealedRows returns the rows acknowledged but not yet sealed.
 func (w *Writer) UnsealedRows() int64 { return w.unsealed.Load() }
+
+// UnsealedBytes returns the bytes the memtable (and a seal in flight) hold.
+func (w *Writer) UnsealedBytes() int64 { return w.unsealedBytes.Load() }
 
 // Stats returns the writer's counters.
 func (w *Writer) Stats() *Stats { return &w.stats }
