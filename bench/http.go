@@ -136,7 +136,9 @@ goals.`,
 			var wk *inprocWorker
 			var devWrites func() int64
 			if url == "" {
-				gctune.Tune() // as the worker command does
+				if err := gctune.Tune(); err != nil { // as the worker command does
+					return err
+				}
 				var err error
 				if wk, err = startInprocWorker(ctx, dataDir, flushEvery); err != nil {
 					return err

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/lance-context/lance-context/internal/gctune"
 )
 
 // OptionsFromEnv reads the store options a deployment sets in the
@@ -29,7 +31,7 @@ func OptionsFromEnv() (Options, error) {
 		return n
 	}
 	o.MergeMaxGenerations = int(num("ROLLOUT_MERGE_MAX_GENERATIONS", DefaultMergeMaxGenerations))
-	o.MergeMaxBytes = num("ROLLOUT_MERGE_MAX_BYTES", 1<<30)
+	o.MergeMaxBytes = num("ROLLOUT_MERGE_MAX_BYTES", gctune.Share(8, 1<<30))
 	o.PendingWarn = int(num("ROLLOUT_WAL_PENDING_WARN_GENERATIONS", 256))
 	o.PendingMax = int(num("ROLLOUT_WAL_PENDING_MAX_GENERATIONS", 4096))
 	// In the environment 0 means "no cap"; in Options it means the default.

@@ -297,3 +297,30 @@ func TestMaintainerMergesByAge(t *testing.T) {
 		t.Fatalf("stats after the age merge: %+v %v", st, err)
 	}
 }
+
+// TestMemtableBudgetSealsTheLargest: past the budget of all memtables
+// together, the largest is sealed and the others are left alone.
+func TestMemtableBudgetSealsTheLargest(t *testing.T) {
+	ctx := context.Background()
+	c := newCatalog(t, objstore.NewMemory(), "w1", Options{IndexColumns: []string{}})
+	small, big := mustStore(t, c, "small"), mustStore(t, c, "big")
+	if _, err := small.Append(ctx, recs("s", 5, "r")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := big.Append(ctx, recs("b", 200, "r")); err != nil {
+		t.Fatal(err)
+	}
+	total := small.UnsealedBytes() + big.UnsealedBytes()
+	m := NewMaintainer(c, MaintainPolicy{MemtableBudget: total + 1}, MaintainEvents{}, nil)
+	m.MaybeSeal()
+	m.Wait()
+	if big.UnflushedRows() != 200 {
+		t.Fatal("sealed under the budget")
+	}
+	m = NewMaintainer(c, MaintainPolicy{MemtableBudget: total - 1}, MaintainEvents{}, nil)
+	m.MaybeSeal()
+	m.Wait()
+	if big.UnflushedRows() != 0 || small.UnflushedRows() != 5 || big.UnsealedBytes() != 0 {
+		t.Fatalf("past the budget: big %d rows unsealed, small %d", big.UnflushedRows(), small.UnflushedRows())
+	}
+}

@@ -30,6 +30,9 @@ type MaintainPolicy struct {
 	// CleanupAfterCompact runs a cleanup after each compaction that
 	// rewrote fragments.
 	CleanupAfterCompact bool
+	// MemtableBudget bounds the memtables of all open stores together:
+	// past it, the largest is sealed (0: no bound beyond each store's own).
+	MemtableBudget int64
 }
 
 // MaintainEvents observes maintenance (a process's counters); nil fields
@@ -53,6 +56,7 @@ type Maintainer struct {
 
 	mu      sync.Mutex
 	merging map[string]bool // stores with a background merge running
+	sealing bool            // a budget seal is running
 	wg      sync.WaitGroup
 }
 
@@ -140,6 +144,50 @@ func (m *Maintainer) MaybeMerge(st *Store) {
 			if res.Remaining == 0 {
 				return
 			}
+		}
+	}()
+}
+
+// MaybeSeal seals the largest memtable, in the background, when the
+// memtables of all open stores hold more than the budget; one such seal
+// runs at a time (appends go on while it runs, into a fresh memtable).
+func (m *Maintainer) MaybeSeal() {
+	budget := m.policy.MemtableBudget
+	if budget <= 0 {
+		return
+	}
+	var total, most int64
+	var largest *Store
+	for _, st := range m.catalog.Opened() {
+		b := st.UnsealedBytes()
+		total += b
+		if b > most {
+			most, largest = b, st
+		}
+	}
+	if total <= budget || largest == nil {
+		return
+	}
+	m.mu.Lock()
+	if m.sealing {
+		m.mu.Unlock()
+		return
+	}
+	m.sealing = true
+	m.wg.Add(1)
+	m.mu.Unlock()
+	go func() {
+		defer m.wg.Done()
+		defer func() {
+			m.mu.Lock()
+			m.sealing = false
+			m.mu.Unlock()
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		m.log.Debug("memtable budget: sealing the largest memtable", "store", largest.Name(), "bytes", most, "total", total, "budget", budget)
+		if err := m.Flush(ctx, largest); err != nil {
+			m.log.Warn("memtable budget seal failed", "store", largest.Name(), "err", err)
 		}
 	}()
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/lance-context/lance-context/internal/gctune"
 	"github.com/lance-context/lance-context/lance/index"
 	"github.com/lance-context/lance-context/lance/schema"
 	"github.com/lance-context/lance-context/lance/table"
@@ -64,14 +65,14 @@ func Watermark(base *table.Dataset, shard string) uint64 {
 // Options tunes a store. Zero values take the documented defaults.
 type Options struct {
 	MergeMaxGenerations int   // generations per merge pass; default DefaultMergeMaxGenerations; <0 means no cap
-	MergeMaxBytes       int64 // generation bytes per merge pass; default 1 GiB; <0 no cap
+	MergeMaxBytes       int64 // generation bytes per merge pass; default an eighth of the memory budget, at most 1 GiB; <0 no cap
 	PendingWarn         int   // warn above this many pending generations per shard; default 256
 	PendingMax          int   // refuse wal/all reads above this (per shard or total); default 4096
 	CompactTargetRows   int64 // rows per compacted fragment; default 1<<20
 	MaxMemtableRows     int64 // seal when a memtable reaches this; default 200,000
 	MaxMemtableBytes    int64 // or this many bytes; default 128 MiB
 	Logger              *slog.Logger
-	Cache               *GenCache // shared generation cache; default a private 256 MiB one
+	Cache               *GenCache // shared generation cache; default a private one of a sixteenth of the memory budget, at most 256 MiB
 	// IndexColumns are the columns kept under BTree indexes (nil means
 	// DefaultIndexColumns, empty means none); Indexes is the shared index
 	// lookup and page cache (default one on the process-wide page cache,
@@ -105,7 +106,7 @@ func (o *Options) setDefaults() {
 		o.MergeMaxGenerations = DefaultMergeMaxGenerations
 	}
 	if o.MergeMaxBytes == 0 {
-		o.MergeMaxBytes = 1 << 30
+		o.MergeMaxBytes = gctune.Share(8, 1<<30) // a share of the process's memory budget
 	}
 	if o.PendingWarn <= 0 {
 		o.PendingWarn = 256
@@ -120,7 +121,7 @@ func (o *Options) setDefaults() {
 		o.Logger = slog.Default()
 	}
 	if o.Cache == nil {
-		o.Cache = NewGenCache(256 << 20)
+		o.Cache = NewGenCache(gctune.Share(16, 256<<20))
 	}
 	if o.Indexes == nil {
 		o.Indexes = index.NewFinder(0)
@@ -732,6 +733,16 @@ func (s *Store) UnflushedRows() int64 {
 		return 0
 	}
 	return w.UnsealedRows()
+}
+
+// UnsealedBytes returns the memory this process's memtable of the store
+// holds.
+func (s *Store) UnsealedBytes() int64 {
+	w := s.writer.Load()
+	if w == nil {
+		return 0
+	}
+	return w.UnsealedBytes()
 }
 
 // PendingOwn returns the pending generations of this process's shard, from

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lance-context/lance-context/internal/gctune"
 	"github.com/lance-context/lance-context/rollout"
 )
 
@@ -26,9 +27,12 @@ type Config struct {
 	FlushInterval         time.Duration // ROLLOUT_FLUSH_INTERVAL_SECS, default 30 (0 disables the sweeper)
 	MergeAfterGenerations int           // ROLLOUT_MERGE_AFTER_GENERATIONS, default 0 (off)
 	MergeMaxGenerations   int           // ROLLOUT_MERGE_MAX_GENERATIONS, default 1024 (0: no cap)
-	MergeMaxBytes         int64         // ROLLOUT_MERGE_MAX_BYTES, default 1073741824 (0: no cap)
-	CleanupInterval       time.Duration // ROLLOUT_CLEANUP_INTERVAL_SECS, default 0 (off): fold the whole WAL tail on this period
-	MergeAfterAge         time.Duration // LC_MERGE_AFTER_AGE_SECS, default 60: merge when the oldest pending generation is older (0 off)
+	MergeMaxBytes         int64         // ROLLOUT_MERGE_MAX_BYTES, default an eighth of the memory budget, at most 1073741824 (0: no cap)
+	// LC_MEMTABLE_BUDGET_BYTES: the memtables of all stores together; past
+	// it the largest is sealed. Default an eighth of the memory budget.
+	MemtableBudget  int64
+	CleanupInterval time.Duration // ROLLOUT_CLEANUP_INTERVAL_SECS, default 0 (off): fold the whole WAL tail on this period
+	MergeAfterAge   time.Duration // LC_MERGE_AFTER_AGE_SECS, default 60: merge when the oldest pending generation is older (0 off)
 	// LC_VERSION_CLEANUP_INTERVAL_SECS: remove old base versions on this
 	// period; default 600 without etcd, 0 with it (the master schedules).
 	VersionCleanupInterval time.Duration
@@ -44,12 +48,17 @@ type Config struct {
 	// process's own commits are still seen at once).
 	ReadConsistencyInterval time.Duration
 
-	MaxBodyBytes    int64         // LC_MAX_BODY_BYTES, default 67108864 (64 MiB)
-	MaxRecords      int           // LC_MAX_RECORDS_PER_REQUEST, default 10000
-	MaxPayloadBytes int64         // LC_MAX_PAYLOAD_BYTES, default 33554432 (32 MiB) per record
-	ReadTimeout     time.Duration // LC_HTTP_READ_TIMEOUT_SECS, default 60
-	WriteTimeout    time.Duration // LC_HTTP_WRITE_TIMEOUT_SECS, default 120
-	IdleTimeout     time.Duration // LC_HTTP_IDLE_TIMEOUT_SECS, default 120
+	MaxBodyBytes    int64 // LC_MAX_BODY_BYTES, default 67108864 (64 MiB)
+	MaxRecords      int   // LC_MAX_RECORDS_PER_REQUEST, default 10000
+	MaxPayloadBytes int64 // LC_MAX_PAYLOAD_BYTES, default 33554432 (32 MiB) per record
+	// LC_INFLIGHT_BODY_BYTES: append bodies being read at once (by their
+	// Content-Length, or the body limit when unknown); past it an append
+	// answers 503 OVERLOADED. Default an eighth of the memory budget, at
+	// least LC_MAX_BODY_BYTES.
+	InflightBodyBytes int64
+	ReadTimeout       time.Duration // LC_HTTP_READ_TIMEOUT_SECS, default 60
+	WriteTimeout      time.Duration // LC_HTTP_WRITE_TIMEOUT_SECS, default 120
+	IdleTimeout       time.Duration // LC_HTTP_IDLE_TIMEOUT_SECS, default 120
 }
 
 // MaintainPolicy is the upkeep this worker runs on its shard.
@@ -57,7 +66,7 @@ func (c Config) MaintainPolicy() rollout.MaintainPolicy {
 	return rollout.MaintainPolicy{
 		FlushInterval: c.FlushInterval, MergeAfterGenerations: c.MergeAfterGenerations, MergeAfterAge: c.MergeAfterAge,
 		DrainInterval: c.CleanupInterval, CleanupInterval: c.VersionCleanupInterval, Retention: c.Retention,
-		CleanupAfterCompact: true,
+		CleanupAfterCompact: true, MemtableBudget: c.MemtableBudget,
 	}
 }
 
@@ -84,7 +93,8 @@ func FromEnv() (Config, error) {
 	c.FlushInterval = secs("ROLLOUT_FLUSH_INTERVAL_SECS", 30)
 	c.MergeAfterGenerations = int(envInt("ROLLOUT_MERGE_AFTER_GENERATIONS", 0, &err))
 	c.MergeMaxGenerations = int(envInt("ROLLOUT_MERGE_MAX_GENERATIONS", rollout.DefaultMergeMaxGenerations, &err))
-	c.MergeMaxBytes = envInt("ROLLOUT_MERGE_MAX_BYTES", 1<<30, &err)
+	c.MergeMaxBytes = envInt("ROLLOUT_MERGE_MAX_BYTES", gctune.Share(8, 1<<30), &err)
+	c.MemtableBudget = envInt("LC_MEMTABLE_BUDGET_BYTES", gctune.Share(8, 4<<30), &err)
 	c.CleanupInterval = secs("ROLLOUT_CLEANUP_INTERVAL_SECS", 0)
 	c.MergeAfterAge = secs("LC_MERGE_AFTER_AGE_SECS", 60)
 	if len(c.Etcd) > 0 {
@@ -102,6 +112,8 @@ func FromEnv() (Config, error) {
 	c.MaxBodyBytes = envInt("LC_MAX_BODY_BYTES", 64<<20, &err)
 	c.MaxRecords = int(envInt("LC_MAX_RECORDS_PER_REQUEST", 10000, &err))
 	c.MaxPayloadBytes = envInt("LC_MAX_PAYLOAD_BYTES", 32<<20, &err)
+	// A body of the largest size allowed must always fit.
+	c.InflightBodyBytes = max(envInt("LC_INFLIGHT_BODY_BYTES", gctune.Share(8, 4<<30), &err), c.MaxBodyBytes)
 	c.ReadTimeout = secs("LC_HTTP_READ_TIMEOUT_SECS", 60)
 	c.WriteTimeout = secs("LC_HTTP_WRITE_TIMEOUT_SECS", 120)
 	c.IdleTimeout = secs("LC_HTTP_IDLE_TIMEOUT_SECS", 120)

@@ -37,7 +37,8 @@ type Server struct {
 	merges         *prometheus.CounterVec
 	mergedRows     prometheus.Counter
 
-	maint *rollout.Maintainer
+	maint  *rollout.Maintainer
+	bodies bodyBudget // append bodies held at once (budget.go)
 
 	// Registry, when set, learns of stores created and deleted here.
 	Registry StoreRegistry
@@ -52,6 +53,10 @@ type StoreRegistry interface {
 // NewServer returns the service. Register its Routes on a router.
 func NewServer(cfg Config, catalog *rollout.Catalog, reg *prometheus.Registry) *Server {
 	s := &Server{cfg: cfg, catalog: catalog, reg: reg, log: slog.Default().With("component", "worker")}
+	s.bodies.max = cfg.InflightBodyBytes
+	if s.bodies.max <= 0 {
+		s.bodies.max = 1 << 62 // a Config built without FromEnv: no bound
+	}
 	s.metrics = httpapi.NewMetrics(reg, "worker")
 	s.appends = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rollout_appends_total", Help: "Append requests acknowledged, by body format."}, []string{"format"})
 	s.appendRecs = prometheus.NewCounter(prometheus.CounterOpts{Name: "rollout_append_records_total", Help: "Records acknowledged by appends."})
@@ -210,6 +215,12 @@ func (s *Server) appendRecords(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, r, err)
 		return
 	}
+	release, err := s.bodies.admit(r, s.cfg.MaxBodyBytes)
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	defer release()
 	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 	mediaType, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	var (
@@ -266,6 +277,7 @@ func (s *Server) appendRecords(w http.ResponseWriter, r *http.Request) {
 		s.maint.Flushed(st)
 	} else {
 		s.maint.MaybeMerge(st) // a full memtable may have sealed
+		s.maint.MaybeSeal()
 	}
 	s.appends.WithLabelValues(format).Inc()
 	s.appendRecs.Add(float64(len(ids)))

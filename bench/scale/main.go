@@ -103,7 +103,10 @@ func main() {
 		}
 		c.sizes = append(c.sizes, n)
 	}
-	gctune.Tune() // the collector of a worker serving these reads
+	if err := gctune.Tune(); err != nil { // the collector of a worker serving these reads
+		fmt.Fprintln(os.Stderr, "scale:", err)
+		os.Exit(2)
+	}
 	if err := run(context.Background(), c); err != nil {
 		fmt.Fprintln(os.Stderr, "scale:", err)
 		os.Exit(1)

@@ -14,7 +14,9 @@ func newDevCmd() *cobra.Command {
 		Short: "Run everything on one machine: embedded etcd, a worker, a master and the web UI on one address",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			gctune.Tune()
+			if err := gctune.Tune(); err != nil {
+				return err
+			}
 			return devmode.Run(cmd.Context(), o)
 		},
 	}

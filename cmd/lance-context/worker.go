@@ -34,9 +34,17 @@ LC_INDEX_COLUMNS (id,rollout_id,problem_id; "none": no BTree indexes),
 LC_METADATA_CACHE_BYTES (268435456: manifests, file metadata, offsets, local directory listings),
 LC_INDEX_CACHE_BYTES (1073741824, at most a quarter of GOMEMLIMIT: decoded BTree index pages, one cache per process),
 LC_INDEX_PREWARM (on: an index is read whole into that cache, in the background, on its first point lookup, when at most half the cache and an eighth of GOMEMLIMIT; "off"), LC_IO_CONCURRENCY (32 range reads in flight per read),
-GOGC (300), GOMEMLIMIT (3/4 of the container's memory limit, cgroup v2 or v1, else of the machine's memory).`,
+LC_MEMORY_BUDGET_BYTES (3/4 of the container's memory limit, cgroup v2 or v1, else of the machine's memory:
+the process's budget; it sets GOMEMLIMIT, and the caches, memtables, merges and request bodies take shares of it),
+LC_MEMTABLE_BUDGET_BYTES (an eighth of the budget: memtables of all stores together; past it the largest is sealed),
+LC_INFLIGHT_BODY_BYTES (an eighth of the budget: append bodies being read at once; past it appends answer 503 OVERLOADED),
+GOGC (300), GOMEMLIMIT (the budget).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// The budget first: the configuration's defaults are shares of it.
+			if err := gctune.Tune(); err != nil {
+				return err
+			}
 			cfg, err := worker.FromEnv()
 			if err != nil {
 				return err
@@ -50,7 +58,6 @@ GOGC (300), GOMEMLIMIT (3/4 of the container's memory limit, cgroup v2 or v1, el
 			if cmd.Flags().Changed("instance-id") {
 				cfg.InstanceID = instanceID
 			}
-			gctune.Tune()
 			return worker.Run(cmd.Context(), cfg)
 		},
 	}

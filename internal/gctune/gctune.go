@@ -4,6 +4,7 @@ package gctune
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"runtime/debug"
 	"strconv"
@@ -17,24 +18,59 @@ import (
 // headroom may cost.
 const serverGCPercent = 300
 
+// EnvBudget names the variable that sets a process's memory budget.
+const EnvBudget = "LC_MEMORY_BUDGET_BYTES"
+
 // Tune sets the collector of a serving process (worker, dev, the
 // in-process bench) unless GOGC or GOMEMLIMIT say otherwise: GOGC 300, and
-// a soft memory limit of 3/4 of the container's memory limit, else of the
-// machine's memory, so the collector works harder before the process
-// would run out rather than after.
-func Tune() {
+// a soft memory limit of the process's memory budget: LC_MEMORY_BUDGET_BYTES,
+// else 3/4 of the container's memory limit, else of the machine's memory,
+// so the collector works harder before the process would run out rather
+// than after. The caches, memtables, merges and request bodies take their
+// shares of that limit (Budget).
+func Tune() error {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(serverGCPercent)
+	}
+	if v := os.Getenv(EnvBudget); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 64<<20 {
+			return fmt.Errorf("%s=%q: want a number of bytes, at least 67108864 (64 MiB)", EnvBudget, v)
+		}
+		if os.Getenv("GOMEMLIMIT") == "" {
+			debug.SetMemoryLimit(n)
+		}
+		return nil
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		if total := memoryBudget(); total > 0 {
 			debug.SetMemoryLimit(total / 4 * 3)
 		}
 	}
+	return nil
 }
 
-// memoryBudget returns the container's memory limit (cgroup v2, else v1),
-// else the machine's memory (MemTotal), else 0.
+// Budget returns the process's memory budget: the Go memory limit (Tune
+// sets it), or 0 when there is none. Memory holders size their defaults
+// as shares of it: the index page cache a quarter, the metadata cache and
+// the generation cache a sixteenth each (at most 256 MiB), memtables and
+// request bodies in flight an eighth each, a merge pass's input an eighth
+// (at most 1 GiB).
+func Budget() int64 {
+	if n := debug.SetMemoryLimit(-1); n > 0 && n < 1<<62 {
+		return n
+	}
+	return 0
+}
+
+// Share returns budget/div capped at cap, or cap without a budget.
+func Share(div, cap int64) int64 {
+	if b := Budget(); b > 0 {
+		return min(b/div, cap)
+	}
+	return cap
+}
+
 func memoryBudget() int64 {
 	total := ProcKiB("/proc/meminfo", "MemTotal") << 10
 	for _, f := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {

@@ -1,7 +1,9 @@
 package gctune
 
 import (
+	"math"
 	"runtime/debug"
+	"strings"
 	"testing"
 )
 
@@ -15,7 +17,10 @@ func TestTuneGC(t *testing.T) {
 
 	t.Setenv("GOGC", "")
 	t.Setenv("GOMEMLIMIT", "")
-	Tune()
+	t.Setenv(EnvBudget, "")
+	if err := Tune(); err != nil {
+		t.Fatal(err)
+	}
 	if got := debug.SetGCPercent(100); got != serverGCPercent {
 		t.Errorf("GC percent %d, want %d", got, serverGCPercent)
 	}
@@ -29,11 +34,42 @@ func TestTuneGC(t *testing.T) {
 	t.Setenv("GOGC", "150")
 	t.Setenv("GOMEMLIMIT", "1GiB")
 	debug.SetMemoryLimit(1 << 30)
-	Tune()
+	if err := Tune(); err != nil {
+		t.Fatal(err)
+	}
 	if got := debug.SetGCPercent(100); got != 100 {
 		t.Errorf("GOGC set: GC percent changed to %d", got)
 	}
 	if got := debug.SetMemoryLimit(-1); got != 1<<30 {
 		t.Errorf("GOMEMLIMIT set: limit changed to %d", got)
+	}
+}
+
+// TestBudgetSharesAndEnv: LC_MEMORY_BUDGET_BYTES sets the memory limit,
+// the shares follow it, and a bad value is refused with what to fix.
+func TestBudgetSharesAndEnv(t *testing.T) {
+	prevPct := debug.SetGCPercent(100)
+	prevLimit := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() {
+		debug.SetGCPercent(prevPct)
+		debug.SetMemoryLimit(prevLimit)
+	})
+	t.Setenv("GOMEMLIMIT", "")
+	t.Setenv(EnvBudget, "1073741824")
+	if err := Tune(); err != nil {
+		t.Fatal(err)
+	}
+	if Budget() != 1<<30 || Share(16, 256<<20) != 64<<20 || Share(4, 1<<40) != 256<<20 || Share(8, 1<<20) != 1<<20 {
+		t.Fatalf("budget %d, shares %d %d %d", Budget(), Share(16, 256<<20), Share(4, 1<<40), Share(8, 1<<20))
+	}
+	debug.SetMemoryLimit(math.MaxInt64)
+	if Budget() != 0 || Share(16, 256<<20) != 256<<20 {
+		t.Fatalf("without a limit: budget %d share %d", Budget(), Share(16, 256<<20))
+	}
+	for _, bad := range []string{"lots", "1000"} {
+		t.Setenv(EnvBudget, bad)
+		if err := Tune(); err == nil || !strings.Contains(err.Error(), EnvBudget) {
+			t.Fatalf("%s=%s: %v", EnvBudget, bad, err)
+		}
 	}
 }

@@ -5,7 +5,8 @@
 // small whole objects and local directory listings (package objstore).
 //
 // Shared returns the process-wide cache. Its size is LC_METADATA_CACHE_BYTES
-// (bytes; default 256 MiB; 0 disables caching), read once at first use.
+// (bytes; default a sixteenth of the process's memory budget, at most
+// 256 MiB; 0 disables caching), read once at first use.
 // Each entry is charged the bytes its owner states (an estimate of the
 // memory it holds); the least recently used entries are evicted beyond the
 // bound, and an entry larger than the bound is not kept.
@@ -16,6 +17,8 @@ import (
 	"os"
 	"strconv"
 	"sync"
+
+	"github.com/lance-context/lance-context/internal/gctune"
 )
 
 // DefaultBytes is the size of the shared cache when LC_METADATA_CACHE_BYTES
@@ -54,7 +57,7 @@ var (
 // Shared returns the process-wide cache (see the package documentation).
 func Shared() *Cache {
 	sharedOnce.Do(func() {
-		n := int64(DefaultBytes)
+		n := gctune.Share(16, DefaultBytes)
 		if v := os.Getenv(EnvBytes); v != "" {
 			if p, err := strconv.ParseInt(v, 10, 64); err == nil && p >= 0 {
 				n = p

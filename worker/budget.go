@@ -1,0 +1,41 @@
+package worker
+
+import (
+	"net/http"
+	"sync"
+
+	"github.com/lance-context/lance-context/api"
+	"github.com/lance-context/lance-context/httpapi"
+)
+
+// bodyBudget bounds the bytes of append bodies held at once: a body is
+// read whole and its records alias it until the append is acknowledged, so
+// without a bound a burst of large appends holds a burst's worth of memory
+// (a few 50 MB appends left gigabytes resident). Past the bound an append
+// answers 503 OVERLOADED with Retry-After, as the reference does.
+type bodyBudget struct {
+	mu    sync.Mutex
+	max   int64
+	inUse int64
+}
+
+// admit reserves a request's body bytes: its Content-Length, or the body
+// limit when the length is unknown (chunked). release returns them.
+func (b *bodyBudget) admit(r *http.Request, limit int64) (release func(), err error) {
+	n := r.ContentLength
+	if n < 0 || n > limit {
+		n = limit
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.inUse > 0 && b.inUse+n > b.max {
+		return nil, &httpapi.Error{Status: http.StatusServiceUnavailable, Code: api.CodeOverloaded, RetryAfter: 1,
+			Message: "this worker is reading its limit of append bodies at once (LC_INFLIGHT_BODY_BYTES); retry after Retry-After"}
+	}
+	b.inUse += n
+	return func() {
+		b.mu.Lock()
+		b.inUse -= n
+		b.mu.Unlock()
+	}, nil
+}
