@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/lance-context/lance-context/api"
 	"github.com/lance-context/lance-context/internal/jsonscan"
@@ -24,9 +25,10 @@ const MaxJSONValues = 1 << 24
 // "" for the body itself.
 type Place func(path []jsonscan.Step) string
 
-// FieldPlace names a path as a field: `field "a.b[2]"`.
+// FieldPlace names a path as a field: `field "a.b[2]"`; "" for a path of
+// array elements only (a body of nested arrays has no field to name).
 func FieldPlace(path []jsonscan.Step) string {
-	if len(path) == 0 {
+	if !slices.ContainsFunc(path, func(s jsonscan.Step) bool { return !s.InArr }) {
 		return ""
 	}
 	return fmt.Sprintf("field %q", jsonscan.FormatPath(path, 8))

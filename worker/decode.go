@@ -15,6 +15,7 @@ import (
 
 	"github.com/lance-context/lance-context/api"
 	"github.com/lance-context/lance-context/httpapi"
+	"github.com/lance-context/lance-context/internal/ipcguard"
 	"github.com/lance-context/lance-context/internal/jsonscan"
 	"github.com/lance-context/lance-context/rollout"
 )
@@ -92,7 +93,7 @@ func recordPlace(path []jsonscan.Step) string {
 		return httpapi.FieldPlace(path)
 	}
 	where := "record " + strconv.Itoa(path[1].Index)
-	if len(path) > 2 {
+	if len(path) > 2 && !path[2].InArr { // not a record that is itself an array
 		where += ", " + httpapi.FieldPlace(path[2:])
 	}
 	return where
@@ -214,16 +215,44 @@ func (s *Server) decodeMultipart(body io.Reader, boundary string) ([]rollout.Rec
 	return recs, nil
 }
 
+// The bounds of an Arrow IPC append body's metadata (ipcguard.Limits).
+// The rollout schema has ~45 columns nested at most 3 deep (relationships:
+// list<struct<...>>), and unknown columns are refused anyway.
+const (
+	maxArrowDepth    = 32
+	maxArrowFields   = 1024
+	maxArrowMetadata = 1 << 20 // bytes of names and custom metadata per message
+	maxArrowMessage  = 4 << 20 // bytes of one message's flatbuffer metadata
+)
+
+// arrowError words an error of reading an Arrow IPC body: the body limit
+// and ipcguard's size limits as 413, everything else as a 400.
+func arrowError(err error) error {
+	var mbe *http.MaxBytesError
+	var ge *ipcguard.Error
+	switch {
+	case errors.As(err, &mbe):
+		return err
+	case errors.As(err, &ge) && ge.TooLarge:
+		return httpapi.Errorf(http.StatusRequestEntityTooLarge, api.CodePayloadTooLarge, "%s", ge.Msg)
+	case errors.As(err, &ge):
+		return httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "invalid Arrow IPC stream: %s", ge.Msg)
+	}
+	return httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "invalid Arrow IPC stream: %v", err)
+}
+
 // decodeArrow reads an Arrow IPC stream's batches, checking the limits on
-// records per request and payload bytes per record as it goes.
+// records per request and payload bytes per record as it goes. Messages
+// pass through ipcguard first: arrow-go's reader trusts a stream's
+// metadata (a schema that lists a field as its own child overflows its
+// stack and kills the process).
 func (s *Server) decodeArrow(body io.Reader) ([]arrow.RecordBatch, error) {
-	rd, err := ipc.NewReader(body)
+	rd, err := ipc.NewReaderFromMessageReader(ipcguard.NewReader(body, ipcguard.Limits{
+		MaxDepth: maxArrowDepth, MaxFields: maxArrowFields, MaxMetadata: maxArrowMetadata,
+		MaxMessage: maxArrowMessage, MaxDecoded: s.cfg.MaxBodyBytes,
+	}))
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, err
-		}
-		return nil, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "invalid Arrow IPC stream: %v", err)
+		return nil, arrowError(err)
 	}
 	defer rd.Release()
 	var (
@@ -250,18 +279,21 @@ func (s *Server) decodeArrow(body io.Reader) ([]arrow.RecordBatch, error) {
 		out = append(out, rec)
 	}
 	if err := rd.Err(); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return fail(err)
-		}
-		return fail(httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "invalid Arrow IPC stream: %v", err))
+		return fail(arrowError(err))
 	}
 	return out, nil
 }
 
 // checkArrowPayloads applies the payload size limit to a batch's payload
 // column; base is the index of its first row in the request.
-func (s *Server) checkArrowPayloads(rec arrow.RecordBatch, base int) error {
+func (s *Server) checkArrowPayloads(rec arrow.RecordBatch, base int) (err error) {
+	// The column's offsets come from the client and are not validated yet
+	// (rollout does that): a short buffer is bad input, not a crash.
+	defer func() {
+		if r := recover(); r != nil {
+			err = httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "invalid Arrow IPC stream: column %q: %v", rollout.ColPayload, r)
+		}
+	}()
 	idx := rec.Schema().FieldIndices(rollout.ColPayload)
 	if len(idx) == 0 {
 		return nil
