@@ -140,6 +140,11 @@ type Experiment struct {
 	LastUpdated        *time.Time           `json:"last_updated"`
 	LastCompaction     *time.Time           `json:"last_compaction"`
 	NeedsCompaction    bool                 `json:"needs_compaction"`
+	// MergeLagSeconds is the age of the oldest pending generation (0 with
+	// none): how far the base table LanceDB reads lags the tail. It is the
+	// store's figure at the last refresh plus the time since, so cached
+	// statistics do not understate it.
+	MergeLagSeconds float64 `json:"merge_lag_seconds"`
 	// Stale is true when the figures missed a refresh (or the last one
 	// failed); StatsAgeSeconds says how old they are either way (refreshes
 	// run every LC_STATS_REFRESH_SECS; ?fresh=true reads them now).
@@ -156,6 +161,9 @@ func (m *Master) experiment(name string, e *statsEntry) Experiment {
 		x.Rows, x.Fragments, x.PendingGenerations, x.Shards = s.Rows, s.Fragments, s.PendingGenerations, s.Shards
 		x.UnflushedRows, x.Version, x.LastUpdated, x.LastCompaction = s.UnflushedRows, s.Version, s.LastUpdated, s.LastCompaction
 		x.NeedsCompaction = s.Fragments >= m.cfg.CompactMinFragments
+		if s.MergeLagSeconds > 0 {
+			x.MergeLagSeconds = s.MergeLagSeconds + max(0, time.Since(e.fetched).Seconds())
+		}
 	}
 	x.Stale = e.stats == nil || e.err != nil || time.Since(e.fetched) > 2*m.cfg.RefreshInterval
 	if !e.fetched.IsZero() {
