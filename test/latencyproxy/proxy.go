@@ -13,6 +13,14 @@
 // (POST /__tear?op=get_range&n=1&after=1000), as a connection reset
 // mid-body does.
 //
+// Besides these one-off orders the proxy injects random faults at set
+// rates (SetFaults, POST /__faults): 503 SlowDown answers, connections
+// dropped without an answer (before the request reaches the server, or
+// after it was carried out), bodies torn at a random byte, and stalls of
+// a few seconds before a request is forwarded or in the middle of its
+// answer's body. The draws come from a seeded source, so a run's faults
+// follow from its seed and the order of its requests.
+//
 // Kinds of operation (Op):
 //
 //	get              whole-object read
@@ -30,9 +38,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -69,8 +81,46 @@ type Stats struct {
 	BytesOut   int64 `json:"bytes_out"` // response bodies returned (Content-Length)
 	DelayMS    int64 `json:"delay_ms"`
 	Lost       int   `json:"lost"` // answers dropped by /__lose
-	Torn       int   `json:"torn"` // bodies cut by /__tear
+	Torn       int   `json:"torn"` // bodies cut by /__tear or by the Tear rate
+	// Random faults of SetFaults.
+	Injected503 int `json:"injected_503"` // answered 503 SlowDown, not forwarded
+	Reset       int `json:"reset"`        // connections dropped without an answer
+	Stalled     int `json:"stalled"`      // requests or bodies held for StallFor
 }
+
+// Faults are the rates of random faults, each a fraction of the requests
+// of the kinds in Ops (all kinds when Ops is empty). One request gets at
+// most one fault; the rates are tried in the order of the fields.
+type Faults struct {
+	Seed uint64 `json:"seed"`
+	// Error503 answers 503 SlowDown (S3's XML error) without forwarding.
+	Error503 float64 `json:"error_503"`
+	// Reset drops the connection without an answer: half of them before
+	// the request is forwarded (the server never sees it whole), half after
+	// the server carried it out (the acknowledgement is lost).
+	Reset float64 `json:"reset"`
+	// Tear cuts the answer's body at a random byte and drops the
+	// connection. Answers without a body pass whole.
+	Tear float64 `json:"tear"`
+	// Stall holds the request for StallFor before forwarding it or, for
+	// half of them, after a part of its answer's body.
+	Stall    float64       `json:"stall"`
+	StallFor time.Duration `json:"stall_for"`
+	Ops      []Op          `json:"ops,omitempty"`
+}
+
+// fault is what one request draws.
+type fault int
+
+const (
+	faultNone fault = iota
+	fault503
+	faultResetBefore
+	faultResetAfter
+	faultTear
+	faultStallBefore
+	faultStallBody
+)
 
 // Proxy is the reverse proxy. It is an http.Handler; serve it on the
 // address the clients use as their endpoint.
@@ -87,6 +137,8 @@ type Proxy struct {
 	total    int        // requests ever received, never reset
 	lose     map[Op]int // answers still to drop, per op
 	tear     map[Op]tear
+	faults   Faults
+	rng      *rand.Rand // draws of faults; nil when no rate is set
 }
 
 // tear is a /__tear order: cut the next n bodies of an op after after bytes.
@@ -189,6 +241,52 @@ func (p *Proxy) Tear(op Op, n int, after int64) {
 	p.tear[op] = tear{n: n, after: after}
 }
 
+// SetFaults sets the rates of random faults; the zero Faults turns them
+// off. The draws restart from f.Seed.
+func (p *Proxy) SetFaults(f Faults) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.faults = f
+	p.rng = nil
+	if f.Error503 > 0 || f.Reset > 0 || f.Tear > 0 || f.Stall > 0 {
+		p.rng = rand.New(rand.NewPCG(f.Seed, 0x9e3779b97f4a7c15))
+	}
+}
+
+// Faults returns the rates SetFaults set.
+func (p *Proxy) Faults() Faults {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.faults
+}
+
+// drawLocked picks the random fault of one request of kind op.
+func (p *Proxy) drawLocked(op Op) fault {
+	f := p.faults
+	if p.rng == nil || (len(f.Ops) > 0 && !slices.Contains(f.Ops, op)) {
+		return faultNone
+	}
+	x := p.rng.Float64()
+	half := p.rng.IntN(2) == 0
+	switch {
+	case x < f.Error503:
+		return fault503
+	case x < f.Error503+f.Reset:
+		if half {
+			return faultResetBefore
+		}
+		return faultResetAfter
+	case x < f.Error503+f.Reset+f.Tear:
+		return faultTear
+	case x < f.Error503+f.Reset+f.Tear+f.Stall && f.StallFor > 0:
+		if half {
+			return faultStallBefore
+		}
+		return faultStallBody
+	}
+	return faultNone
+}
+
 // Stats returns a copy of the counters.
 func (p *Proxy) Stats() Stats {
 	p.mu.Lock()
@@ -282,6 +380,24 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		tr.n--
 		p.tear[op] = tr
 	}
+	var fl fault
+	var stallFor time.Duration
+	var frac float64 // where a random tear or body stall falls, as a fraction of the body
+	if !lose && cut < 0 {
+		fl = p.drawLocked(op)
+		stallFor = p.faults.StallFor
+		if fl == faultTear || fl == faultStallBody {
+			frac = p.rng.Float64()
+		}
+	}
+	switch fl {
+	case fault503:
+		p.stats.Injected503++
+	case faultResetBefore, faultResetAfter:
+		p.stats.Reset++
+	case faultStallBefore:
+		p.stats.Stalled++ // a body stall counts when it happens
+	}
 	p.mu.Unlock()
 	defer func() {
 		p.mu.Lock()
@@ -308,10 +424,59 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "latencyproxy: answer dropped on purpose (the request was carried out)", http.StatusServiceUnavailable)
 		return
 	}
+	switch fl {
+	case fault503:
+		// Read the body first, as a server does before it answers: a
+		// client still sending would see a reset instead of the 503.
+		_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 64<<20))
+		w.Header().Set("Content-Type", "application/xml")
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintf(w, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>SlowDown</Code><Message>latencyproxy: injected 503</Message><RequestId>lp-%d</RequestId></Error>", time.Now().UnixNano())
+		return
+	case faultResetBefore:
+		// Take part of the body, then drop the connection: the server
+		// never sees the request.
+		_, _ = io.CopyN(io.Discard, r.Body, r.ContentLength/2)
+		panic(http.ErrAbortHandler)
+	case faultResetAfter:
+		p.rp.ServeHTTP(&discardWriter{h: http.Header{}}, r)
+		panic(http.ErrAbortHandler)
+	case faultStallBefore:
+		if !sleepCtx(r.Context(), stallFor) {
+			return
+		}
+	case faultTear:
+		w = &tearingWriter{ResponseWriter: w, left: -1, frac: frac, p: p}
+	case faultStallBody:
+		w = &stallingWriter{ResponseWriter: w, left: -1, frac: frac, stall: stallFor, ctx: r.Context(), p: p}
+	}
 	if cut >= 0 {
 		w = &tearingWriter{ResponseWriter: w, left: cut, p: p}
 	}
 	p.rp.ServeHTTP(&countingWriter{ResponseWriter: w, p: p}, r)
+}
+
+// sleepCtx waits d; false when ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// bodyPoint is where a fault falls in a body of the length the server
+// declared: frac of it, or of 64 KiB when it declared none.
+func bodyPoint(h http.Header, frac float64) int64 {
+	n, err := strconv.ParseInt(h.Get("Content-Length"), 10, 64)
+	if err != nil || n < 0 {
+		n = 64 << 10
+	}
+	return int64(frac * float64(n))
 }
 
 // errTorn ends a response body cut on purpose. The reverse proxy answers
@@ -323,11 +488,15 @@ var errTorn = errors.New("latencyproxy: body cut on purpose")
 // client, and fails the write that would pass more.
 type tearingWriter struct {
 	http.ResponseWriter
-	left int64
+	left int64   // < 0: not known yet, frac of the declared length
+	frac float64 // the cut as a fraction of the body, when left < 0
 	p    *Proxy
 }
 
 func (t *tearingWriter) Write(b []byte) (int, error) {
+	if t.left < 0 {
+		t.left = bodyPoint(t.Header(), t.frac)
+	}
 	if int64(len(b)) <= t.left {
 		n, err := t.ResponseWriter.Write(b)
 		t.left -= int64(n)
@@ -344,6 +513,49 @@ func (t *tearingWriter) Write(b []byte) (int, error) {
 
 func (t *tearingWriter) Flush() {
 	if f, ok := t.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// stallingWriter passes left bytes of the body on and flushes them, then
+// holds the rest for stall: a server that stops sending mid-body.
+type stallingWriter struct {
+	http.ResponseWriter
+	left    int64   // < 0: not known yet
+	frac    float64 // the stall's place in the body, when left < 0
+	stall   time.Duration
+	ctx     context.Context
+	stalled bool
+	p       *Proxy
+}
+
+func (s *stallingWriter) Write(b []byte) (int, error) {
+	if s.left < 0 {
+		s.left = bodyPoint(s.Header(), s.frac)
+	}
+	if s.stalled || int64(len(b)) <= s.left {
+		n, err := s.ResponseWriter.Write(b)
+		s.left -= int64(n)
+		return n, err
+	}
+	n, err := s.ResponseWriter.Write(b[:s.left])
+	if err != nil {
+		return n, err
+	}
+	s.Flush()
+	s.stalled = true
+	s.p.mu.Lock()
+	s.p.stats.Stalled++
+	s.p.mu.Unlock()
+	if !sleepCtx(s.ctx, s.stall) {
+		return n, s.ctx.Err()
+	}
+	m, err := s.ResponseWriter.Write(b[s.left:])
+	return n + m, err
+}
+
+func (s *stallingWriter) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
 }
@@ -376,6 +588,9 @@ func (d *discardWriter) Header() http.Header         { return d.h }
 func (d *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
 func (d *discardWriter) WriteHeader(int)             {}
 
+var validOps = map[Op]bool{OpGet: true, OpGetRange: true, OpHead: true, OpList: true, OpPut: true,
+	OpPutConditional: true, OpMultipart: true, OpDelete: true, OpOther: true}
+
 // AdminHandler serves the counters and controls:
 //
 //	GET  /__stats               the Stats as JSON
@@ -383,6 +598,9 @@ func (d *discardWriter) WriteHeader(int)             {}
 //	POST /__delay?ms=N          set the latency to N ms
 //	POST /__lose?op=OP&n=N      drop the answers of the next N requests of kind OP
 //	POST /__tear?op=OP&n=N&after=B  cut the bodies of the next N requests of kind OP after B bytes
+//	GET  /__faults              the random faults' rates (Faults as JSON)
+//	POST /__faults?error_503=R&reset=R&tear=R&stall=R&stall_ms=N&seed=S&ops=OP,OP
+//	                            set them (ParseFaults); no parameters turn them off
 func (p *Proxy) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	writeJSON := func(w http.ResponseWriter, v any) {
@@ -406,8 +624,7 @@ func (p *Proxy) AdminHandler() http.Handler {
 		p.SetDelay(time.Duration(ms * float64(time.Millisecond)))
 		writeJSON(w, p.Stats())
 	})
-	valid := map[Op]bool{OpGet: true, OpGetRange: true, OpHead: true, OpList: true, OpPut: true,
-		OpPutConditional: true, OpMultipart: true, OpDelete: true, OpOther: true}
+	valid := validOps
 	mux.HandleFunc("POST /__lose", func(w http.ResponseWriter, r *http.Request) {
 		op := Op(r.URL.Query().Get("op"))
 		n, err := strconv.Atoi(r.URL.Query().Get("n"))
@@ -430,7 +647,69 @@ func (p *Proxy) AdminHandler() http.Handler {
 		p.Tear(op, n, after)
 		w.WriteHeader(http.StatusNoContent)
 	})
+	mux.HandleFunc("GET /__faults", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, p.Faults()) })
+	mux.HandleFunc("POST /__faults", func(w http.ResponseWriter, r *http.Request) {
+		f, err := ParseFaults(r.URL.Query())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		p.SetFaults(f)
+		writeJSON(w, f)
+	})
 	return mux
+}
+
+// ParseFaults reads the parameters of POST /__faults: error_503, reset,
+// tear and stall (fractions of requests, 0..1), stall_ms, seed, and ops
+// (kinds, comma-separated). Missing parameters are zero: no parameters
+// turn the faults off.
+func ParseFaults(q url.Values) (Faults, error) {
+	var f Faults
+	rates := []struct {
+		name string
+		v    *float64
+	}{{"error_503", &f.Error503}, {"reset", &f.Reset}, {"tear", &f.Tear}, {"stall", &f.Stall}}
+	sum := 0.0
+	for _, r := range rates {
+		if v := q.Get(r.name); v != "" {
+			x, err := strconv.ParseFloat(v, 64)
+			if err != nil || x < 0 || x > 1 {
+				return Faults{}, fmt.Errorf("latencyproxy: %s=%q: want a fraction of requests between 0 and 1", r.name, v)
+			}
+			*r.v = x
+			sum += x
+		}
+	}
+	if sum > 1 {
+		return Faults{}, fmt.Errorf("latencyproxy: the fault rates add up to %g; at most 1", sum)
+	}
+	if v := q.Get("stall_ms"); v != "" {
+		ms, err := strconv.ParseFloat(v, 64)
+		if err != nil || ms < 0 {
+			return Faults{}, fmt.Errorf("latencyproxy: stall_ms=%q: want milliseconds >= 0", v)
+		}
+		f.StallFor = time.Duration(ms * float64(time.Millisecond))
+	}
+	if f.Stall > 0 && f.StallFor == 0 {
+		return Faults{}, errors.New("latencyproxy: stall needs stall_ms")
+	}
+	if v := q.Get("seed"); v != "" {
+		seed, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return Faults{}, fmt.Errorf("latencyproxy: seed=%q: want an unsigned integer", v)
+		}
+		f.Seed = seed
+	}
+	if v := q.Get("ops"); v != "" {
+		for _, o := range strings.Split(v, ",") {
+			if !validOps[Op(o)] {
+				return Faults{}, fmt.Errorf("latencyproxy: ops: unknown kind %q (get, get_range, head, list, put, put_conditional, multipart, delete, other)", o)
+			}
+			f.Ops = append(f.Ops, Op(o))
+		}
+	}
+	return f, nil
 }
 
 // Serve runs the proxy on listen and the admin handler on admin until ctx

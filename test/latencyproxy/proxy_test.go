@@ -3,6 +3,7 @@ package latencyproxy
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -325,5 +326,103 @@ func TestProxyResetDuringRequest(t *testing.T) {
 	do(t, "GET", front.URL+"/b/k", "")
 	if s := p.Stats(); s.Sequential != 1 || s.Requests != 1 {
 		t.Fatalf("after the reset: %d requests, sequential %d; want 1 and 1", s.Requests, s.Sequential)
+	}
+}
+
+// TestProxyFaults: each random fault at rate 1 does what it says to every
+// request of the kinds chosen, and the admin route sets and clears them.
+func TestProxyFaults(t *testing.T) {
+	up := upstream(t)
+	p, front, admin := startProxy(t, up.URL, 0)
+	body := strings.Repeat("0123456789", 10000)
+	do(t, "PUT", front.URL+"/b/big", body)
+	get := func(key string) (int, string, error) {
+		resp, err := http.Get(front.URL + key)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), err
+	}
+	setFaults := func(q string) {
+		t.Helper()
+		if r := do(t, "POST", admin.URL+"/__faults?"+q, ""); r.StatusCode != http.StatusOK {
+			b, _ := io.ReadAll(r.Body)
+			t.Fatalf("/__faults?%s: %s %s", q, r.Status, b)
+		}
+	}
+
+	// 503: not forwarded, an S3 error body.
+	setFaults("error_503=1&seed=1")
+	if r := do(t, "PUT", front.URL+"/b/k503", "v"); r.StatusCode != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("PUT under error_503=1: %s", r.Status)
+	}
+	if st, b, _ := get("/b/big"); st != http.StatusServiceUnavailable || !strings.Contains(b, "<Code>SlowDown</Code>") {
+		t.Fatalf("GET under error_503=1: %d %q", st, b)
+	}
+
+	// Resets: no answer; some requests were carried out, some not.
+	setFaults("reset=1&seed=7")
+	const n = 24
+	for i := range n {
+		r, _ := http.NewRequest("PUT", fmt.Sprintf("%s/b/r%d", front.URL, i), strings.NewReader("v"))
+		if resp, err := http.DefaultClient.Do(r); err == nil {
+			resp.Body.Close()
+			t.Fatalf("PUT under reset=1 was answered: %s", resp.Status)
+		}
+	}
+
+	// Tears: the body stops short with an error.
+	setFaults("tear=1&seed=3")
+	for range 5 {
+		if _, b, err := get("/b/big"); err == nil || len(b) >= len(body) || body[:len(b)] != b {
+			t.Fatalf("GET under tear=1: %d bytes, err %v; want a prefix and an error", len(b), err)
+		}
+	}
+
+	// Stalls: late, but whole.
+	setFaults("stall=1&stall_ms=200&seed=5")
+	for range 4 {
+		start := time.Now()
+		if st, b, err := get("/b/big"); err != nil || st != 200 || b != body {
+			t.Fatalf("GET under stall=1: %d, %d bytes, %v", st, len(b), err)
+		}
+		if d := time.Since(start); d < 200*time.Millisecond {
+			t.Fatalf("GET under stall=1 took %v, want >= 200ms", d)
+		}
+	}
+
+	// Only the kinds named.
+	setFaults("error_503=1&ops=get,get_range")
+	if r := do(t, "PUT", front.URL+"/b/ok", "v"); r.StatusCode != 200 {
+		t.Fatalf("PUT with faults on gets only: %s", r.Status)
+	}
+
+	// Off: everything passes, and the resets were half before, half after.
+	setFaults("")
+	if st, b, err := get("/b/big"); err != nil || st != 200 || b != body {
+		t.Fatalf("GET with faults off: %d, %d bytes, %v", st, len(b), err)
+	}
+	if st, _, _ := get("/b/k503"); st != http.StatusNotFound {
+		t.Fatalf("the PUT answered 503 reached the server: GET %d", st)
+	}
+	carried := 0
+	for i := range n {
+		if st, _, _ := get(fmt.Sprintf("/b/r%d", i)); st == 200 {
+			carried++
+		}
+	}
+	if carried == 0 || carried == n {
+		t.Fatalf("%d of %d reset PUTs were carried out; want some but not all", carried, n)
+	}
+	s := p.Stats()
+	if s.Injected503 != 2 || s.Reset != n || s.Torn != 5 || s.Stalled != 4 {
+		t.Fatalf("stats: 503 %d, reset %d, torn %d, stalled %d; want 2, %d, 5, 4", s.Injected503, s.Reset, s.Torn, s.Stalled, n)
+	}
+	for _, bad := range []string{"error_503=2", "tear=-0.1", "stall=0.1", "error_503=0.6&reset=0.6", "ops=nope", "seed=x", "stall=0.1&stall_ms=-1"} {
+		if r := do(t, "POST", admin.URL+"/__faults?"+bad, ""); r.StatusCode != http.StatusBadRequest {
+			t.Errorf("POST /__faults?%s: %s, want 400", bad, r.Status)
+		}
 	}
 }
