@@ -54,6 +54,7 @@ func BenchmarkScan(b *testing.B) {
 	}{
 		{"records-ascii", benchBody(1000, false)},
 		{"records-multibyte", benchBody(1000, true)},
+		{"records-text", textBody(100)},
 		{"tokens-only", []byte(`{"records":[{"rollout_id":"r","input_tokens":[` + strings.Repeat("123456,", 100000) + `1]}]}`)},
 	} {
 		b.Run(c.name, func(b *testing.B) {
@@ -68,4 +69,20 @@ func BenchmarkScan(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(c.body)), "ns/byte")
 		})
 	}
+}
+
+// textBody is worker's BenchmarkDecodeJSONRecords body: n records of ~1 KB
+// of code-like text.
+func textBody(n int) []byte {
+	text := strings.Repeat(`{x: [1, 2]} y; `, 68)
+	var sb strings.Builder
+	sb.WriteString(`{"records":[`)
+	for i := range n {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `{"id":"w-%d","rollout_id":"w-r0","sequence_order":%d,"content":"%s"}`, i, i%16, text)
+	}
+	sb.WriteString(`]}`)
+	return []byte(sb.String())
 }
