@@ -37,7 +37,17 @@ func DecodeBodies(wire int64) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
-			body, err := decodedBody(w, r, wire)
+			coding, err := contentCoding(r.Header.Values("Content-Encoding"))
+			if err != nil {
+				w.Header().Set("Accept-Encoding", SupportedEncodings)
+				WriteError(w, r, err)
+				return
+			}
+			if coding == "" { // identity
+				next.ServeHTTP(w, r)
+				return
+			}
+			body, err := newDecoder(coding, http.MaxBytesReader(w, r.Body, wire))
 			if err != nil {
 				WriteError(w, r, err)
 				return
