@@ -14,6 +14,8 @@ export interface Shard {
   pending_rows?: number;
   epoch: number;
   watermark: number;
+  /** When the shard's oldest pending generation was sealed (absent with none pending). */
+  oldest_pending_at?: string | null;
 }
 
 export interface Experiment {
@@ -27,6 +29,8 @@ export interface Experiment {
   last_updated?: string | null;
   last_compaction?: string | null;
   needs_compaction?: boolean;
+  /** Age of the oldest pending WAL generation, in seconds (0 with none): how far the base table, what LanceDB reads, lags the tail. */
+  merge_lag_seconds?: number | null;
   stale?: boolean;
   error?: string;
 }
@@ -113,8 +117,28 @@ export interface RecordPage {
   source: Source | string;
 }
 
-export type TaskKind = 'merge' | 'compact' | 'index';
+export type TaskKind = 'merge' | 'compact' | 'index' | 'cleanup';
 export type TaskState = 'queued' | 'running' | 'done' | 'failed';
+
+/** What a finished task did (api.TaskResult; an index task answers its own shape). Every field may be absent. */
+export interface TaskResult {
+  passes?: number;
+  generations?: number;
+  rows?: number;
+  replaced?: number;
+  fragments_removed?: number;
+  fragments_added?: number;
+  files_removed?: number;
+  files_added?: number;
+  /** The base table version after the task. */
+  version?: number;
+  /** A cleanup's report (left out when zero). */
+  versions_removed?: number;
+  bytes_removed?: number;
+  /** An index task's columns. */
+  columns?: { Column?: string; Built?: boolean }[] | null;
+  [extra: string]: unknown;
+}
 
 export interface Task {
   id: string;
@@ -123,8 +147,18 @@ export interface Task {
   state: TaskState | string;
   attempts?: number;
   error?: string | null;
+  result?: TaskResult | null;
+  /** "api" or "scheduler". */
+  source?: string;
   created_at?: string | null;
   updated_at?: string | null;
+}
+
+/** A tag pinning a version of a store's base table (a worker route; cleanup keeps tagged versions). */
+export interface Tag {
+  name: string;
+  version: number;
+  manifest_size?: number;
 }
 
 export interface Worker {
@@ -226,6 +260,11 @@ const enc = encodeURIComponent;
 
 export function experimentPath(name: string): string {
   return `${API_BASE}/experiments/${enc(name)}`;
+}
+
+/** A store under the worker's routes (tags live there; dev mode serves them beside the master's). */
+export function rolloutPath(name: string): string {
+  return `${API_BASE}/rollouts/${enc(name)}`;
 }
 
 export function recordPath(store: string, id: string): string {
@@ -400,6 +439,14 @@ export const api = {
   },
   merge(name: string): Promise<{ task: Task }> {
     return request(`${experimentPath(name)}/merge`, { method: 'POST' });
+  },
+  cleanup(name: string): Promise<{ task: Task }> {
+    return request(`${experimentPath(name)}/cleanup`, { method: 'POST' });
+  },
+  /** The store's tags, from the worker route (absent on a master alone: a 404). */
+  async listTags(name: string, signal?: AbortSignal): Promise<Tag[]> {
+    const r: { tags?: Tag[] | null } = await request(`${rolloutPath(name)}/tags`, { signal });
+    return [...(r?.tags ?? [])].sort((a, b) => b.version - a.version || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   },
   listTasks(signal?: AbortSignal): Promise<{ tasks: Task[] }> {
     return request(`${API_BASE}/tasks`, { signal });

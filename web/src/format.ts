@@ -28,6 +28,17 @@ export function fmtBytes(n: number | null | undefined): string {
   return i === 0 ? `${v} B` : `${v.toFixed(v < 10 ? 1 : 0)} ${units[i]}`;
 }
 
+/** A duration in seconds as "<1s", "42s", "3m 5s", "2h 10m", "4d 3h"; "—" when absent or not positive. */
+export function fmtDuration(seconds: number | null | undefined): string {
+  if (seconds === null || seconds === undefined || !Number.isFinite(seconds) || seconds <= 0) return '—';
+  if (seconds < 1) return '<1s';
+  const t = Math.floor(seconds);
+  if (t < 60) return `${t}s`;
+  if (t < 3600) return `${Math.floor(t / 60)}m ${t % 60}s`;
+  if (t < 86400) return `${Math.floor(t / 3600)}h ${Math.floor((t % 3600) / 60)}m`;
+  return `${Math.floor(t / 86400)}d ${Math.floor((t % 86400) / 3600)}h`;
+}
+
 export function parseTime(s: string | null | undefined): Date | undefined {
   if (!s) return undefined;
   const d = new Date(s);

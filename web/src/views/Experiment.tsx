@@ -8,6 +8,7 @@ import { experimentHref } from './Experiments';
 import { OverviewCharts } from './Charts';
 import { StoragePanel } from './Storage';
 import { pendingRows, PENDING_WARN } from './pending';
+import { MergeLag, shardLags, TagsPanel, taskResultSummary } from './lifecycle';
 import { RecordsView } from './Records';
 import { SqlView } from './Sql';
 
@@ -75,19 +76,22 @@ function Stat({ label, children, title }: { label: string; children: ReactNode; 
 
 const TASK_POLL_MS = 1500;
 
+/** The overview's task buttons: each enqueues a task of that kind on the master. */
+type Action = 'merge' | 'compact' | 'cleanup';
+
 function Overview({ name }: { name: string }) {
   const { data, error, loading, updatedAt, reload } = usePoll(`exp:${name}`, (signal) =>
     api.getExperiment(name, true, signal),
   );
   const [task, setTask] = useState<Task | undefined>();
   const [actionError, setActionError] = useState<unknown>();
-  const [busy, setBusy] = useState<'compact' | 'merge' | undefined>();
+  const [busy, setBusy] = useState<Action | undefined>();
 
-  const start = async (kind: 'compact' | 'merge') => {
+  const start = async (kind: Action) => {
     setBusy(kind);
     setActionError(undefined);
     try {
-      const res = kind === 'compact' ? await api.compact(name) : await api.merge(name);
+      const res = await api[kind](name);
       setTask(res.task);
     } catch (e) {
       setActionError(e);
@@ -155,10 +159,20 @@ function Overview({ name }: { name: string }) {
         >
           {busy === 'compact' ? 'Compacting…' : 'Compact'}
         </button>
+        <button
+          type="button"
+          onClick={() => void start('cleanup')}
+          disabled={busy !== undefined}
+          data-testid="cleanup-button"
+          title="Remove old versions of the base table and the files only they use (tagged, leased and recent versions stay)"
+        >
+          {busy === 'cleanup' ? 'Cleaning up…' : 'Cleanup'}
+        </button>
         {task ? (
           <span className="task-inline" data-testid="action-task">
             {task.kind} task <span className="mono">{task.id}</span> <StateBadge state={task.state} />
-            {task.error ? <span className="error-text"> {task.error}</span> : null}{' '}
+            {task.error ? <span className="error-text"> {task.error}</span> : null}
+            {taskResultSummary(task) ? <span data-testid="action-task-result"> {taskResultSummary(task)}</span> : null}{' '}
             <Link to="/tasks">all tasks</Link>
           </span>
         ) : null}
@@ -166,6 +180,7 @@ function Overview({ name }: { name: string }) {
       <ErrorBanner error={actionError} />
       {/* Not gated on the statistics: both requests go out at once. */}
       <OverviewCharts name={name} />
+      <TagsPanel name={name} />
       <StoragePanel exp={data} />
     </div>
   );
@@ -173,6 +188,7 @@ function Overview({ name }: { name: string }) {
 
 function Stats({ exp, updatedAt }: { exp: Experiment; updatedAt: number | undefined }) {
   const shards = exp.shards ?? [];
+  const lags = shardLags(exp);
   return (
     <>
       {exp.stale ? (
@@ -198,6 +214,9 @@ function Stats({ exp, updatedAt }: { exp: Experiment; updatedAt: number | undefi
         </Stat>
         <Stat label="Rows in the WAL" title="Rows in sealed generations not yet merged (shown by the WAL and All sources)">
           {fmtInt(pendingRows(exp))}
+        </Stat>
+        <Stat label="Base lag" title="How far the base table (what LanceDB and the Fragments source read) lags the WAL tail: the age of the oldest un-merged generation">
+          <MergeLag seconds={exp.merge_lag_seconds} />
         </Stat>
         <Stat label="Unflushed rows" title="Rows acknowledged but still in a memtable (readable after the next seal)">
           {fmtInt(exp.unflushed_rows)}
@@ -225,6 +244,9 @@ function Stats({ exp, updatedAt }: { exp: Experiment; updatedAt: number | undefi
               <th className="num" title="Rows in this shard's sealed, un-merged generations">
                 Pending rows
               </th>
+              <th className="num" title="Age of this shard's oldest un-merged generation">
+                Lag
+              </th>
             </tr>
           </thead>
           <tbody>
@@ -242,11 +264,14 @@ function Stats({ exp, updatedAt }: { exp: Experiment; updatedAt: number | undefi
                   ) : null}
                 </td>
                 <td className="num">{fmtInt(s.pending_rows)}</td>
+                <td className="num">
+                  <MergeLag seconds={lags.get(s.shard_id)} />
+                </td>
               </tr>
             ))}
             {shards.length === 0 ? (
               <tr>
-                <td colSpan={5} className="empty">
+                <td colSpan={6} className="empty">
                   No shard has written to this store yet.
                 </td>
               </tr>

@@ -5,6 +5,7 @@ import { fmtInt } from '../format';
 import { useDebounced, usePoll } from '../live';
 import { intParam, Link, updateQuery, useLocation } from '../router';
 import { PENDING_WARN } from './pending';
+import { LAG_WARN_SECONDS, MergeLag } from './lifecycle';
 
 export const SEARCH_DEBOUNCE_MS = 300;
 
@@ -76,6 +77,12 @@ export function ExperimentsView() {
               <th className="num" title="Sealed WAL generations not yet merged into the base table (all shards)">
                 Pending WAL gens
               </th>
+              <th
+                className="num"
+                title={`How far the base table (what LanceDB reads) lags the WAL tail: the age of the oldest un-merged generation; highlighted above ${LAG_WARN_SECONDS} s`}
+              >
+                Base lag
+              </th>
               <th>Last update</th>
               <th title="Health of the store: merge backlog, compaction, statistics freshness">Status</th>
             </tr>
@@ -91,6 +98,9 @@ export function ExperimentsView() {
                 <td className="num">{fmtInt(x.rows)}</td>
                 <td className="num">{fmtInt(x.fragments)}</td>
                 <td className="num">{fmtInt(x.pending_generations)}</td>
+                <td className="num">
+                  <MergeLag seconds={x.merge_lag_seconds} />
+                </td>
                 <td>
                   <RelTime value={x.last_updated} />
                 </td>
@@ -99,7 +109,7 @@ export function ExperimentsView() {
                 </td>
               </tr>
             ))}
-            <StatusRows cols={6} loading={loading} error={error} count={rows.length} empty={q ? `No experiment matches “${q}”.` : 'No experiments yet.'} />
+            <StatusRows cols={7} loading={loading} error={error} count={rows.length} empty={q ? `No experiment matches “${q}”.` : 'No experiments yet.'} />
           </tbody>
         </table>
       </div>

@@ -4,6 +4,7 @@ import { ErrorBanner, RelTime, StateBadge, StatusRows, Updated } from '../compon
 import { usePoll } from '../live';
 import { Link } from '../router';
 import { experimentHref } from './Experiments';
+import { taskResultSummary } from './lifecycle';
 
 function byNewest(a: Task, b: Task): number {
   return (b.created_at ?? '').localeCompare(a.created_at ?? '');
@@ -32,6 +33,7 @@ export function TasksView() {
               <th className="num">Attempts</th>
               <th>Created</th>
               <th>Updated</th>
+              <th title="What a finished task did">Result</th>
               <th>Error</th>
             </tr>
           </thead>
@@ -55,10 +57,11 @@ export function TasksView() {
                 <td>
                   <RelTime value={t.updated_at} />
                 </td>
+                <td data-testid="task-result">{taskResultSummary(t)}</td>
                 <td className="error-text">{t.error ?? ''}</td>
               </tr>
             ))}
-            <StatusRows cols={8} loading={loading} error={error} count={tasks.length} empty="No tasks." />
+            <StatusRows cols={9} loading={loading} error={error} count={tasks.length} empty="No tasks." />
           </tbody>
         </table>
       </div>
@@ -97,6 +100,7 @@ function EnqueueForm({ onCreated }: { onCreated: () => void }) {
           <option value="merge">merge</option>
           <option value="compact">compact</option>
           <option value="index">index</option>
+          <option value="cleanup">cleanup</option>
         </select>
       </label>
       <label>
