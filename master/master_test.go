@@ -844,13 +844,15 @@ func TestSchedulerMaintenanceOn(t *testing.T) {
 			}
 			return false
 		}
-		// A compaction is followed by an index task (index after compaction).
-		return done("merge/deep") && done("compact/frag16") && done("index/frag16")
+		// A compaction is followed by an index task (index after compaction)
+		// and a cleanup task (what the compaction superseded goes once the
+		// retention window allows).
+		return done("merge/deep") && done("compact/frag16") && done("index/frag16") && done("cleanup/frag16")
 	})
 	time.Sleep(time.Second) // a few more scheduler rounds
 	ts := tasksOf(f)
 	for k, list := range ts {
-		if k != "merge/deep" && k != "compact/frag16" && k != "index/frag16" {
+		if k != "merge/deep" && k != "compact/frag16" && k != "index/frag16" && k != "cleanup/frag16" {
 			t.Errorf("unexpected task %s: %+v", k, list)
 		}
 		for _, tk := range list {
@@ -1041,5 +1043,36 @@ func TestReferenceMasterCalls(t *testing.T) {
 	}
 	if e := call[errorBody](f, "POST", "/api/v1/experiments/rec/query", `{"sql":"DELETE FROM records"}`, 400); e.Error.Code != "INVALID_REQUEST" {
 		t.Fatalf("non-SELECT: %+v", e)
+	}
+}
+
+// TestSchedulerCleansUpPeriodically: besides the cleanup after a
+// compaction, the scheduler enqueues a cleanup of every store once per
+// CleanupEvery (the first a period after the master first saw the store),
+// and the task reports what it removed.
+func TestSchedulerCleansUpPeriodically(t *testing.T) {
+	f := newFixture(t, fixtureOpts{cfg: master.Config{
+		Maintenance: true, MergeThreshold: 100, CleanupEvery: 500 * time.Millisecond,
+		RefreshInterval: 100 * time.Millisecond, SchedulerInterval: 100 * time.Millisecond,
+	}})
+	w := f.catalog("w-clean")
+	fragments(t, f.create(w, "old"), 3) // three merges: versions to clean
+	if err := w.Close(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.run()
+	var got coord.Task
+	eventually(t, 30*time.Second, "a periodic cleanup of old to finish", func() bool {
+		for _, tk := range tasksOf(f)["cleanup/old"] {
+			if tk.State == coord.StateDone {
+				got = tk
+				return true
+			}
+		}
+		return false
+	})
+	var res api.TaskResult
+	if err := json.Unmarshal(got.Result, &res); err != nil || res.Version == 0 || got.Source != "scheduler" {
+		t.Fatalf("cleanup task %+v: %v", got, err)
 	}
 }

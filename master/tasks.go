@@ -158,7 +158,11 @@ func (m *Master) schedule(ctx context.Context) {
 		if e.stats.Fragments >= m.cfg.CompactMinFragments {
 			compact = append(compact, n)
 		}
-		if last, ok := m.cleaned[n]; !ok || now.Sub(last) >= m.cfg.CleanupEvery {
+		// A store's first periodic cleanup comes a period after this master
+		// first saw it: a restart of the master is not a cleanup storm.
+		if last, ok := m.cleaned[n]; !ok {
+			m.cleaned[n] = now
+		} else if now.Sub(last) >= m.cfg.CleanupEvery {
 			cleanup = append(cleanup, n)
 		}
 	}
