@@ -331,6 +331,121 @@ async function checkStorage(page) {
   check('storage (empty store): no endpoint error', (await page.getByTestId('storage-error').count()) === 0);
 }
 
+/** The expected task-result text of a cleanup, from the API's result (zero counts are left out there). */
+function cleanupSummaryPattern(result) {
+  const versions = result?.versions_removed ?? 0;
+  const files = result?.files_removed ?? 0;
+  const bytes = result?.bytes_removed ?? 0;
+  if (!versions && !files && !bytes) return /^nothing to remove$/;
+  return new RegExp(`^removed ${versions.toLocaleString('en-US')} versions?, ${files.toLocaleString('en-US')} files?; [\\d.]+ (B|KiB|MiB|GiB|TiB) reclaimed$`);
+}
+
+/**
+ * Lifecycle: the base lag on the experiments list and the overview (a store with a pending generation
+ * against the merged and the empty one), the Cleanup button followed to its result (and the same task
+ * in the tasks view), and a tag created through the worker route listed on the overview.
+ */
+async function checkLifecycle(page) {
+  const LAG_STORE = `${STORE}-lag`;
+  const created = await api('POST', '/api/v1/rollouts', { name: LAG_STORE });
+  if (created.status !== 201 && created.status !== 409) throw new SetupError(`create store ${LAG_STORE}: HTTP ${created.status}: ${apiMessage(created)}`);
+  const appended = await api('POST', `/api/v1/rollouts/${encodeURIComponent(LAG_STORE)}/records?flush=true`, {
+    records: [{ id: 'lag-1', rollout_id: 'lag', content: 'waits in the WAL' }],
+  });
+  if (appended.status < 200 || appended.status > 299) throw new SetupError(`append to ${LAG_STORE}: HTTP ${appended.status}: ${apiMessage(appended)}`);
+  // Read now, so the master's cached statistics (what the list serves) hold the pending generation.
+  const stats = await api('GET', `/api/v1/experiments/${encodeURIComponent(LAG_STORE)}?fresh=true`);
+  if (stats.status !== 200) throw new SetupError(`stats of ${LAG_STORE}: HTTP ${stats.status}: ${apiMessage(stats)}`);
+  check('lag: the API reports a merge lag for a pending generation', stats.json.pending_generations > 0 && stats.json.merge_lag_seconds > 0, {
+    pending_generations: stats.json.pending_generations,
+    merge_lag_seconds: stats.json.merge_lag_seconds,
+  });
+  const emptyStats = await api('GET', `/api/v1/experiments/${encodeURIComponent(EMPTY_STORE)}?fresh=true`);
+  expectEq('lag: the API reports no lag for the empty store', emptyStats.json?.merge_lag_seconds, 0);
+
+  // The list: the Base lag column.
+  await page.goto(`${BASE_URL}/?search=${encodeURIComponent(STORE)}`, { waitUntil: 'domcontentloaded' });
+  const table = page.getByTestId('experiments-table');
+  const header = table.locator('th', { hasText: 'Base lag' });
+  check('lag: the experiments list has a Base lag column', (await header.count()) === 1);
+  const lagCell = (name) =>
+    table.getByTestId('experiment-row').filter({ has: page.getByRole('link', { name, exact: true }) }).getByTestId('merge-lag');
+  await lagCell(LAG_STORE).waitFor();
+  // A background refresh may run between the API read and the page's: allow for a few seconds.
+  let shown = '';
+  let shownSeconds = 0;
+  for (let i = 0; i < 20; i++) {
+    shown = ((await lagCell(LAG_STORE).textContent()) ?? '').trim();
+    shownSeconds = Number(await lagCell(LAG_STORE).getAttribute('data-lag-seconds'));
+    if (shown !== '—') break;
+    await page.waitForTimeout(500);
+  }
+  check('lag: the store with a pending generation shows its lag', /^(<1s|\d+s|\d+m \d+s)$/.test(shown) && shownSeconds > 0, { shown, seconds: shownSeconds });
+  check('lag: the lag shown is the API figure (within the page refresh)', shownSeconds >= stats.json.merge_lag_seconds - 1 && shownSeconds < stats.json.merge_lag_seconds + 30, {
+    page: shownSeconds,
+    api: stats.json.merge_lag_seconds,
+  });
+  // The scheduler merges a generation older than 60 s: this one is seconds old, so not highlighted.
+  expectEq('lag: a lag under 60 s is not highlighted', await lagCell(LAG_STORE).getAttribute('data-warn'), 'false');
+  expectEq('lag: the empty store shows a dash', ((await lagCell(EMPTY_STORE).textContent()) ?? '').trim(), '—');
+  await shot(page, 'lifecycle-list');
+
+  // The overview of the lagging store: the statistic and its shard's lag.
+  await page.goto(`${BASE_URL}${storeHref(LAG_STORE)}`, { waitUntil: 'domcontentloaded' });
+  const statLag = page.getByTestId('experiment-stats').getByTestId('merge-lag');
+  await statLag.waitFor();
+  const statText = ((await statLag.textContent()) ?? '').trim();
+  check('lag: the overview shows the base lag', statText !== '—' && Number(await statLag.getAttribute('data-lag-seconds')) > 0, { shown: statText });
+  const shardLag = page.getByTestId('shards-table').getByTestId('merge-lag').first();
+  check('lag: the shard table shows the shard lag', ((await shardLag.textContent()) ?? '—').trim() !== '—', {
+    shown: await shardLag.textContent(),
+  });
+
+  // A tag through the worker route (dev mode serves it beside the master): listed on the overview.
+  const version = (await api('GET', `/api/v1/experiments/${encodeURIComponent(STORE)}?fresh=true`)).json?.version;
+  const tag = await api('POST', `/api/v1/rollouts/${encodeURIComponent(STORE)}/tags`, { name: 'e2e-tag', version });
+  if (tag.status !== 201 && tag.status !== 200 && tag.status !== 409) throw new SetupError(`create tag: HTTP ${tag.status}: ${apiMessage(tag)}`);
+  const listed = (await api('GET', `/api/v1/rollouts/${encodeURIComponent(STORE)}/tags`)).json?.tags ?? [];
+  const want = listed.find((t) => t.name === 'e2e-tag');
+
+  // The Cleanup button on the merged store, beside Merge and Compact, followed until the task is done.
+  await page.goto(`${BASE_URL}${storeHref(STORE)}`, { waitUntil: 'domcontentloaded' });
+  await page.getByTestId('experiment-stats').waitFor();
+  const tagRow = page.getByTestId('tags-table').getByTestId('tag-row').filter({ hasText: 'e2e-tag' });
+  await tagRow.waitFor();
+  const cells = await tagRow.locator('td').allTextContents();
+  check('tags: the tag created through the worker route is listed with its version', cells[0] === 'e2e-tag' && cells[1] === String(want?.version), {
+    row: cells,
+    api: want ?? null,
+  });
+  const button = page.getByTestId('cleanup-button');
+  expectEq('cleanup: the button sits beside Merge and Compact', await button.evaluate((b) => b.parentElement?.querySelector('[data-testid="merge-button"]') !== null), true);
+  await button.click();
+  const inline = page.getByTestId('action-task');
+  await inline.waitFor();
+  const taskId = ((await inline.locator('.mono').first().textContent()) ?? '').trim();
+  check('cleanup: the button enqueued a cleanup task', /cleanup task/.test((await inline.textContent()) ?? '') && taskId !== '', { text: await inline.textContent() });
+  await page.locator('[data-testid="action-task"] .badge-done, [data-testid="action-task"] .badge-failed').waitFor({ timeout: MERGE_TIMEOUT_MS });
+  const t = await api('GET', `/api/v1/tasks/${encodeURIComponent(taskId)}`);
+  expectEq('cleanup: the task finished', t.json?.state, 'done');
+  if (t.json?.error) notes.push(`cleanup task error: ${t.json.error}`);
+  const resultText = ((await page.getByTestId('action-task-result').textContent().catch(() => '')) ?? '').trim();
+  const pattern = cleanupSummaryPattern(t.json?.result);
+  check('cleanup: the overview shows what the task reclaimed', pattern.test(resultText), { shown: resultText, result: t.json?.result ?? null });
+  await shot(page, 'lifecycle-overview');
+
+  // The same task in the tasks view, with its result.
+  await page.goto(`${BASE_URL}/tasks`, { waitUntil: 'domcontentloaded' });
+  await page.locator('[data-testid="tasks-table"][data-loading="false"]').waitFor();
+  const row = page.getByTestId('task-row').filter({ hasText: taskId });
+  await row.waitFor();
+  const rowText = (await row.textContent()) ?? '';
+  const rowResult = ((await row.getByTestId('task-result').textContent()) ?? '').trim();
+  check('cleanup: the tasks view lists the cleanup task with its result', rowText.includes('cleanup') && pattern.test(rowResult), { result: rowResult });
+  await row.scrollIntoViewIfNeeded();
+  await shot(page, 'lifecycle-tasks');
+}
+
 /** The SQL console: a GROUP BY matched against a scan through the records API, and a refused escape. */
 async function checkSql(page) {
   // Expected from the records API (source all): mean reward and count by policy_version.
@@ -529,6 +644,7 @@ async function run() {
         ['charts', () => checkCharts(page)],
         ['storage', () => checkStorage(page)],
         ['sql', () => checkSql(page)],
+        ['lifecycle', () => checkLifecycle(page)],
       ]) {
         try {
           await part();
