@@ -40,6 +40,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httputil"
@@ -205,6 +206,11 @@ func (p *Proxy) WaitIdle(ctx context.Context, quiet time.Duration) error {
 		}
 	}
 }
+
+// SetErrorLog sets where the proxy logs failed forwards (a client that
+// went away, a server that did not answer); the default is the log
+// package's standard logger. Call it before serving.
+func (p *Proxy) SetErrorLog(l *log.Logger) { p.rp.ErrorLog = l }
 
 // Reset zeroes the counters.
 func (p *Proxy) Reset() {
