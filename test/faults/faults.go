@@ -1,0 +1,917 @@
+// Package faults runs a fault campaign against the worker binary: the
+// worker's object store (S3) is reached through test/latencyproxy, which
+// answers 503s, drops connections, tears bodies and stalls at set rates,
+// while appenders (JSON and Arrow, some with flush, failed appends sent
+// again with the same ids and content, some acknowledged ones sent twice),
+// readers, merges, compactions and cleanups run against it, and the worker
+// is killed with SIGKILL at random moments, half of them while a merge,
+// compaction or cleanup is in flight, and started again with the same
+// INSTANCE_ID.
+//
+// A ledger keeps every acknowledged id and the write each id must show.
+// At the end, with the faults off, the run flushes, merges everything, and
+// walks records?source=all (and then source=fragments) with the cursor to
+// the end: no acknowledged id may be missing (lost), listed twice
+// (duplicated) or show another write than its newest acknowledged one or
+// a later one whose outcome the client did not learn (wrong content).
+//
+// bench/faultsoak runs it for minutes and prints its samples;
+// TestFaultSuiteNoAckLost runs a short version in CI.
+package faults
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lance-context/lance-context/api"
+	"github.com/lance-context/lance-context/client"
+	"github.com/lance-context/lance-context/test/latencyproxy"
+)
+
+// Config is one campaign.
+type Config struct {
+	Bin      string        // the lance-context binary
+	DataDir  string        // the worker's DATA_DIR: s3://bucket/prefix (AWS_* credentials from the environment)
+	Endpoint string        // the S3 server the proxy fronts, e.g. http://127.0.0.1:7070
+	Duration time.Duration // of the load, before the final check
+
+	Appenders    int     // concurrent appenders
+	Batch        int     // records per append
+	Rewrite      float64 // fraction of a batch that rewrites ids sent before
+	FlushRate    float64 // fraction of appends with ?flush=true
+	Resend       float64 // fraction of acknowledged appends sent again as they were (a client that lost the answer)
+	ContentBytes int     // bytes of content per record
+	Readers      int     // concurrent readers (get, page by cursor, trajectory)
+
+	MergeEvery   time.Duration // between explicit merges
+	CompactEvery int           // merges per compaction (0: none)
+	CleanupEvery int           // merges per cleanup (0: none)
+
+	Kills  int                 // SIGKILLs, spread at random over the load
+	Faults latencyproxy.Faults // on during the load, off for the final check
+	Seed   uint64
+
+	SampleEvery time.Duration
+	OnSample    func(Sample)         // each sample, as it is taken (nil: none)
+	Logf        func(string, ...any) // progress and findings (nil: none)
+	WorkerLog   io.Writer            // the worker's stdout and stderr (nil: discarded)
+	WorkerEnv   []string             // more KEY=VALUE for the worker
+}
+
+// withDefaults fills the zero fields.
+func (c Config) withDefaults() Config {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.Appenders, 4)
+	def(&c.Batch, 100)
+	def(&c.ContentBytes, 200)
+	def(&c.Readers, 2)
+	if c.Duration == 0 {
+		c.Duration = time.Minute
+	}
+	if c.MergeEvery == 0 {
+		c.MergeEvery = 3 * time.Second
+	}
+	if c.SampleEvery == 0 {
+		c.SampleEvery = 10 * time.Second
+	}
+	if c.Logf == nil {
+		c.Logf = func(string, ...any) {}
+	}
+	return c
+}
+
+// ProxyCounts are the proxy's counters of injected faults.
+type ProxyCounts struct {
+	Requests    int `json:"requests"`
+	Injected503 int `json:"injected_503"`
+	Reset       int `json:"reset"`
+	Torn        int `json:"torn"`
+	Stalled     int `json:"stalled"`
+}
+
+// Sample is one line of progress.
+type Sample struct {
+	T           float64          `json:"t_s"`
+	Acked       int64            `json:"acknowledged_ids"`
+	AppendsOK   int64            `json:"appends_ok"`
+	RecordsOK   int64            `json:"records_acked"`
+	Merges      int64            `json:"merges"`
+	Compactions int64            `json:"compactions"`
+	Cleanups    int64            `json:"cleanups"`
+	Kills       int              `json:"kills"`
+	Crashes     int              `json:"crashes"`
+	AppendP50   float64          `json:"append_p50_ms"`
+	AppendP99   float64          `json:"append_p99_ms"`
+	ReadP99     float64          `json:"read_p99_ms"`
+	Errors      map[string]int64 `json:"errors,omitempty"` // since the last sample
+	Proxy       ProxyCounts      `json:"proxy"`
+}
+
+// Summary is the result of a campaign.
+type Summary struct {
+	LoadSeconds  float64 `json:"load_s"`
+	CheckSeconds float64 `json:"check_s"` // flush, merge and the two walks
+
+	Acknowledged int64 `json:"acknowledged"` // ids with an acknowledged write
+	Readable     int64 `json:"readable"`     // of those, listed by source=all
+	Lost         int64 `json:"lost"`         // acknowledged, not listed: must be 0
+	Duplicated   int64 `json:"duplicated"`   // listed more than once: must be 0
+	WrongContent int64 `json:"wrong_content"`
+	Phantom      int64 `json:"phantom"`         // listed, never sent: must be 0
+	Unacked      int64 `json:"unacked_present"` // sent, never acknowledged, listed (allowed)
+	Rows         int64 `json:"rows"`            // rows of the source=all walk
+
+	FragmentsRows       int64 `json:"fragments_rows"` // after merging everything
+	FragmentsLost       int64 `json:"fragments_lost"`
+	FragmentsDuplicated int64 `json:"fragments_duplicated"`
+	FragmentsWrong      int64 `json:"fragments_wrong_content"`
+
+	ReadMissing int64 `json:"read_missing"` // a get did not find an id acknowledged with flush: must be 0
+	PageErrors  int64 `json:"page_errors"`  // a page or trajectory listed an id twice or out of order: must be 0
+
+	AppendsOK     int64   `json:"appends_ok"`
+	RecordsOK     int64   `json:"records_acked"`
+	DriverRetries int64   `json:"driver_retries"` // appends sent again after a client-visible failure
+	Resent        int64   `json:"resent"`         // acknowledged appends sent again
+	Abandoned     int64   `json:"abandoned"`      // appends never acknowledged
+	AppendP50     float64 `json:"append_p50_ms"`
+	AppendP99     float64 `json:"append_p99_ms"`
+	AppendMax     float64 `json:"append_max_ms"`
+	ReadP99       float64 `json:"read_p99_ms"`
+
+	Merges      int64          `json:"merges"`
+	Compactions int64          `json:"compactions"`
+	Cleanups    int64          `json:"cleanups"`
+	Kills       int            `json:"kills"`
+	KillsDuring map[string]int `json:"kills_during"`  // what was in flight: merge, compact, cleanup, or appends only
+	Crashes     int            `json:"crashes"`       // exits that were not our kills
+	RestartMax  float64        `json:"restart_max_s"` // SIGKILL to a healthy worker, the longest
+
+	// Answered are the worker's failed answers (5xx, or no answer) before
+	// the client's retries, kills included: what the retries absorbed.
+	Answered map[string]int64 `json:"failed_answers_before_retries"`
+	// Errors are client-visible failures (after the client's retries) by
+	// operation and kind, away from kills; AroundKills those of calls
+	// that spanned a kill (the worker was down or changed under them).
+	Errors      map[string]int64    `json:"errors"`
+	AroundKills map[string]int64    `json:"errors_around_kills"`
+	Proxy       ProxyCounts         `json:"proxy"`
+	Faults      latencyproxy.Faults `json:"faults"`
+
+	Examples map[string][]string `json:"examples,omitempty"`
+}
+
+// Failures lists what broke an invariant; empty when the run is clean.
+func (s *Summary) Failures() []string {
+	var f []string
+	add := func(n int64, what string) {
+		if n != 0 {
+			f = append(f, fmt.Sprintf("%d %s", n, what))
+		}
+	}
+	add(s.Lost, "acknowledged ids lost")
+	add(s.Duplicated, "ids listed more than once")
+	add(s.WrongContent, "ids showing a write that is not their newest acknowledged one")
+	add(s.Phantom, "ids listed that were never sent")
+	add(s.FragmentsLost, "acknowledged ids missing from fragments after merging everything")
+	add(s.FragmentsDuplicated, "ids listed more than once in fragments")
+	add(s.FragmentsWrong, "ids with the wrong content in fragments")
+	add(s.ReadMissing, "gets that did not find an id acknowledged with flush")
+	add(s.PageErrors, "pages or trajectories with an id twice or out of order")
+	add(int64(s.Crashes), "worker exits that were not kills")
+	return f
+}
+
+const store = "faults"
+
+// run is the state of one campaign.
+type run struct {
+	cfg     Config
+	proc    *proc
+	proxy   *latencyproxy.Proxy
+	cl      *client.Client
+	seen    *countingTransport
+	writers []*writer
+	seq     atomic.Uint64
+
+	appendsOK, recordsOK, retries, resent, abandoned atomic.Int64
+	merges, compactions, cleanups                    atomic.Int64
+	readMissing, pageErrors                          atomic.Int64
+	maint                                            atomic.Value // string: the maintenance call in flight, "" none
+
+	mu          sync.Mutex
+	errs        map[string]int64 // since the last sample
+	errsAll     map[string]int64
+	aroundKills map[string]int64
+	examples    map[string][]string
+	killsDuring map[string]int
+	appendLat   latencies
+	readLat     latencies
+}
+
+// Run runs the campaign and checks it. The error is for a run that could
+// not be carried out (no worker, no S3); a run that found lost or
+// duplicated records returns a Summary whose Failures say so.
+func Run(ctx context.Context, cfg Config) (*Summary, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Bin == "" || cfg.DataDir == "" || cfg.Endpoint == "" {
+		return nil, errors.New("faults: Config needs Bin, DataDir and Endpoint")
+	}
+	target, err := url.Parse(cfg.Endpoint)
+	if err != nil || target.Host == "" {
+		return nil, fmt.Errorf("faults: endpoint %q: want http://host:port", cfg.Endpoint)
+	}
+	r := &run{cfg: cfg, errs: map[string]int64{}, errsAll: map[string]int64{}, aroundKills: map[string]int64{},
+		examples: map[string][]string{}, killsDuring: map[string]int{}}
+	r.maint.Store("")
+
+	// The proxy, in this process, in front of the S3 server.
+	r.proxy = latencyproxy.New(target, 0)
+	// Forwards cut short by our own faults are not news.
+	r.proxy.SetErrorLog(discardLog())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("faults: the proxy's port: %w", err)
+	}
+	psrv := &http.Server{Handler: r.proxy, ReadHeaderTimeout: 10 * time.Second, ErrorLog: discardLog()}
+	go func() { _ = psrv.Serve(ln) }()
+	defer psrv.Close()
+
+	env := []string{
+		"DATA_DIR=" + cfg.DataDir,
+		"INSTANCE_ID=faults",
+		"AWS_ENDPOINT_URL=http://" + ln.Addr().String(),
+		"ROLLOUT_FLUSH_INTERVAL_SECS=2",
+		"LC_MERGE_AFTER_AGE_SECS=10",
+		"LC_VERSION_CLEANUP_INTERVAL_SECS=0",
+		"LC_CLEANUP_OLDER_THAN_SECS=0",
+		"LC_CLEANUP_READ_GRACE_SECS=20",
+		"LC_MEMORY_BUDGET_BYTES=" + strconv.Itoa(1<<30),
+	}
+	r.proc, err = newProc(cfg.Bin, append(env, cfg.WorkerEnv...), cfg.WorkerLog, cfg.Logf)
+	if err != nil {
+		return nil, err
+	}
+	superCtx, stopSuper := context.WithCancel(context.Background())
+	ready := make(chan error, 1)
+	superDone := make(chan struct{})
+	go func() {
+		defer close(superDone)
+		r.proc.supervise(superCtx, ready)
+	}()
+	defer func() {
+		stopSuper()
+		r.proc.stop()
+		<-superDone
+	}()
+	select {
+	case err := <-ready:
+		if err != nil {
+			return nil, fmt.Errorf("faults: %w", err)
+		}
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+
+	tr := &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second}
+	defer tr.CloseIdleConnections()
+	r.seen = &countingTransport{base: tr, m: map[string]int64{}}
+	// The client as users get it: its default retry policy.
+	r.cl = client.New(r.proc.url, client.WithHTTPClient(&http.Client{Transport: r.seen, Timeout: 2 * time.Minute}))
+	if err := r.createStore(ctx); err != nil {
+		return nil, err
+	}
+	r.writers = make([]*writer, cfg.Appenders)
+	for g := range r.writers {
+		r.writers[g] = &writer{g: g}
+	}
+
+	// The load, with the faults on.
+	r.proxy.SetFaults(cfg.Faults)
+	began := time.Now()
+	loadCtx, stopLoad := context.WithTimeout(ctx, cfg.Duration)
+	var wg sync.WaitGroup
+	for g := range cfg.Appenders {
+		wg.Go(func() { r.appender(loadCtx, g) })
+	}
+	for k := range cfg.Readers {
+		wg.Go(func() { r.reader(loadCtx, k) })
+	}
+	wg.Go(func() { r.maintenance(loadCtx) })
+	wg.Go(func() { r.killer(loadCtx, began) })
+	r.sampleLoop(loadCtx, began)
+	stopLoad()
+	wg.Wait()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	load := time.Now().Sub(began)
+
+	// The check, with the faults off.
+	r.proxy.SetFaults(latencyproxy.Faults{})
+	checkBegan := time.Now()
+	sum, err := r.finalCheck(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sum.LoadSeconds = load.Seconds()
+	sum.CheckSeconds = time.Now().Sub(checkBegan).Seconds()
+	return sum, nil
+}
+
+func (r *run) createStore(ctx context.Context) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, err := r.cl.CreateStore(ctx, store)
+		if err == nil || client.IsCode(err, api.CodeAlreadyExists) {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("faults: creating the store: %w", err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// fail counts a client-visible failure of op that began in worker life gen.
+func (r *run) fail(op string, err error, gen int) {
+	now, up := r.proc.generation()
+	key := op + " " + kindOf(err)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if now != gen || !up {
+		r.aroundKills[key]++
+		return
+	}
+	r.errs[key]++
+	r.errsAll[key]++
+	if len(r.examples[key]) < 2 {
+		msg := err.Error()
+		if len(msg) > 400 {
+			msg = msg[:400] + "..."
+		}
+		r.examples[key] = append(r.examples[key], msg)
+		r.cfg.Logf("%s: %s", key, msg)
+	}
+}
+
+func (r *run) finding(kind, msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.examples[kind]) < 5 {
+		r.examples[kind] = append(r.examples[kind], msg)
+		r.cfg.Logf("FINDING %s: %s", kind, msg)
+	}
+}
+
+// kindOf names a failure for the error counts.
+func kindOf(err error) string {
+	var ae *client.APIError
+	switch {
+	case errors.As(err, &ae):
+		if ae.Code != "" {
+			return strconv.Itoa(ae.Status) + " " + ae.Code
+		}
+		return strconv.Itoa(ae.Status)
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection reset"
+	}
+	return "transport"
+}
+
+// appender writes batches of its own ids until ctx ends.
+func (r *run) appender(ctx context.Context, g int) {
+	c := r.cfg
+	rng := rand.New(rand.NewPCG(c.Seed, uint64(1000+g)))
+	w := r.writers[g]
+	created := time.Now().UTC().Truncate(time.Microsecond)
+	for i := 0; ctx.Err() == nil; i++ {
+		idx := w.pick(rng, c.Batch, c.Rewrite)
+		seq := r.seq.Add(1)
+		flush := rng.Float64() < c.FlushRate
+		ids := make([]string, len(idx))
+		for j, k := range idx {
+			ids[j] = idOf(g, k)
+		}
+		// One body per batch, sent as often as it takes: a retry writes
+		// exactly the same rows.
+		var send func(context.Context) error
+		release := func() {}
+		if i%2 == 0 {
+			recs := make([]api.Record, len(ids))
+			for j, id := range ids {
+				text := content(id, seq, c.ContentBytes)
+				recs[j] = api.Record{ID: id, RolloutID: fmt.Sprintf("a%02d-r%03d", g, idx[j]%100),
+					SequenceOrder: int32(idx[j]), Content: &text, CreatedAt: &created}
+			}
+			send = func(ctx context.Context) error {
+				_, err := r.cl.Append(ctx, store, recs, client.AppendOptions{Flush: flush})
+				return err
+			}
+		} else {
+			batch := arrowBatch(g, idx, ids, seq, c.ContentBytes)
+			release = batch.Release
+			send = func(ctx context.Context) error {
+				_, err := r.cl.AppendArrow(ctx, store, batch, flush)
+				return err
+			}
+		}
+		acked := false
+		for attempt := 1; ctx.Err() == nil; attempt++ {
+			if attempt > 1 {
+				r.retries.Add(1)
+				if r.proc.waitUp(ctx) != nil {
+					break
+				}
+				sleep(ctx, time.Duration(rng.IntN(500))*time.Millisecond)
+			}
+			gen, _ := r.proc.generation()
+			start := time.Now()
+			err := send(ctx)
+			if err == nil {
+				r.appendLat.add(time.Since(start))
+				acked = true
+				break
+			}
+			if ctx.Err() != nil {
+				break
+			}
+			r.fail("append", err, gen)
+		}
+		w.settle(idx, seq, acked, flush)
+		if !acked {
+			release()
+			r.abandoned.Add(1)
+			continue
+		}
+		r.appendsOK.Add(1)
+		r.recordsOK.Add(int64(len(idx)))
+		if rng.Float64() < c.Resend {
+			// The answer "lost": the same append again must not add rows.
+			gen, _ := r.proc.generation()
+			if err := send(ctx); err != nil && ctx.Err() == nil {
+				r.fail("resend", err, gen)
+			} else if err == nil {
+				r.resent.Add(1)
+			}
+		}
+		release()
+	}
+}
+
+func discardLog() *log.Logger { return log.New(io.Discard, "", 0) }
+
+var arrowSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "id", Type: arrow.BinaryTypes.String},
+	{Name: "rollout_id", Type: arrow.BinaryTypes.String},
+	{Name: "sequence_order", Type: arrow.PrimitiveTypes.Int32},
+	{Name: "content", Type: arrow.BinaryTypes.String, Nullable: true},
+}, nil)
+
+func arrowBatch(g int, idx []int, ids []string, seq uint64, n int) arrow.RecordBatch {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, arrowSchema)
+	defer b.Release()
+	for j, id := range ids {
+		b.Field(0).(*array.StringBuilder).Append(id)
+		b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("a%02d-r%03d", g, idx[j]%100))
+		b.Field(2).(*array.Int32Builder).Append(int32(idx[j]))
+		b.Field(3).(*array.StringBuilder).Append(content(id, seq, n))
+	}
+	return b.NewRecordBatch()
+}
+
+// reader gets ids that must be there, pages from random cursors and reads
+// trajectories, checking what each answer can be checked for alone.
+func (r *run) reader(ctx context.Context, k int) {
+	rng := rand.New(rand.NewPCG(r.cfg.Seed, uint64(2000+k)))
+	for i := 0; ctx.Err() == nil; i++ {
+		w := r.writers[rng.IntN(len(r.writers))]
+		gen, _ := r.proc.generation()
+		if err := r.proc.waitUp(ctx); err != nil {
+			return
+		}
+		start := time.Now()
+		var err error
+		op := ""
+		switch i % 3 {
+		case 0:
+			op = "get"
+			id, ok := w.randomReadable(rng)
+			if !ok {
+				sleep(ctx, 50*time.Millisecond)
+				continue
+			}
+			var found bool
+			found, err = r.get(ctx, id)
+			if err == nil && !found {
+				r.readMissing.Add(1)
+				r.finding("read_missing", fmt.Sprintf("GET records/%s found nothing; it was acknowledged with flush", id))
+			}
+		case 1:
+			op = "page"
+			n := w.sent()
+			if n == 0 {
+				continue
+			}
+			var page *client.ListPage
+			page, err = r.cl.List(ctx, store, client.ListOptions{Source: api.SourceAll, Limit: 100, Cursor: encodeCursor(idOf(w.g, rng.IntN(n)))})
+			if err == nil {
+				r.checkOrder("page", page.Records, true)
+			}
+		case 2:
+			op = "trajectory"
+			var recs []api.Record
+			recs, err = r.cl.Trajectory(ctx, store, fmt.Sprintf("a%02d-r%03d", w.g, rng.IntN(100)))
+			if err == nil {
+				r.checkOrder("trajectory", recs, false)
+			}
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				r.fail(op, err, gen)
+			}
+			continue
+		}
+		r.readLat.add(time.Since(start))
+	}
+}
+
+// get reads one record by id; found is false for {"record": null}.
+func (r *run) get(ctx context.Context, id string) (bool, error) {
+	// The client's Get turns a null record into a 404 like a missing
+	// store's: tell them apart by the message it makes.
+	_, err := r.cl.Get(ctx, store, id)
+	if err == nil {
+		return true, nil
+	}
+	var ae *client.APIError
+	if errors.As(err, &ae) && ae.Status == http.StatusNotFound && strings.HasPrefix(ae.Message, "no record ") {
+		return false, nil
+	}
+	return false, err
+}
+
+// checkOrder: a page is in strictly ascending id order; a trajectory has
+// each id once.
+func (r *run) checkOrder(what string, recs []api.Record, ordered bool) {
+	seen := make(map[string]bool, len(recs))
+	for i, rec := range recs {
+		if seen[rec.ID] || (ordered && i > 0 && recs[i-1].ID >= rec.ID) {
+			r.pageErrors.Add(1)
+			r.finding("page_error", fmt.Sprintf("a %s lists %s twice or out of order", what, rec.ID))
+			return
+		}
+		seen[rec.ID] = true
+	}
+}
+
+// maintenance merges every MergeEvery, compacts and cleans up every so
+// many merges, as a scheduler would.
+func (r *run) maintenance(ctx context.Context) {
+	c := r.cfg
+	t := time.NewTicker(c.MergeEvery)
+	defer t.Stop()
+	call := func(op string, f func() error) bool {
+		gen, _ := r.proc.generation()
+		r.maint.Store(op)
+		err := f()
+		r.maint.Store("")
+		if err != nil {
+			if ctx.Err() == nil {
+				r.fail(op, err, gen)
+			}
+			return false
+		}
+		return true
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if r.proc.waitUp(ctx) != nil {
+			return
+		}
+		if !call("merge", func() error { _, err := r.cl.Merge(ctx, store); return err }) {
+			continue
+		}
+		m := r.merges.Add(1)
+		if c.CompactEvery > 0 && m%int64(c.CompactEvery) == 0 {
+			if call("compact", func() error { _, err := r.cl.Compact(ctx, store, nil); return err }) {
+				r.compactions.Add(1)
+			}
+		}
+		if c.CleanupEvery > 0 && m%int64(c.CleanupEvery) == 0 {
+			if call("cleanup", func() error { _, err := r.cl.Cleanup(ctx, store, nil); return err }) {
+				r.cleanups.Add(1)
+			}
+		}
+	}
+}
+
+// killer sends the SIGKILLs: kill i at a random moment of the i-th of
+// Kills equal slots of the load; half of them wait (up to 10 s) for a
+// merge, compaction or cleanup in flight and strike inside it.
+func (r *run) killer(ctx context.Context, began time.Time) {
+	c := r.cfg
+	if c.Kills <= 0 {
+		return
+	}
+	rng := rand.New(rand.NewPCG(c.Seed, 3000))
+	slot := c.Duration / time.Duration(c.Kills)
+	for i := range c.Kills {
+		at := began.Add(time.Duration(i)*slot + time.Duration((0.15+0.6*rng.Float64())*float64(slot)))
+		if !sleep(ctx, time.Until(at)) {
+			return
+		}
+		if r.proc.waitUp(ctx) != nil {
+			return
+		}
+		during := "appends"
+		if rng.IntN(2) == 0 {
+			deadline := time.Now().Add(10 * time.Second)
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				if op := r.maint.Load().(string); op != "" {
+					// Somewhere inside it, not at its first request.
+					sleep(ctx, time.Duration(rng.IntN(400))*time.Millisecond)
+					break
+				}
+				sleep(ctx, 5*time.Millisecond)
+			}
+		}
+		if op := r.maint.Load().(string); op != "" {
+			during = op
+		}
+		if ctx.Err() != nil || !r.proc.kill() {
+			continue
+		}
+		r.mu.Lock()
+		r.killsDuring[during]++
+		r.mu.Unlock()
+		r.cfg.Logf("kill -9 of the worker (%s in flight)", during)
+	}
+}
+
+func (r *run) sampleLoop(ctx context.Context, began time.Time) {
+	t := time.NewTicker(r.cfg.SampleEvery)
+	defer t.Stop()
+	last := began
+	for done := false; !done; {
+		select {
+		case <-ctx.Done():
+			done = true
+			if time.Since(last) < time.Second {
+				return // the last tick was the end
+			}
+		case <-t.C:
+		}
+		last = time.Now()
+		kills, crashes, _ := r.proc.counts()
+		s := Sample{
+			T: time.Now().Sub(began).Seconds(), Acked: acknowledged(r.writers),
+			AppendsOK: r.appendsOK.Load(), RecordsOK: r.recordsOK.Load(),
+			Merges: r.merges.Load(), Compactions: r.compactions.Load(), Cleanups: r.cleanups.Load(),
+			Kills: kills, Crashes: crashes, Proxy: r.proxyCounts(),
+		}
+		s.AppendP50, s.AppendP99, _ = r.appendLat.take()
+		_, s.ReadP99, _ = r.readLat.take()
+		r.mu.Lock()
+		if len(r.errs) > 0 {
+			s.Errors = r.errs
+			r.errs = map[string]int64{}
+		}
+		r.mu.Unlock()
+		if r.cfg.OnSample != nil {
+			r.cfg.OnSample(s)
+		}
+	}
+}
+
+func (r *run) proxyCounts() ProxyCounts {
+	st := r.proxy.Stats()
+	return ProxyCounts{Requests: st.Requests, Injected503: st.Injected503, Reset: st.Reset, Torn: st.Torn, Stalled: st.Stalled}
+}
+
+// finalCheck: with the faults off, flush, merge everything, walk both
+// sources to the end and compare them with the ledger.
+func (r *run) finalCheck(ctx context.Context) (*Summary, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	if err := r.proc.waitUp(ctx); err != nil {
+		return nil, fmt.Errorf("faults: the worker is not up for the final check: %w", err)
+	}
+	if err := retry(ctx, func() error { return r.cl.Flush(ctx, store) }); err != nil {
+		return nil, fmt.Errorf("faults: final flush: %w", err)
+	}
+	all, err := r.walk(ctx, api.SourceAll)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		var res *api.MergeResult
+		if err := retry(ctx, func() (err error) { res, err = r.cl.Merge(ctx, store); return err }); err != nil {
+			return nil, fmt.Errorf("faults: final merge: %w", err)
+		}
+		if res.Remaining == 0 {
+			break
+		}
+	}
+	frags, err := r.walk(ctx, api.SourceFragments)
+	if err != nil {
+		return nil, err
+	}
+	ta, tf := check(r.writers, all), check(r.writers, frags)
+	kills, crashes, restarts := r.proc.counts()
+	s := &Summary{
+		Acknowledged: acknowledged(r.writers), Readable: ta.readable, Lost: ta.lost, Duplicated: ta.duplicated,
+		WrongContent: ta.wrong, Phantom: ta.phantom, Unacked: ta.unacked, Rows: ta.rows,
+		FragmentsRows: tf.rows, FragmentsLost: tf.lost, FragmentsDuplicated: tf.duplicated, FragmentsWrong: tf.wrong,
+		ReadMissing: r.readMissing.Load(), PageErrors: r.pageErrors.Load(),
+		AppendsOK: r.appendsOK.Load(), RecordsOK: r.recordsOK.Load(), DriverRetries: r.retries.Load(),
+		Resent: r.resent.Load(), Abandoned: r.abandoned.Load(),
+		Merges: r.merges.Load(), Compactions: r.compactions.Load(), Cleanups: r.cleanups.Load(),
+		Kills: kills, Crashes: crashes, Proxy: r.proxyCounts(), Faults: r.cfg.Faults,
+	}
+	s.AppendP50, s.AppendP99, s.AppendMax = r.appendLat.all()
+	_, s.ReadP99, _ = r.readLat.all()
+	for _, d := range restarts {
+		s.RestartMax = max(s.RestartMax, d.Seconds())
+	}
+	s.Answered = r.seen.counts()
+	r.mu.Lock()
+	s.Errors, s.AroundKills, s.KillsDuring = r.errsAll, r.aroundKills, r.killsDuring
+	s.Examples = r.examples
+	for k, v := range ta.examples {
+		s.Examples[k] = v
+	}
+	for k, v := range tf.examples {
+		s.Examples["fragments "+k] = v
+	}
+	r.mu.Unlock()
+	return s, nil
+}
+
+// walk lists a source to its end by cursor: id -> the content of each row.
+func (r *run) walk(ctx context.Context, src api.Source) (map[string][]string, error) {
+	rows := map[string][]string{}
+	o := client.ListOptions{Source: src, Limit: 1000}
+	for {
+		var page *client.ListPage
+		if err := retry(ctx, func() (err error) { page, err = r.cl.List(ctx, store, o); return err }); err != nil {
+			return nil, fmt.Errorf("faults: listing source=%s: %w", src, err)
+		}
+		for _, rec := range page.Records {
+			c := ""
+			if rec.Content != nil {
+				c = *rec.Content
+			}
+			rows[rec.ID] = append(rows[rec.ID], c)
+		}
+		if !page.HasMore || page.NextCursor == "" {
+			return rows, nil
+		}
+		o.Cursor = page.NextCursor
+	}
+}
+
+// retry calls f until it succeeds, for at most 5 failures.
+func retry(ctx context.Context, f func() error) error {
+	var err error
+	for range 5 {
+		if err = f(); err == nil || ctx.Err() != nil {
+			return err
+		}
+		sleep(ctx, 2*time.Second)
+	}
+	return err
+}
+
+// encodeCursor is the worker's cursor format (rollout.EncodeCursor),
+// spelled out: the driver talks to the worker over HTTP only.
+func encodeCursor(id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("v1:" + id))
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// latencies keeps durations for the samples and for the whole run.
+type latencies struct {
+	mu      sync.Mutex
+	recent  []float64
+	allTime []float64
+}
+
+func (l *latencies) add(d time.Duration) {
+	ms := float64(d.Microseconds()) / 1000
+	l.mu.Lock()
+	l.recent = append(l.recent, ms)
+	l.allTime = append(l.allTime, ms)
+	l.mu.Unlock()
+}
+
+func (l *latencies) take() (p50, p99, maxv float64) {
+	l.mu.Lock()
+	d := l.recent
+	l.recent = nil
+	l.mu.Unlock()
+	return quantiles(d)
+}
+
+func (l *latencies) all() (p50, p99, maxv float64) {
+	l.mu.Lock()
+	d := slices.Clone(l.allTime)
+	l.mu.Unlock()
+	return quantiles(d)
+}
+
+func quantiles(d []float64) (p50, p99, maxv float64) {
+	if len(d) == 0 {
+		return 0, 0, 0
+	}
+	slices.Sort(d)
+	return d[len(d)/2], d[min(len(d)-1, len(d)*99/100)], d[len(d)-1]
+}
+
+// countingTransport counts the worker's failed answers, before the
+// client's retries hide them.
+type countingTransport struct {
+	base http.RoundTripper
+	mu   sync.Mutex
+	m    map[string]int64
+}
+
+func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.base.RoundTrip(req)
+	key := ""
+	switch {
+	case err != nil && req.Context().Err() == nil:
+		key = "no answer"
+	case err == nil && resp.StatusCode >= 500:
+		key = strconv.Itoa(resp.StatusCode)
+	}
+	if key != "" {
+		c.mu.Lock()
+		c.m[key]++
+		c.mu.Unlock()
+	}
+	return resp, err
+}
+
+func (c *countingTransport) counts() map[string]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int64, len(c.m))
+	for k, v := range c.m {
+		out[k] = v
+	}
+	return out
+}
+
+// JSON is the summary as one line.
+func (s *Summary) JSON() string {
+	b, _ := json.Marshal(struct {
+		Summary *Summary `json:"summary"`
+	}{s})
+	return string(b)
+}
