@@ -49,6 +49,7 @@ type config struct {
 	mergeAge              time.Duration
 	readers               int
 	contentBytes          int
+	keyspace              int64 // ids written at most; past it every write rewrites (0: no bound)
 }
 
 func main() {
@@ -67,6 +68,7 @@ func main() {
 	flag.DurationVar(&c.mergeAge, "merge-age", 10*time.Second, "the worker's merge age trigger (LC_MERGE_AFTER_AGE_SECS)")
 	flag.IntVar(&c.readers, "readers", 2, "concurrent readers (get, page, trajectory)")
 	flag.IntVar(&c.contentBytes, "content", 1000, "bytes of content per record")
+	flag.Int64Var(&c.keyspace, "keyspace", 0, "distinct ids at most: once written, every append rewrites, so the live data stops growing and what grows is age (0: no bound)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -234,7 +236,7 @@ func run(ctx context.Context, c config) error {
 			ids := make([]string, c.batch)
 			fresh := 0
 			for j := range ids {
-				if n > 0 && rng.Float64() < c.rewrite {
+				if n > 0 && (rng.Float64() < c.rewrite || (c.keyspace > 0 && n+int64(fresh) >= c.keyspace)) {
 					ids[j] = idOf(rng.Int64N(n))
 				} else {
 					ids[j] = idOf(n + int64(fresh))
@@ -456,17 +458,20 @@ func summarize(ss []sample, c config) error {
 		return fmt.Sprintf("%.1f -> %.1f (%+.1f%%)", a, b, (b/a-1)*100)
 	}
 	worst, lag := 0.0, 0.0
-	for _, s := range half {
+	ratios := make([]float64, len(half))
+	for i, s := range half {
 		worst = max(worst, s.Ratio)
+		ratios[i] = s.Ratio
 	}
+	slices.Sort(ratios)
 	for _, s := range ss {
 		lag = max(lag, s.MergeLagMax)
 	}
-	fmt.Fprintf(os.Stderr, "\nsoak summary (%s, batch %d, rewrite %.0f%%, merge every %d appends, compact every %d merges, cleanup every %d merges, window %s, grace %s, merge age %s)\n",
-		c.duration, c.batch, c.rewrite*100, c.mergeEvery, c.compactEvery, c.cleanupEvery, c.olderThan, c.grace, c.mergeAge)
+	fmt.Fprintf(os.Stderr, "\nsoak summary (%s, batch %d, rewrite %.0f%%, keyspace %d, merge every %d appends, compact every %d merges, cleanup every %d merges, window %s, grace %s, merge age %s, %s=%s)\n",
+		c.duration, c.batch, c.rewrite*100, c.keyspace, c.mergeEvery, c.compactEvery, c.cleanupEvery, c.olderThan, c.grace, c.mergeAge, "LC_MEMORY_BUDGET_BYTES", os.Getenv("LC_MEMORY_BUDGET_BYTES"))
 	fmt.Fprintf(os.Stderr, "  appended %d records, %d live rows; %d merges, %d compactions, %d cleanups\n", last.Appended, last.LiveRows, last.Merges, last.Compactions, last.Cleanups)
-	fmt.Fprintf(os.Stderr, "  base table on storage / live version: %.2fx at the end (%.1f MB / %.1f MB), worst over the second half %.2fx\n",
-		last.Ratio, float64(last.BaseBytes)/1e6, float64(last.LiveBytes)/1e6, worst)
+	fmt.Fprintf(os.Stderr, "  base table on storage / live version: %.2fx at the end (%.1f MB / %.1f MB); over the second half median %.2fx, worst %.2fx (a compaction's predecessor stays for the read grace)\n",
+		last.Ratio, float64(last.BaseBytes)/1e6, float64(last.LiveBytes)/1e6, ratios[len(ratios)/2], worst)
 	fmt.Fprintf(os.Stderr, "  files at the end: %v; WAL %.1f MB; whole store %.1f MB\n", last.Files, float64(last.WALBytes)/1e6, float64(last.StoreBytes)/1e6)
 	fmt.Fprintf(os.Stderr, "  second half, first quarter -> last quarter: RSS MB %s, fds %s, append p99 ms %s, read p99 ms %s\n",
 		drift(func(s sample) float64 { return s.RSSMB }), drift(func(s sample) float64 { return float64(s.FDs) }),
