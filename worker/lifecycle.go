@@ -14,6 +14,34 @@ import (
 // (and its files) for at most this long.
 const maxLeaseTTL = 7 * 24 * time.Hour
 
+// storeFor resolves the request's store and, when body is not nil,
+// decodes the JSON body into it (an empty body leaves it zero unless
+// required). On failure it writes the error and returns nil.
+func (s *Server) storeFor(w http.ResponseWriter, r *http.Request, body any, required bool) *rollout.Store {
+	st, err := s.store(r)
+	if err == nil && body != nil && (required || r.ContentLength != 0) {
+		err = decodeJSON(http.MaxBytesReader(w, r.Body, 1<<16), r.ContentLength, body)
+	}
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return nil
+	}
+	return st
+}
+
+// writeResult writes v with status, or err.
+func writeResult(w http.ResponseWriter, r *http.Request, status int, v any, err error) {
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	if v == nil {
+		w.WriteHeader(status)
+		return
+	}
+	httpapi.WriteJSON(w, status, v)
+}
+
 func cleanupResponse(r *rollout.CleanupResult) *api.CleanupResponse {
 	return &api.CleanupResponse{VersionsRemoved: r.VersionsRemoved, FilesRemoved: r.FilesRemoved, BytesRemoved: r.BytesRemoved,
 		VersionsKept: r.VersionsKept, LatestVersion: r.Latest, OldestKeptVersion: r.OldestKept, LeasesExpired: r.LeasesExpired,
@@ -22,17 +50,10 @@ func cleanupResponse(r *rollout.CleanupResult) *api.CleanupResponse {
 
 // cleanup removes old base versions: POST .../cleanup {older_than_seconds}.
 func (s *Server) cleanup(w http.ResponseWriter, r *http.Request) {
-	st, err := s.store(r)
-	if err != nil {
-		httpapi.WriteError(w, r, err)
-		return
-	}
 	var body api.CleanupRequest
-	if r.ContentLength != 0 {
-		if err := decodeJSON(http.MaxBytesReader(w, r.Body, 1<<16), r.ContentLength, &body); err != nil {
-			httpapi.WriteError(w, r, err)
-			return
-		}
+	st := s.storeFor(w, r, &body, false)
+	if st == nil {
+		return
 	}
 	o := s.cfg.Retention
 	if v := body.OlderThanSeconds; v != nil {
@@ -64,32 +85,22 @@ func wireTag(t table.Tag) api.Tag {
 }
 
 func (s *Server) listTags(w http.ResponseWriter, r *http.Request) {
-	st, err := s.store(r)
-	if err != nil {
-		httpapi.WriteError(w, r, err)
+	st := s.storeFor(w, r, nil, false)
+	if st == nil {
 		return
 	}
 	tags, err := st.Tags(r.Context())
-	if err != nil {
-		httpapi.WriteError(w, r, err)
-		return
-	}
 	out := api.TagsResponse{Tags: make([]api.Tag, len(tags))}
 	for i, t := range tags {
 		out.Tags[i] = wireTag(t)
 	}
-	httpapi.WriteJSON(w, http.StatusOK, out)
+	writeResult(w, r, http.StatusOK, out, err)
 }
 
 func (s *Server) createTag(w http.ResponseWriter, r *http.Request) {
-	st, err := s.store(r)
-	if err != nil {
-		httpapi.WriteError(w, r, err)
-		return
-	}
 	var body api.TagRequest
-	if err := decodeJSON(http.MaxBytesReader(w, r.Body, 1<<16), r.ContentLength, &body); err != nil {
-		httpapi.WriteError(w, r, err)
+	st := s.storeFor(w, r, &body, true)
+	if st == nil {
 		return
 	}
 	t, err := st.CreateTag(r.Context(), body.Name, body.Version)
@@ -101,9 +112,8 @@ func (s *Server) createTag(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getTag(w http.ResponseWriter, r *http.Request) {
-	st, err := s.store(r)
-	if err != nil {
-		httpapi.WriteError(w, r, err)
+	st := s.storeFor(w, r, nil, false)
+	if st == nil {
 		return
 	}
 	name := httpapi.PathParam(r, "tag")
@@ -122,16 +132,9 @@ func (s *Server) getTag(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteTag(w http.ResponseWriter, r *http.Request) {
-	st, err := s.store(r)
-	if err != nil {
-		httpapi.WriteError(w, r, err)
-		return
+	if st := s.storeFor(w, r, nil, false); st != nil {
+		writeResult(w, r, http.StatusNoContent, nil, st.DeleteTag(r.Context(), httpapi.PathParam(r, "tag")))
 	}
-	if err := st.DeleteTag(r.Context(), httpapi.PathParam(r, "tag")); err != nil {
-		httpapi.WriteError(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
 }
 
 // leaseTTL reads a lease request's time to live (default an hour).
@@ -146,101 +149,57 @@ func leaseTTL(secs int64) (time.Duration, error) {
 }
 
 func (s *Server) takeLease(w http.ResponseWriter, r *http.Request) {
-	st, err := s.store(r)
-	if err != nil {
-		httpapi.WriteError(w, r, err)
-		return
-	}
 	var body api.LeaseRequest
-	if r.ContentLength != 0 {
-		if err := decodeJSON(http.MaxBytesReader(w, r.Body, 1<<16), r.ContentLength, &body); err != nil {
-			httpapi.WriteError(w, r, err)
-			return
-		}
+	st := s.storeFor(w, r, &body, false)
+	if st == nil {
+		return
 	}
 	ttl, err := leaseTTL(body.TTLSeconds)
-	if err != nil {
-		httpapi.WriteError(w, r, err)
-		return
+	if err == nil && len(body.Holder) > 256 {
+		err = httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "holder is %d bytes; at most 256", len(body.Holder))
 	}
-	if len(body.Holder) > 256 {
-		httpapi.WriteError(w, r, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "holder is %d bytes; at most 256", len(body.Holder)))
-		return
+	var l *rollout.Lease
+	if err == nil {
+		l, err = st.TakeLease(r.Context(), body.Version, ttl, body.Holder)
 	}
-	l, err := st.TakeLease(r.Context(), body.Version, ttl, body.Holder)
-	if err != nil {
-		httpapi.WriteError(w, r, err)
-		return
-	}
-	httpapi.WriteJSON(w, http.StatusCreated, l)
+	writeResult(w, r, http.StatusCreated, l, err)
 }
 
 func (s *Server) listLeases(w http.ResponseWriter, r *http.Request) {
-	st, err := s.store(r)
-	if err != nil {
-		httpapi.WriteError(w, r, err)
+	st := s.storeFor(w, r, nil, false)
+	if st == nil {
 		return
 	}
 	ls, err := st.Leases(r.Context())
-	if err != nil {
-		httpapi.WriteError(w, r, err)
-		return
-	}
 	if ls == nil {
 		ls = []rollout.Lease{}
 	}
-	httpapi.WriteJSON(w, http.StatusOK, api.LeasesResponse{Leases: ls})
+	writeResult(w, r, http.StatusOK, api.LeasesResponse{Leases: ls}, err)
 }
 
 func (s *Server) getLease(w http.ResponseWriter, r *http.Request) {
-	st, err := s.store(r)
-	if err != nil {
-		httpapi.WriteError(w, r, err)
-		return
+	if st := s.storeFor(w, r, nil, false); st != nil {
+		l, err := st.Lease(r.Context(), httpapi.PathParam(r, "lease"))
+		writeResult(w, r, http.StatusOK, l, err)
 	}
-	l, err := st.Lease(r.Context(), httpapi.PathParam(r, "lease"))
-	if err != nil {
-		httpapi.WriteError(w, r, err)
-		return
-	}
-	httpapi.WriteJSON(w, http.StatusOK, l)
 }
 
 func (s *Server) renewLease(w http.ResponseWriter, r *http.Request) {
-	st, err := s.store(r)
-	if err != nil {
-		httpapi.WriteError(w, r, err)
-		return
-	}
 	var body api.LeaseRequest
-	if r.ContentLength != 0 {
-		if err := decodeJSON(http.MaxBytesReader(w, r.Body, 1<<16), r.ContentLength, &body); err != nil {
-			httpapi.WriteError(w, r, err)
-			return
-		}
+	st := s.storeFor(w, r, &body, false)
+	if st == nil {
+		return
 	}
 	ttl, err := leaseTTL(body.TTLSeconds)
-	if err != nil {
-		httpapi.WriteError(w, r, err)
-		return
+	var l *rollout.Lease
+	if err == nil {
+		l, err = st.RenewLease(r.Context(), httpapi.PathParam(r, "lease"), ttl)
 	}
-	l, err := st.RenewLease(r.Context(), httpapi.PathParam(r, "lease"), ttl)
-	if err != nil {
-		httpapi.WriteError(w, r, err)
-		return
-	}
-	httpapi.WriteJSON(w, http.StatusOK, l)
+	writeResult(w, r, http.StatusOK, l, err)
 }
 
 func (s *Server) releaseLease(w http.ResponseWriter, r *http.Request) {
-	st, err := s.store(r)
-	if err != nil {
-		httpapi.WriteError(w, r, err)
-		return
+	if st := s.storeFor(w, r, nil, false); st != nil {
+		writeResult(w, r, http.StatusNoContent, nil, st.ReleaseLease(r.Context(), httpapi.PathParam(r, "lease")))
 	}
-	if err := st.ReleaseLease(r.Context(), httpapi.PathParam(r, "lease")); err != nil {
-		httpapi.WriteError(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
 }
