@@ -209,6 +209,16 @@ const (
 	bslsh = ones * '\\'
 )
 
+// special marks the bytes of x (read little-endian) that are a quote, a
+// backslash or >= 0x80 with their high bit: a byte of x^quote or x^bslsh
+// is zero where x has a quote or a backslash, and (v - ones) &^ v sets the
+// high bit of v's lowest zero byte (borrows can mark bytes above it, never
+// below, so the lowest mark is exact); x's own high bits mark the rest.
+func special(x uint64) uint64 {
+	q, s := x^quote, x^bslsh
+	return (((q - ones) &^ q) | ((s - ones) &^ s) | x) & highs
+}
+
 // quoteOrEscape returns the index of the first quote or backslash at or
 // after b[i], or len(b).
 func quoteOrEscape(b []byte, i int) int {
@@ -231,14 +241,8 @@ func quoteOrEscape(b []byte, i int) int {
 // a few arithmetic operations instead of eight table loads.
 func plain(b []byte, i int) int {
 	for ; i+8 <= len(b); i += 8 {
-		x := binary.LittleEndian.Uint64(b[i:])
-		q, s := x^quote, x^bslsh
-		// A byte of q or s is zero where x has a quote or a backslash:
-		// (v - ones) &^ v has the high bit of the lowest zero byte set
-		// (borrows can mark bytes above it too, never below), and x's own
-		// high bits mark bytes >= 0x80.
-		if m := ((q - ones) &^ q) | ((s - ones) &^ s) | x; m&highs != 0 {
-			return i + bits.TrailingZeros64(m&highs)/8
+		if m := special(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)/8
 		}
 	}
 	for i < len(b) && !inString[b[i]] {
