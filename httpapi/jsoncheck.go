@@ -57,7 +57,7 @@ func CheckJSON(body []byte, itemsDepth int, place Place) (jsonscan.Stats, error)
 			where = " (in " + where + ")"
 		}
 		return st, Errorf(http.StatusBadRequest, api.CodeInvalidRequest,
-			"JSON nesting deeper than %d levels at byte %d%s: flatten it (the limit is %d)", se.Limit, se.Offset, where, MaxJSONDepth)
+			"JSON nesting deeper than %d levels at byte %d%s: flatten it", se.Limit, se.Offset, where)
 	case jsonscan.TooManyValues:
 		return st, Errorf(http.StatusRequestEntityTooLarge, api.CodePayloadTooLarge,
 			"JSON body with more than %d values (array elements and object members) at byte %d: send smaller batches", se.Limit, se.Offset)
