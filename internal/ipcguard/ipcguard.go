@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -87,18 +88,13 @@ type Reader struct {
 	refs    atomic.Int64
 	msg     *ipc.Message
 	decoded int64
-	dicts   map[int64]*dictState
-}
-
-// dictState is what Reader knows of one dictionary id.
-type dictState struct {
-	bytes   int64 // body bytes of the dictionary and its deltas since the last replacement
-	pending bool  // deltas arrived since a record batch last made the reader concatenate
+	dicts   map[int64]int64 // body bytes of each dictionary and its deltas since its last replacement
+	pending []int64         // dictionaries with deltas since the last record batch
 }
 
 // NewReader returns a Reader of r.
 func NewReader(r io.Reader, l Limits) *Reader {
-	g := &Reader{r: r, l: l, mem: memory.DefaultAllocator, dicts: map[int64]*dictState{}}
+	g := &Reader{r: r, l: l, mem: memory.DefaultAllocator, dicts: map[int64]int64{}}
 	g.refs.Add(1)
 	return g
 }
@@ -197,22 +193,22 @@ func noEOF(err error) error {
 func (g *Reader) account(m message) error {
 	switch m.header {
 	case headerDictionaryBatch:
-		d := g.dicts[m.dictID]
-		if d == nil || !m.isDelta {
-			g.dicts[m.dictID] = &dictState{bytes: m.bodyLen}
+		if _, ok := g.dicts[m.dictID]; !ok || !m.isDelta {
+			g.dicts[m.dictID] = m.bodyLen
+			g.pending = slices.DeleteFunc(g.pending, func(id int64) bool { return id == m.dictID })
 			return nil
 		}
-		d.bytes += m.bodyLen
-		d.pending = true
+		if !slices.Contains(g.pending, m.dictID) {
+			g.pending = append(g.pending, m.dictID)
+		}
+		g.dicts[m.dictID] += m.bodyLen
 	case headerRecordBatch:
-		for _, d := range g.dicts {
-			if d.pending {
-				d.pending = false
-				if g.decoded += d.bytes; g.l.MaxDecoded > 0 && g.decoded > g.l.MaxDecoded {
-					return tooLarge("Arrow IPC stream decodes to more than %d bytes (a dictionary is concatenated with its deltas for each record batch after them): send smaller batches, or replace dictionaries instead of sending deltas", g.l.MaxDecoded)
-				}
+		for _, id := range g.pending {
+			if g.decoded += g.dicts[id]; g.l.MaxDecoded > 0 && g.decoded > g.l.MaxDecoded {
+				return tooLarge("Arrow IPC stream decodes to more than %d bytes (a dictionary is concatenated with its deltas for each record batch after them): send smaller batches, or replace dictionaries instead of sending deltas", g.l.MaxDecoded)
 			}
 		}
+		g.pending = g.pending[:0]
 	}
 	return nil
 }
