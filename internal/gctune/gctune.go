@@ -23,8 +23,9 @@ const EnvBudget = "LC_MEMORY_BUDGET_BYTES"
 
 // Tune sets the collector of a serving process (worker, dev, the
 // in-process bench) unless GOGC or GOMEMLIMIT say otherwise: GOGC 300, and
-// a soft memory limit of the process's memory budget: LC_MEMORY_BUDGET_BYTES,
-// else 3/4 of the container's memory limit, else of the machine's memory,
+// a soft memory limit of the process's memory budget: nine tenths of
+// LC_MEMORY_BUDGET_BYTES, else 3/4 of the container's memory limit, else of
+// the machine's memory,
 // so the collector works harder before the process would run out rather
 // than after. The caches, memtables, merges and request bodies take their
 // shares of that limit (Budget).
@@ -38,7 +39,10 @@ func Tune() error {
 			return fmt.Errorf("%s=%q: want a number of bytes, at least 67108864 (64 MiB)", EnvBudget, v)
 		}
 		if os.Getenv("GOMEMLIMIT") == "" {
-			debug.SetMemoryLimit(n)
+			// A tenth is left for what the Go runtime does not count:
+			// the returned memory the scavenger has not yet given back,
+			// cgo allocations, thread stacks.
+			debug.SetMemoryLimit(n - n/10)
 		}
 		return nil
 	}

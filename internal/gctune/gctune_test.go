@@ -55,7 +55,7 @@ func TestBudgetSharesAndEnv(t *testing.T) {
 		debug.SetMemoryLimit(prevLimit)
 	})
 	t.Setenv("GOMEMLIMIT", "")
-	t.Setenv(EnvBudget, "1073741824")
+	t.Setenv(EnvBudget, "1193046471") // 1 GiB is nine tenths of it
 	if err := Tune(); err != nil {
 		t.Fatal(err)
 	}
