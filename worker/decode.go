@@ -64,21 +64,45 @@ func parseJSON(b []byte, v any) error {
 }
 
 // readBody reads a body whose size is probably sizeHint (the request's
-// Content-Length; -1 when unknown) into one buffer.
+// Content-Length; -1 when unknown) into one buffer. The buffer grows as
+// the bytes arrive, doubling up to the stated size (a large body is copied
+// about once more, and the buffer is never larger than the body says), not
+// ahead of them: a client that states 60 MB and sends nothing holds
+// firstRead bytes, not 60 MB, until the read times out.
 func readBody(r io.Reader, sizeHint int64) ([]byte, error) {
-	n := 512
-	if sizeHint > 0 && sizeHint < 64<<20 {
-		n = int(sizeHint) + bytes.MinRead // room for ReadFrom to see EOF without growing
+	const firstRead = 1 << 20
+	want := int64(-1)
+	if sizeHint > 0 && sizeHint < 1<<40 {
+		want = sizeHint + 1 // room to see EOF without growing
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, n))
-	if _, err := buf.ReadFrom(r); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, err
+	n := int64(512)
+	if want > 0 {
+		n = min(want, firstRead)
+	}
+	buf := make([]byte, 0, n)
+	for {
+		if len(buf) == cap(buf) {
+			next := 2 * int64(cap(buf))
+			if want > int64(cap(buf)) {
+				next = min(next, want)
+			}
+			grown := make([]byte, len(buf), next)
+			copy(grown, buf)
+			buf = grown
 		}
-		return nil, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "reading the body: %v", err)
+		k, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+k]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				return nil, err
+			}
+			return nil, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "reading the body: %v", err)
+		}
 	}
-	return buf.Bytes(), nil
 }
 
 // recordsItemsDepth is the depth of {"records":[...]}'s items: what

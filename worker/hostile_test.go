@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"io"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -462,4 +464,29 @@ func TestManyKeysRefusedWithoutAMap(t *testing.T) {
 		t.Errorf("allocated %d MB for a %d MB body", got>>20, len(body)>>20)
 	}
 	wantNothingStoredAndAlive(t, srv)
+}
+
+// TestStatedLengthIsNotAllocatedAhead: a request that states a 60 MB body
+// and sends a few bytes does not make the worker allocate 60 MB (the read
+// buffer was sized to Content-Length before any byte arrived: a few dozen
+// such connections were gigabytes).
+func TestStatedLengthIsNotAllocatedAhead(t *testing.T) {
+	srv := hostileServer(t, hostileConfig())
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	conns := make([]net.Conn, 4)
+	for i := range conns {
+		c, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "POST /api/v1/rollouts/s/records HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 60000000\r\n\r\n{\"records\":[")
+		conns[i] = c
+	}
+	time.Sleep(300 * time.Millisecond) // the handlers are reading by now
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 32<<20 {
+		t.Errorf("4 connections stating 60 MB bodies and sending 12 bytes: %d MB allocated", got>>20)
+	}
 }
