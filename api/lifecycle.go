@@ -26,6 +26,7 @@ type CleanupResponse struct {
 	LatestVersion     uint64   `json:"latest_version"`
 	OldestKeptVersion uint64   `json:"oldest_kept_version"`
 	LeasesExpired     int      `json:"leases_expired"`
+	RowsExpired       int64    `json:"rows_expired"`    // by the store's row retention (cleanup tasks and sweeps)
 	HeldVersions      []uint64 `json:"held_versions"`   // by leases and checkout pins
 	TaggedVersions    []uint64 `json:"tagged_versions"` // by tags
 }
@@ -68,4 +69,14 @@ type Lease struct {
 // LeasesResponse is the body of GET .../leases.
 type LeasesResponse struct {
 	Leases []Lease `json:"leases"`
+}
+
+// RetentionConfig is a store's row retention (GET/PUT
+// /api/v1/rollouts/{name}/retention): rows older than max_age_seconds (by
+// created_at), or whose policy_version is not among the newest
+// keep_policy_versions (natural order), are deleted at the next cleanup
+// and their bytes reclaimed by the next compaction. 0 is no bound.
+type RetentionConfig struct {
+	MaxAgeSeconds      int64 `json:"max_age_seconds"`
+	KeepPolicyVersions int   `json:"keep_policy_versions"`
 }

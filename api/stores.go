@@ -153,4 +153,5 @@ type TaskResult struct {
 	// A cleanup task's report (files_removed counts its files too).
 	VersionsRemoved int   `json:"versions_removed,omitempty"`
 	BytesRemoved    int64 `json:"bytes_removed,omitempty"`
+	RowsExpired     int64 `json:"rows_expired,omitempty"` // by the store's row retention
 }

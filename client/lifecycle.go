@@ -70,3 +70,25 @@ func (c *Client) TakeLease(ctx context.Context, store string, v uint64, ttlSecon
 func (c *Client) ReleaseLease(ctx context.Context, store, id string) error {
 	return c.call(ctx, request{method: http.MethodDelete, path: storePath(store, "leases", url.PathEscape(id))}, nil)
 }
+
+// Retention returns the store's row retention.
+func (c *Client) Retention(ctx context.Context, store string) (*api.RetentionConfig, error) {
+	var out api.RetentionConfig
+	if err := c.call(ctx, request{method: http.MethodGet, path: storePath(store, "retention"), idempotent: true}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// SetRetention sets the store's row retention (zero fields: no bound).
+func (c *Client) SetRetention(ctx context.Context, store string, r api.RetentionConfig) (*api.RetentionConfig, error) {
+	body, err := jsonBody(r)
+	if err != nil {
+		return nil, err
+	}
+	var out api.RetentionConfig
+	if err := c.call(ctx, request{method: http.MethodPut, path: storePath(store, "retention"), body: body, contentType: "application/json", idempotent: true}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

@@ -241,7 +241,7 @@ func (m *Master) runTask(ctx context.Context, t *coord.Task) {
 			var cr *rollout.CleanupResult
 			if cr, err = m.maint.Cleanup(ctx, st); err == nil {
 				result = api.TaskResult{Passes: 1, VersionsRemoved: cr.VersionsRemoved, FilesRemoved: cr.FilesRemoved,
-					BytesRemoved: cr.BytesRemoved, Version: cr.Latest}
+					BytesRemoved: cr.BytesRemoved, RowsExpired: cr.RowsExpired, Version: cr.Latest}
 			}
 		}
 	case coord.KindIndex:

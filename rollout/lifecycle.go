@@ -256,6 +256,7 @@ type CleanupOptions struct {
 type CleanupResult struct {
 	table.CleanupResult
 	LeasesExpired int      `json:"leases_expired"`
+	RowsExpired   int64    `json:"rows_expired"`  // by the row retention, when the maintainer ran it first
 	HeldVersions  []uint64 `json:"held_versions"` // by leases, pins and running operations
 	TaggedVersion []uint64 `json:"tagged_versions"`
 }

@@ -324,3 +324,76 @@ func TestMemtableBudgetSealsTheLargest(t *testing.T) {
 		t.Fatalf("past the budget: big %d rows unsealed, small %d", big.UnflushedRows(), small.UnflushedRows())
 	}
 }
+
+// TestRetentionDropsOldRowsAndOldPolicyVersions: with a row retention of
+// a day and the newest three policy versions (in natural order: step-10
+// after step-9), applying it deletes exactly the other base rows; a
+// compaction then materializes the deletions and the rows read the same.
+func TestRetentionDropsOldRowsAndOldPolicyVersions(t *testing.T) {
+	ctx := context.Background()
+	c := newCatalog(t, objstore.NewMemory(), "w1", Options{})
+	s := mustStore(t, c, "kept")
+	now := time.Now().UTC()
+	var rs []Record
+	want := map[string]bool{}
+	for i := range 24 {
+		pv := fmt.Sprintf("step-%d", i%12) // step-0 .. step-11: keep step-9, step-10, step-11
+		at := now.Add(-time.Duration(i%3) * 20 * time.Hour) // 0, 20 h, 40 h old: the last goes
+		id := fmt.Sprintf("r%02d", i)
+		rs = append(rs, Record{ID: id, RolloutID: "r", PolicyVersion: ptr(pv), CreatedAt: ptr(at)})
+		if i%12 >= 9 && i%3 != 2 {
+			want[id] = true
+		}
+	}
+	rs = append(rs, Record{ID: "no-version", RolloutID: "r", CreatedAt: ptr(now)}) // no policy version: kept by that rule
+	want["no-version"] = true
+	appendFlush(t, s, rs)
+	if _, err := s.Merge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s.ApplyRetention(ctx); err != nil || res.RowsDeleted != 0 {
+		t.Fatalf("without a retention: %+v %v", res, err)
+	}
+	if err := s.SetRetention(ctx, Retention{MaxAge: 24 * time.Hour, KeepPolicyVersions: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := s.Retention(ctx); err != nil || r.MaxAge != 24*time.Hour || r.KeepPolicyVersions != 3 {
+		t.Fatalf("retention read back: %+v %v", r, err)
+	}
+	res, err := s.ApplyRetention(ctx)
+	if err != nil || res.RowsDeleted != int64(25-len(want)) {
+		t.Fatalf("retention: %+v %v (want %d deleted)", res, err, 25-len(want))
+	}
+	check := func(when string) {
+		got := listIDs(t, s, ListOptions{Source: SourceAll, Limit: 10})
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d rows %v, want %d", when, len(got), got, len(want))
+		}
+		for _, id := range got {
+			if !want[id] {
+				t.Fatalf("%s: %s should have been dropped", when, id)
+			}
+		}
+	}
+	check("after retention")
+	if _, err := s.Compact(ctx, CompactOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	check("after compaction")
+	if res, err := s.ApplyRetention(ctx); err != nil || res.RowsDeleted != 0 {
+		t.Fatalf("second application: %+v %v", res, err)
+	}
+	var ve *ValidationError
+	if err := s.SetRetention(ctx, Retention{KeepPolicyVersions: -1}); !errors.As(err, &ve) {
+		t.Fatalf("negative retention: %v", err)
+	}
+}
+
+func TestNaturalCompare(t *testing.T) {
+	in := []string{"step-10", "step-2", "step-1", "a", "step-02", "step-9", "b10", "b9", "step-100"}
+	slices.SortStableFunc(in, naturalCompare)
+	want := []string{"a", "b9", "b10", "step-1", "step-2", "step-02", "step-9", "step-10", "step-100"}
+	if !slices.Equal(in, want) {
+		t.Fatalf("natural order %v, want %v", in, want)
+	}
+}

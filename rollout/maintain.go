@@ -221,9 +221,19 @@ func (m *Maintainer) Compact(ctx context.Context, st *Store, o CompactOptions) (
 	return res, cr, nil
 }
 
-// Cleanup removes st's old versions under the policy's retention.
+// Cleanup applies st's row retention (ApplyRetention), then removes its
+// old versions under the policy's retention window.
 func (m *Maintainer) Cleanup(ctx context.Context, st *Store) (*CleanupResult, error) {
-	return st.Cleanup(ctx, m.policy.Retention)
+	rr, err := st.ApplyRetention(ctx)
+	if err != nil {
+		// The version cleanup does not depend on it: go on, and say so.
+		m.log.Warn("row retention failed", "store", st.Name(), "err", err)
+	}
+	res, err := st.Cleanup(ctx, m.policy.Retention)
+	if err == nil && rr != nil {
+		res.RowsExpired = rr.RowsDeleted
+	}
+	return res, err
 }
 
 // ageCheckEvery is how often Run looks for stores whose tail is older than

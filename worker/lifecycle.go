@@ -44,7 +44,7 @@ func writeResult(w http.ResponseWriter, r *http.Request, status int, v any, err 
 
 func cleanupResponse(r *rollout.CleanupResult) *api.CleanupResponse {
 	return &api.CleanupResponse{VersionsRemoved: r.VersionsRemoved, FilesRemoved: r.FilesRemoved, BytesRemoved: r.BytesRemoved,
-		VersionsKept: r.VersionsKept, LatestVersion: r.Latest, OldestKeptVersion: r.OldestKept, LeasesExpired: r.LeasesExpired,
+		VersionsKept: r.VersionsKept, LatestVersion: r.Latest, OldestKeptVersion: r.OldestKept, LeasesExpired: r.LeasesExpired, RowsExpired: r.RowsExpired,
 		HeldVersions: r.HeldVersions, TaggedVersions: r.TaggedVersion}
 }
 
@@ -72,7 +72,17 @@ func (s *Server) cleanup(w http.ResponseWriter, r *http.Request) {
 		o.ReadGrace = &g
 	}
 	o.DeleteUnverified = body.DeleteUnverified
+	// The row retention first: what it deletes, this cleanup's successors
+	// reclaim (a compaction, then a cleanup).
+	rr, err := st.ApplyRetention(r.Context())
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
 	res, err := st.Cleanup(r.Context(), o)
+	if res != nil {
+		res.RowsExpired = rr.RowsDeleted
+	}
 	if err != nil {
 		httpapi.WriteError(w, r, err)
 		return
@@ -202,4 +212,26 @@ func (s *Server) releaseLease(w http.ResponseWriter, r *http.Request) {
 	if st := s.storeFor(w, r, nil, false); st != nil {
 		writeResult(w, r, http.StatusNoContent, nil, st.ReleaseLease(r.Context(), httpapi.PathParam(r, "lease")))
 	}
+}
+
+func (s *Server) getRetention(w http.ResponseWriter, r *http.Request) {
+	if st := s.storeFor(w, r, nil, false); st != nil {
+		ret, err := st.Retention(r.Context())
+		writeResult(w, r, http.StatusOK, api.RetentionConfig{MaxAgeSeconds: int64(ret.MaxAge / time.Second), KeepPolicyVersions: ret.KeepPolicyVersions}, err)
+	}
+}
+
+func (s *Server) putRetention(w http.ResponseWriter, r *http.Request) {
+	var body api.RetentionConfig
+	st := s.storeFor(w, r, &body, true)
+	if st == nil {
+		return
+	}
+	if body.MaxAgeSeconds < 0 || body.KeepPolicyVersions < 0 {
+		httpapi.WriteError(w, r, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest,
+			"max_age_seconds and keep_policy_versions must be 0 (no bound) or positive, got %d and %d", body.MaxAgeSeconds, body.KeepPolicyVersions))
+		return
+	}
+	err := st.SetRetention(r.Context(), rollout.Retention{MaxAge: time.Duration(body.MaxAgeSeconds) * time.Second, KeepPolicyVersions: body.KeepPolicyVersions})
+	writeResult(w, r, http.StatusOK, body, err)
 }

@@ -119,6 +119,8 @@ func (s *Server) Mount(r chi.Router) {
 			r.Get("/compact/stats", s.compactStats)
 			r.Post("/checkout", s.checkout)
 			r.Post("/cleanup", s.cleanup)
+			r.Get("/retention", s.getRetention)
+			r.Put("/retention", s.putRetention)
 			r.Get("/tags", s.listTags)
 			r.Post("/tags", s.createTag)
 			r.Get("/tags/{tag}", s.getTag)

@@ -77,7 +77,7 @@ func clientVerb(f *clientFlags, cmd *cobra.Command, run func(cmd *cobra.Command,
 func clientCmds() []*cobra.Command {
 	return []*cobra.Command{
 		newCreateCmd(), newStoresCmd(), newAppendCmd(), newListCmd(), newGetCmd(),
-		newBlobCmd(), newStatsCmd(), newFlushCmd(), newMergeCmd(), newCompactCmd(), newCleanupCmd(), newTagCmd(),
+		newBlobCmd(), newStatsCmd(), newFlushCmd(), newMergeCmd(), newCompactCmd(), newCleanupCmd(), newTagCmd(), newRetentionCmd(),
 	}
 }
 

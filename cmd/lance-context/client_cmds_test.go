@@ -157,6 +157,22 @@ func TestClientVerbs(t *testing.T) {
 	if out := must("", "compact", "runs"); !strings.HasPrefix(out, "compacted runs:") {
 		t.Fatalf("compact: %q", out)
 	}
+	// The lifecycle verbs: tags, cleanup, retention.
+	if out := must("", "tag", "create", "runs", "before-cleanup"); !strings.Contains(out, "as before-cleanup") {
+		t.Fatalf("tag create: %q", out)
+	}
+	if out := must("", "tag", "list", "runs"); !strings.HasPrefix(out, "before-cleanup\t") {
+		t.Fatalf("tag list: %q", out)
+	}
+	if out := must("", "cleanup", "runs", "--older-than", "0", "--read-grace", "0"); !strings.Contains(out, "cleaned runs:") || !strings.Contains(out, "versions kept") {
+		t.Fatalf("cleanup: %q", out)
+	}
+	if out := must("", "tag", "delete", "runs", "before-cleanup"); !strings.Contains(out, "deleted tag before-cleanup") {
+		t.Fatalf("tag delete: %q", out)
+	}
+	if out := must("", "retention", "runs", "--keep-policy-versions", "3"); !strings.Contains(out, "newest 3 policy versions") {
+		t.Fatalf("retention: %q", out)
+	}
 
 	// A wrong token is a 401 with the worker's message.
 	root := newRootCmd()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -96,5 +97,44 @@ func newTagCmd() *cobra.Command {
 		}
 		return map[string]string{"deleted": args[1]}, line("deleted tag %s of %s", args[1], args[0]), nil
 	}))
+	return cmd
+}
+
+func newRetentionCmd() *cobra.Command {
+	var f clientFlags
+	var maxAge time.Duration
+	var keep int
+	cmd := clientVerb(&f, &cobra.Command{
+		Use:   "retention NAME",
+		Short: "Show or set a store's row retention (rows past it are deleted at the next cleanup)",
+		Long: "Without flags, show the store's row retention. With --max-age or --keep-policy-versions, set it: rows " +
+			"older than the age (by created_at) or whose policy_version is not among the newest N (natural order) are " +
+			"deleted at the next cleanup, and the next compaction reclaims their bytes. 0 removes a bound." + clientGroupNote,
+		Args: cobra.ExactArgs(1),
+	}, func(cmd *cobra.Command, c *client.Client, args []string) (any, textFunc, error) {
+		var r *api.RetentionConfig
+		var err error
+		if cmd.Flags().Changed("max-age") || cmd.Flags().Changed("keep-policy-versions") {
+			cur, gerr := c.Retention(cmd.Context(), args[0])
+			if gerr != nil {
+				return nil, nil, gerr
+			}
+			if cmd.Flags().Changed("max-age") {
+				cur.MaxAgeSeconds = int64(maxAge / time.Second)
+			}
+			if cmd.Flags().Changed("keep-policy-versions") {
+				cur.KeepPolicyVersions = keep
+			}
+			r, err = c.SetRetention(cmd.Context(), args[0], *cur)
+		} else {
+			r, err = c.Retention(cmd.Context(), args[0])
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		return r, line("%s: rows kept for %s, the newest %d policy versions (0: no bound)", args[0], time.Duration(r.MaxAgeSeconds)*time.Second, r.KeepPolicyVersions), nil
+	})
+	cmd.Flags().DurationVar(&maxAge, "max-age", 0, "delete rows older than this (e.g. 720h); 0 removes the bound")
+	cmd.Flags().IntVar(&keep, "keep-policy-versions", 0, "keep only the newest N policy versions; 0 removes the bound")
 	return cmd
 }
