@@ -337,7 +337,7 @@ func TestRetentionDropsOldRowsAndOldPolicyVersions(t *testing.T) {
 	var rs []Record
 	want := map[string]bool{}
 	for i := range 24 {
-		pv := fmt.Sprintf("step-%d", i%12) // step-0 .. step-11: keep step-9, step-10, step-11
+		pv := fmt.Sprintf("step-%d", i%12)                  // step-0 .. step-11: keep step-9, step-10, step-11
 		at := now.Add(-time.Duration(i%3) * 20 * time.Hour) // 0, 20 h, 40 h old: the last goes
 		id := fmt.Sprintf("r%02d", i)
 		rs = append(rs, Record{ID: id, RolloutID: "r", PolicyVersion: ptr(pv), CreatedAt: ptr(at)})
