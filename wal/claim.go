@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"time"
 
 	"github.com/lance-context/lance-context/vfs"
 )
@@ -34,7 +33,12 @@ func Claim(ctx context.Context, opts Options) (*Writer, error) {
 		// A claim version is never collected: it is the version a writer
 		// deposed by this claim finds in its fence check (doc.go).
 		nm.Claims = append(nm.Claims, nm.Version)
-		nm.UpdatedAt = time.Now().UTC()
+		nm.Owner = nil
+		if opts.Owner != nil {
+			o := *opts.Owner
+			nm.Owner = &o
+		}
+		nm.UpdatedAt = opts.Clock.Now().UTC()
 		err = commitManifest(ctx, opts.Store, opts.Shard, nm)
 		if err == nil {
 			break
@@ -54,9 +58,16 @@ func Claim(ctx context.Context, opts Options) (*Writer, error) {
 	}
 	w.manifestsCollected = nm.Version
 	w.sweep.Store(true)
+	// From the claim on the heartbeat says this owner is alive, through a
+	// replay that may take long; a claim that fails releases it.
+	w.startHeartbeat(ctx)
 	started := false
 	defer func() {
 		if !started {
+			if w.hb != nil {
+				w.hb.release.Store(true)
+			}
+			w.stopHeartbeat()
 			w.ungauge()
 		}
 	}()
@@ -181,7 +192,7 @@ func (w *Writer) commitLogEpoch(ctx context.Context) error {
 	nm := w.man.clone()
 	nm.Version++
 	nm.LogEpoch = w.epoch
-	nm.UpdatedAt = time.Now().UTC()
+	nm.UpdatedAt = w.opts.Clock.Now().UTC()
 	if err := commitManifest(ctx, w.opts.Store, w.opts.Shard, nm); err != nil {
 		return fmt.Errorf("wal: claim shard %s: %w", w.opts.Shard, err)
 	}

@@ -10,6 +10,7 @@
 //	_lc_wal/{shard}/wal/{position:020d}.arrow                   WAL entries (object log)
 //	_lc_wal/{shard}/log/{epoch:020d}-{seq:020d}.seg             WAL segments (local filesystem)
 //	_lc_wal/{shard}/gen/{generation:010d}-{uuid}.lance          sealed generations
+//	_lc_wal/{shard}/heartbeat/{epoch:020d}.json                 the owner's heartbeat
 //
 // Manifest version names are bit-reversed so that consecutive versions land
 // on unrelated key prefixes (object stores partition by prefix); the latest
@@ -35,6 +36,10 @@
 //	 "claims": [1, 4, 6],     versions that claimed the shard: never collected
 //	 "fences": [9, 30],       positions of claims' fence entries (object log):
 //	                          never collected (see Fencing)
+//	 "owner": {"id": "6f1c...", "instance": "w-1", "host": "pod-a", "pid": 7,
+//	           "merge": false},  the process whose claim made this epoch
+//	                          (absent: a writer that records none); carried
+//	                          on by the epoch's later versions
 //	 "generations": [{"generation": 11, "path": "gen/...", "rows": 100,
 //	                  "bytes": 52311, "min_id": "a", "max_id": "z",
 //	                  "sealed_at": "2026-11-29T17:00:00Z"}],
@@ -260,6 +265,34 @@
 // (TestStalledWriterAfterGC); an append costs one request
 // (TestAppendIsOneRequest).
 //
+// # Owners and heartbeats
+//
+// The epoch decides who may write; it cannot tell a crashed owner from a
+// live one, and two live processes with one instance id (one shard) would
+// each fence the other at every write and claim the shard back. So a
+// claim records its Owner in the manifest (a random id per process, its
+// instance id, host and pid, and whether it is an orphan merge), and an
+// owner that is not a merge writes a heartbeat right after its claim
+// commits and renews it every HeartbeatInterval (default 3 s) while it
+// holds the shard:
+//
+//	{"owner": {...}, "epoch": 3, "seq": 41, "renewed_at": "...",
+//	 "interval_ms": 3000, "ttl_ms": 8000, "released": false}
+//
+// at heartbeat/{epoch}.json: only the writer of that epoch writes its
+// file, so a deposed writer never overwrites its successor's. A fenced
+// or failed writer stops renewing; Close (and a claim that fails) marks
+// it released; a crash leaves it as it was. A claim deletes the
+// heartbeats of earlier epochs. ReadHolder reads the latest manifest's
+// owner and its epoch's heartbeat; a process deciding whether to claim
+// (package rollout) takes the holder for alive while it shows signs of
+// life (a renewal, a commit, a claim that fenced it) within ttl_ms, and
+// for dead once it has shown none for ttl_ms: then, and for an orphan
+// merge (which the owner takes back), a released shard or its own
+// process, it claims. The heartbeat decides only whether to claim, never
+// whether a write is safe: that stays the epoch's, above, so a wrong
+// guess (a clock far off, a stalled owner) costs a claim, never a write.
+//
 // # Reading generations: newest wins
 //
 // A generation is an immutable Lance data file of the rows of one sealed
@@ -331,7 +364,8 @@
 // newest.go: the newest-wins rule and the lookups on it; entrylog.go: the
 // entryLog interface of the object log and the segment log; seal.go: the seal
 // pipeline and the memtable; hints.go: manifest hints; gc.go: collection;
-// drop.go: dropping merged generations; segment.go: the segment log (its
-// files through package vfs); corrupt.go: reading logs so that damage is
-// reported, not skipped; repair.go: Repair; metrics.go: the instruments.
+// drop.go: dropping merged generations; owner.go: owners, heartbeats and
+// ReadHolder; segment.go: the segment log (its files through package vfs)
+// and CheckSpace; corrupt.go: reading logs so that damage is reported, not
+// skipped; repair.go: Repair; metrics.go: the instruments.
 package wal

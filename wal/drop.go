@@ -3,7 +3,6 @@ package wal
 import (
 	"context"
 	"errors"
-	"time"
 )
 
 // drop removes generations <= upTo from the manifest, then their files.
@@ -29,7 +28,7 @@ func (w *Writer) drop(ctx context.Context, upTo uint64) error {
 	}
 	nm.Generations = keep
 	nm.Version++
-	nm.UpdatedAt = time.Now().UTC()
+	nm.UpdatedAt = w.opts.Clock.Now().UTC()
 	if err := commitManifest(ctx, w.opts.Store, w.opts.Shard, nm); err != nil {
 		if sweep {
 			w.sweep.Store(true)

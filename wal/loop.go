@@ -41,6 +41,7 @@ func (w *Writer) do(ctx context.Context, o *op) error {
 
 func (w *Writer) loop() {
 	defer close(w.done)
+	defer w.stopHeartbeat() // after the final seal of a Close, which releases it
 	defer w.ungauge()
 	hintStop, hintStopped := make(chan struct{}), make(chan struct{})
 	go w.writeHints(hintStop, hintStopped)
@@ -135,6 +136,9 @@ func (w *Writer) loop() {
 			_, err := w.seal(ctx, SealClose)
 			if err == nil {
 				err = ErrClosed
+			}
+			if w.hb != nil {
+				w.hb.release.Store(true) // this process stops: nobody need wait for it
 			}
 			w.err = ErrClosed
 			o.done <- err

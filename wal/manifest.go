@@ -52,8 +52,11 @@ type Manifest struct {
 	// Fences the WAL positions of the claims' fence entries: both are
 	// kept forever, since a writer deposed by that claim may wake at any
 	// time (see doc.go, "Fencing").
-	Claims    []uint64  `json:"claims,omitempty"`
-	Fences    []uint64  `json:"fences,omitempty"`
+	Claims []uint64 `json:"claims,omitempty"`
+	Fences []uint64 `json:"fences,omitempty"`
+	// Owner is the process whose claim made this epoch (nil: a writer
+	// that records none); see doc.go, "Owners and heartbeats".
+	Owner     *Owner    `json:"owner,omitempty"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
@@ -62,6 +65,10 @@ func (m *Manifest) clone() *Manifest {
 	c.Generations = append([]Generation(nil), m.Generations...)
 	c.Claims = append([]uint64(nil), m.Claims...)
 	c.Fences = append([]uint64(nil), m.Fences...)
+	if m.Owner != nil {
+		o := *m.Owner
+		c.Owner = &o
+	}
 	return &c
 }
 

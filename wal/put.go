@@ -148,6 +148,7 @@ func (w *Writer) fence(err error) error {
 		w.opts.Logger.Warn("wal: writer fenced", "shard", w.opts.Shard, "epoch", w.epoch, "err", err)
 		w.opts.Metrics.FencedWriters.Inc()
 		w.err = err
+		w.stopped.Store(true)
 	}
 	return w.err
 }
@@ -158,6 +159,7 @@ func (w *Writer) halt(err error) error {
 		w.opts.Logger.Error("wal: writer stopped", "shard", w.opts.Shard, "epoch", w.epoch, "err", err)
 		w.opts.Metrics.FailedWriters.Inc()
 		w.err = err
+		w.stopped.Store(true)
 	}
 	return w.err
 }

@@ -172,7 +172,7 @@ func (w *Writer) commitSeal(ctx context.Context, gen Generation, lastPos uint64)
 	prevReplay := nm.ReplayAfter
 	nm.ReplayAfter = lastPos
 	nm.Generations = append(nm.Generations, gen)
-	nm.UpdatedAt = time.Now().UTC()
+	nm.UpdatedAt = w.opts.Clock.Now().UTC()
 	if err := commitManifest(ctx, w.opts.Store, w.opts.Shard, nm); err != nil {
 		// The generation file stays: the manifest may have landed. If it
 		// did not, the file is garbage; a later drop sweeps it.

@@ -476,3 +476,35 @@ func zeroFill(f vfs.File, from, size int64, quit <-chan struct{}, abandon func()
 	}
 	return nil
 }
+
+// spaceProbe is the file CheckSpace allocates in a segment directory.
+const spaceProbe = "space-probe.tmp"
+
+// CheckSpace reports whether a writer with opts would find room for its
+// first log segment: it allocates a file of that size in the segment
+// directory and removes it. An error wraps ErrNoSpace when the disk is
+// full. Nil where the log is objects (no segment log). A store whose
+// disk filled up checks this before it claims its shard again, so that a
+// full disk does not make a new epoch per write.
+func CheckSpace(opts Options) error {
+	dir, fsys := logPlace(&opts)
+	if dir == "" || opts.ObjectLog {
+		return nil
+	}
+	if err := fsys.MkdirAll(dir); err != nil {
+		return fmt.Errorf("wal: shard %s: space check: %w", opts.Shard, err)
+	}
+	p := filepath.Join(dir, spaceProbe)
+	_ = fsys.Remove(p) // left by a crash
+	f, err := fsys.Create(p)
+	if err != nil {
+		return fmt.Errorf("wal: shard %s: space check: %w", opts.Shard, err)
+	}
+	err = f.Allocate(0, firstSegmentBytes)
+	f.Close()
+	_ = fsys.Remove(p)
+	if err != nil && !errors.Is(err, errors.ErrUnsupported) {
+		return fmt.Errorf("wal: shard %s: space check: no room for a %d-byte log segment: %w", opts.Shard, firstSegmentBytes, err)
+	}
+	return nil
+}

@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/lance-context/lance-context/internal/clock"
 	"github.com/lance-context/lance-context/objstore"
 	"github.com/lance-context/lance-context/vfs"
 )
@@ -48,6 +50,18 @@ type Options struct {
 	// Metrics are the instruments to count in (shared by the writers of
 	// a process); nil: unregistered ones.
 	Metrics *Metrics
+	// Owner, when set, names the process that claims: the claim's
+	// manifest version records it and, unless Owner.Merge, the writer
+	// renews a heartbeat beside the manifest every HeartbeatInterval
+	// while it holds the shard (default DefaultHeartbeatInterval), which
+	// says it is alive for HeartbeatTTL (default DefaultHeartbeatTTL).
+	// Another process reads them with ReadHolder to tell a live owner
+	// from a crashed one; they never decide whether a write is safe.
+	Owner             *Owner
+	HeartbeatInterval time.Duration
+	HeartbeatTTL      time.Duration
+	// Clock is the heartbeat's time; nil: the machine's.
+	Clock clock.Clock
 }
 
 func (o *Options) setDefaults() {
@@ -66,6 +80,13 @@ func (o *Options) setDefaults() {
 	if o.Metrics == nil {
 		o.Metrics = defaultMetrics
 	}
+	if o.HeartbeatInterval <= 0 {
+		o.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if o.HeartbeatTTL <= 0 {
+		o.HeartbeatTTL = DefaultHeartbeatTTL
+	}
+	o.Clock = clock.Or(o.Clock)
 	if o.Conform == nil {
 		o.Conform = func(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 			if !sameFields(rec.Schema(), o.Schema) {
@@ -147,6 +168,10 @@ type Writer struct {
 	// unsealedBytes is the memory the memtables behind unsealed hold.
 	unsealedBytes atomic.Int64
 	stats         Stats
+	// hb renews the shard's heartbeat (nil without an Owner); stopped is
+	// set once the writer is fenced or failed, when it stops renewing.
+	hb      *heartbeater
+	stopped atomic.Bool
 	// sweep is set when generation files may have been left behind: at
 	// claim (an earlier owner may have crashed between draining and
 	// deleting), after a failed delete and after a failed seal. The next
