@@ -113,7 +113,7 @@ type CompactStatsResponse struct {
 
 // Health is the body of GET /api/v1/health.
 type Health struct {
-	Status     string `json:"status"` // "ok", or "degraded" when a store is damaged
+	Status     string `json:"status"` // "ok", or "degraded" when a store is damaged, full or its shard held elsewhere
 	Role       string `json:"role"`
 	InstanceID string `json:"instance_id,omitempty"`
 	ShardID    string `json:"shard_id,omitempty"`
@@ -121,6 +121,10 @@ type Health struct {
 	// DamagedStores lists the stores whose WAL is corrupt (they refuse
 	// writes until repaired with lance-context wal repair).
 	DamagedStores []StoreDamage `json:"damaged_stores,omitempty"`
+	// StorageFull lists the stores whose writes find their disk full;
+	// ShardConflicts those whose shard another live process holds.
+	StorageFull    []StorageFull   `json:"storage_full,omitempty"`
+	ShardConflicts []ShardConflict `json:"shard_conflicts,omitempty"`
 }
 
 // StoreDamage says where a store's shard WAL is corrupt: the store refuses

@@ -39,6 +39,16 @@ const (
 // ackLine prefixes each acknowledged id on the child's stdout.
 const ackLine = "ACK "
 
+// crashHeartbeat shortens the shard heartbeat of the children and the
+// survivor: each is another process with the instance id of one just
+// killed, and waits for its heartbeat to lapse (the TTL) before it claims;
+// with the default 8 s the kills that land at a random moment from the
+// start would all hit that wait, never the claim, replay or seal.
+func crashHeartbeat(o Options) Options {
+	o.HeartbeatInterval, o.HeartbeatTTL = 40*time.Millisecond, 150*time.Millisecond
+	return o
+}
+
 // s3TestURL returns a fresh prefix under LC_TEST_S3_URL, or skips (fails when
 // LC_REQUIRE_S3=1) when it is not set.
 func s3TestURL(t *testing.T, what string) string {
@@ -117,7 +127,7 @@ func runCrash(t *testing.T, url string, cycles int, seed uint64) {
 		t.Fatal("no append was ever acknowledged: the test proved nothing")
 	}
 	// The survivor: same instance id, so it claims the shard and replays.
-	s := mustStore(t, newCatalog(t, root, instance, quiet(Options{})), name)
+	s := mustStore(t, newCatalog(t, root, instance, quiet(crashHeartbeat(Options{}))), name)
 	settle(t, s)
 	verifyExactlyOnce(t, s, acked)
 }
@@ -237,7 +247,7 @@ func TestCrashChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := NewCatalog(root, ShardID(os.Getenv(envCrashInstance)), quiet(Options{MergeMaxGenerations: 4, MaxMemtableRows: 500}))
+	c := NewCatalog(root, ShardID(os.Getenv(envCrashInstance)), quiet(crashHeartbeat(Options{MergeMaxGenerations: 4, MaxMemtableRows: 500})))
 	s, err := c.Open(ctx, os.Getenv(envCrashStore))
 	if err != nil {
 		t.Fatal(err)

@@ -36,6 +36,19 @@
 // wins). Rows become readable when the memtable is sealed into a generation
 // (Flush, the worker's sweeper, a full memtable).
 //
+// The first write claims the shard, and a write fenced by a newer claim
+// claims it back once, as an orphan merge's claim is meant to be. But a
+// shard held by another live process (two workers with one instance id:
+// its heartbeat renewed, or its claim just fenced ours; wal/doc.go,
+// "Owners and heartbeats") is not fought over: writes fail with a
+// *ClaimedElsewhereError (ErrClaimedElsewhere) naming the instance id,
+// shown by Conflict, health and a metric, and checked again every
+// heartbeat interval; a predecessor whose heartbeat lapsed (kill -9) is
+// replaced after at most its TTL (claimguard.go). A full disk or quota
+// fails writes with ErrNoSpace and marks the store full (Full, health, a
+// metric) until a write succeeds; while it lasts, the shard is claimed
+// again only when its log has room for a segment (nospace.go).
+//
 // The append queue is the store's one group commit (store.go, the group*
 // constants). A driver takes every append waiting, up to groupMaxRecords
 // rows and groupMaxBytes, builds the small JSON appends among them (fewer

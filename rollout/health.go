@@ -28,9 +28,13 @@ type damageState struct {
 	checked time.Time
 }
 
-// storeHealth is the part of a Store that tracks WAL damage.
+// storeHealth is the part of a Store that tracks what keeps it from
+// writing: WAL damage, another live holder of its shard (claimguard.go),
+// a full disk (nospace.go).
 type storeHealth struct {
 	damage atomic.Pointer[damageState]
+	guard  claimGuard
+	full   atomic.Pointer[fullState]
 }
 
 // Damage returns the WAL damage that keeps the store from writing, or nil.
@@ -70,6 +74,7 @@ func (s *Store) damagedError(c *wal.CorruptionError) error {
 func (s *Store) noteClaim(err error) error {
 	var c *wal.CorruptionError
 	if err == nil {
+		s.noteClaimed()
 		if s.health.damage.Swap(nil) != nil {
 			s.opts.metrics.damaged.WithLabelValues(s.name).Set(0)
 			s.opts.Logger.Info("rollout: store WAL repaired; writes resume", "store", s.name, "shard", s.shard)
@@ -77,6 +82,7 @@ func (s *Store) noteClaim(err error) error {
 		return nil
 	}
 	if !errors.As(err, &c) {
+		s.noteClaimNoSpace(err)
 		return err
 	}
 	now := time.Now()
@@ -118,6 +124,9 @@ type metrics struct {
 	wal     *wal.Metrics
 	ops     *opMetrics // merges, compactions, the generation cache (metrics.go)
 	damaged *prometheus.GaugeVec
+	// storageFull and claimedElsewhere are 1 while a store's writes find
+	// its disk full, or its shard held by another live process.
+	storageFull, claimedElsewhere *prometheus.GaugeVec
 	// stores lists the catalog's open stores for the per-store gauges,
 	// read at collection (set by NewCatalog).
 	stores func() []*Store
@@ -136,6 +145,10 @@ func newMetrics(reg prometheus.Registerer, cache *GenCache) *metrics {
 		ops: newOpMetrics(cache),
 		damaged: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: wal.Namespace, Subsystem: "store", Name: "wal_damaged",
 			Help: "1 while the store refuses writes because its shard's WAL is corrupt (see /api/v1/health)."}, []string{"store"}),
+		storageFull: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: wal.Namespace, Subsystem: "store", Name: "storage_full",
+			Help: "1 while writes to the store fail because the disk or quota holding it is full (507 INSUFFICIENT_STORAGE; see /api/v1/health)."}, []string{"store"}),
+		claimedElsewhere: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: wal.Namespace, Subsystem: "store", Name: "shard_claimed_elsewhere",
+			Help: "1 while the store refuses writes because another live process holds this process's shard: a duplicated instance id (409 SHARD_CLAIMED_ELSEWHERE; see /api/v1/health)."}, []string{"store"}),
 	}
 	if reg != nil {
 		_ = m.register(reg)
@@ -156,6 +169,8 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.wal.Describe(ch)
 	m.ops.Describe(ch)
 	m.damaged.Describe(ch)
+	m.storageFull.Describe(ch)
+	m.claimedElsewhere.Describe(ch)
 	ch <- pendingDesc
 	ch <- unsealedDesc
 }
@@ -164,6 +179,8 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	m.wal.Collect(ch)
 	m.ops.Collect(ch)
 	m.damaged.Collect(ch)
+	m.storageFull.Collect(ch)
+	m.claimedElsewhere.Collect(ch)
 	if m.stores == nil {
 		return
 	}
@@ -176,7 +193,8 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 // RegisterMetrics registers the catalog's storage metrics (namespace
 // lance_context: WAL sync and put latency, entry sizes, seals by cause,
 // fenced and failed writers, replay corruption, pending generations and
-// unsealed rows, per store too, damaged stores) with reg. Registering
+// unsealed rows, per store too, damaged stores, stores whose disk is full
+// or whose shard another live process holds) with reg. Registering
 // them twice is harmless.
 func (c *Catalog) RegisterMetrics(reg prometheus.Registerer) error {
 	return c.opts.metrics.register(reg)

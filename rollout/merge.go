@@ -35,9 +35,10 @@ func (s *Store) Merge(ctx context.Context) (*MergeResult, error) {
 	}
 	if err := w.Seal(ctx); err != nil {
 		s.forgetDead(w, err)
-		return nil, err
+		return nil, s.noteSpace(err)
 	}
-	return s.mergeWith(ctx, w)
+	res, err := s.mergeWith(ctx, w)
+	return res, s.noteSpace(err)
 }
 
 // MergeShard merges another shard whose owner is gone: it claims the shard
@@ -51,6 +52,8 @@ func (s *Store) MergeShard(ctx context.Context, shard string) (*MergeResult, err
 		Store: s.root, Shard: shard, Schema: Schema, KeyColumn: ColID, Conform: conform,
 		Logger: s.opts.Logger.With("store", s.name, "orphan_merge", true), Metrics: s.opts.metrics.wal,
 		LogFS: s.opts.LogFS, LogDir: s.logDir(),
+		// Marked a merge: the shard's owner takes it back when it writes.
+		Owner: s.owner(true),
 	})
 	if err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/lance-context/lance-context/internal/clock"
 	"github.com/lance-context/lance-context/internal/gctune"
 	"github.com/lance-context/lance-context/lance/index"
 	"github.com/lance-context/lance-context/lance/schema"
@@ -97,6 +98,18 @@ type Options struct {
 	// end the reuse at once. Zero (the default): every read revalidates
 	// (snapshot.go).
 	ReadConsistencyInterval time.Duration
+	// OwnerID identifies this process as the owner of its shards (default:
+	// one random id per process) and InstanceID names its instance id in
+	// errors. HeartbeatInterval and HeartbeatTTL are how often a shard
+	// writer renews its heartbeat and how long another process with the
+	// same instance id waits for it before taking the shard over (defaults
+	// wal.DefaultHeartbeatInterval, wal.DefaultHeartbeatTTL; see
+	// claimguard.go). Clock is their time (tests use a fake one).
+	OwnerID           string
+	InstanceID        string
+	HeartbeatInterval time.Duration
+	HeartbeatTTL      time.Duration
+	Clock             clock.Clock
 
 	metrics *metrics // made by setDefaults, shared by a catalog's stores
 }
@@ -129,6 +142,16 @@ func (o *Options) setDefaults() {
 	if o.IndexMaxSegments <= 0 {
 		o.IndexMaxSegments = 16
 	}
+	if o.OwnerID == "" {
+		o.OwnerID = processOwner
+	}
+	if o.HeartbeatInterval <= 0 {
+		o.HeartbeatInterval = wal.DefaultHeartbeatInterval
+	}
+	if o.HeartbeatTTL <= 0 {
+		o.HeartbeatTTL = wal.DefaultHeartbeatTTL
+	}
+	o.Clock = clock.Or(o.Clock)
 	if o.metrics == nil {
 		o.metrics = newMetrics(o.Registerer, o.Cache)
 	}
@@ -413,12 +436,12 @@ func (s *Store) walWriter(ctx context.Context) (*wal.Writer, error) {
 	if err := s.refuseDamaged(); err != nil {
 		return nil, err
 	}
-	w, err := wal.Claim(ctx, wal.Options{
-		Store: s.root, Shard: s.shard, Schema: Schema, KeyColumn: ColID, Conform: conform,
-		MaxMemtableRows: s.opts.MaxMemtableRows, MaxMemtableBytes: s.opts.MaxMemtableBytes,
-		Logger: s.opts.Logger.With("store", s.name), Metrics: s.opts.metrics.wal,
-		LogFS: s.opts.LogFS, LogDir: s.logDir(),
-	})
+	// Another live process with this instance id, or a full disk, is
+	// reported rather than fought over with claims (claimguard.go).
+	if err := s.admitClaim(ctx); err != nil {
+		return nil, err
+	}
+	w, err := wal.Claim(ctx, s.walOptions())
 	if err := s.noteClaim(err); err != nil {
 		return nil, err
 	}
@@ -430,6 +453,7 @@ func (s *Store) walWriter(ctx context.Context) (*wal.Writer, error) {
 // newer epoch, or stopped by a failed log write. It then forgets w, so
 // that the next write claims the shard again (replaying what is durable).
 func (s *Store) forgetDead(w *wal.Writer, err error) bool {
+	s.noteFenced(err)
 	if errors.Is(err, wal.ErrFenced) || errors.Is(err, wal.ErrLogFailed) {
 		s.dropWriter(w)
 		return true
@@ -678,12 +702,14 @@ func (s *Store) appendBatch(ctx context.Context, appends int, recs ...arrow.Reco
 		}
 		err = w.AppendGroup(ctx, appends, recs...)
 		if s.forgetDead(w, err) && errors.Is(err, wal.ErrFenced) && attempt == 0 {
-			// Someone claimed our shard (an orphan merge); take it back.
-			// Retrying is safe: ids make the append idempotent.
+			// Someone claimed our shard: an orphan merge, taken back here
+			// (retrying is safe: ids make the append idempotent); or
+			// another live process with our instance id, which the claim
+			// refuses (ErrClaimedElsewhere) instead of fighting over it.
 			s.opts.Logger.Warn("rollout: shard writer fenced; claiming again", "store", s.name, "shard", s.shard)
 			continue
 		}
-		return err
+		return s.noteSpace(err)
 	}
 }
 
@@ -711,7 +737,7 @@ func (s *Store) Flush(ctx context.Context) error {
 	// The seal's manifest ends snapshot reuse already (ownMark); this also
 	// covers a seal whose outcome is unknown.
 	s.noteCommit()
-	return err
+	return s.noteSpace(err)
 }
 
 // Close seals buffered rows and releases the shard.
