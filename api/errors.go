@@ -24,14 +24,16 @@ const (
 	CodeConflict             = "CONFLICT"               // 409: a concurrent change got in the way; retry
 	CodeOverloaded           = "OVERLOADED"             // 503 with Retry-After: merge, then retry
 
-	CodeUnauthorized         = "UNAUTHORIZED"           // 401
-	CodeMethodNotAllowed     = "METHOD_NOT_ALLOWED"     // 405
-	CodePayloadTooLarge      = "PAYLOAD_TOO_LARGE"      // 413
-	CodeUnsupportedMediaType = "UNSUPPORTED_MEDIA_TYPE" // 415
-	CodeUnavailable          = "UNAVAILABLE"            // 503 with Retry-After: fenced or closing writer
-	CodeTimeout              = "TIMEOUT"                // 503 with Retry-After
-	CodeStorageUnavailable   = "STORAGE_UNAVAILABLE"    // 503 with Retry-After: the object store failed
-	CodeWALCorrupt           = "WAL_CORRUPT"            // 503: the store's WAL is damaged; the message names where and the repair command
-	CodeQueryLimit           = "QUERY_LIMIT"            // 422: a SQL query hit a limit; the message names it and its value
-	CodeNotImplemented       = "NOT_IMPLEMENTED"        // 501: a binary built without SQL (cgo off)
+	CodeUnauthorized          = "UNAUTHORIZED"            // 401
+	CodeMethodNotAllowed      = "METHOD_NOT_ALLOWED"      // 405
+	CodePayloadTooLarge       = "PAYLOAD_TOO_LARGE"       // 413
+	CodeUnsupportedMediaType  = "UNSUPPORTED_MEDIA_TYPE"  // 415
+	CodeUnavailable           = "UNAVAILABLE"             // 503 with Retry-After: fenced or closing writer
+	CodeTimeout               = "TIMEOUT"                 // 503 with Retry-After
+	CodeStorageUnavailable    = "STORAGE_UNAVAILABLE"     // 503 with Retry-After: the object store failed
+	CodeWALCorrupt            = "WAL_CORRUPT"             // 503: the store's WAL is damaged; the message names where and the repair command
+	CodeQueryLimit            = "QUERY_LIMIT"             // 422: a SQL query hit a limit; the message names it and its value
+	CodeNotImplemented        = "NOT_IMPLEMENTED"         // 501: a binary built without SQL (cgo off)
+	CodeInsufficientStorage   = "INSUFFICIENT_STORAGE"    // 507 with Retry-After: the disk or quota is full; nothing was stored
+	CodeShardClaimedElsewhere = "SHARD_CLAIMED_ELSEWHERE" // 409 with Retry-After: another live process runs with this worker's instance id
 )

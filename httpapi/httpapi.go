@@ -45,6 +45,7 @@ func Classify(err error) *Error {
 	var he *Error
 	var ve *rollout.ValidationError
 	var mbe *http.MaxBytesError
+	var ce *rollout.ClaimedElsewhereError
 	switch {
 	case errors.As(err, &he):
 		return he
@@ -53,6 +54,12 @@ func Classify(err error) *Error {
 	case errors.As(err, &mbe):
 		return &Error{Status: http.StatusRequestEntityTooLarge, Code: api.CodePayloadTooLarge,
 			Message: "request body is larger than " + strconv.FormatInt(mbe.Limit, 10) + " bytes; send smaller batches"}
+	case rollout.IsNoSpace(err):
+		// Not a passing fault: retrying at once only fills the logs.
+		return &Error{Status: http.StatusInsufficientStorage, Code: api.CodeInsufficientStorage, Message: err.Error(), RetryAfter: 10}
+	case errors.As(err, &ce):
+		return &Error{Status: http.StatusConflict, Code: api.CodeShardClaimedElsewhere, Message: err.Error(),
+			RetryAfter: max(1, int(ce.TTL.Round(time.Second)/time.Second))}
 	case errors.Is(err, rollout.ErrNotFound):
 		return &Error{Status: http.StatusNotFound, Code: api.CodeNotFound, Message: err.Error()}
 	case errors.Is(err, rollout.ErrExists):

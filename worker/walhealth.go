@@ -11,12 +11,17 @@ import (
 
 // health answers /api/v1/health: "ok", or "degraded" with the stores
 // whose shard WAL is corrupt (they refuse writes until repaired; see
-// rollout.Damage). It stays 200 either way: restarting the worker would
-// not repair a log, and its other stores are served.
+// rollout.Damage), whose writes find their disk full (rollout.Full), or
+// whose shard another live process with this instance id holds
+// (rollout.Conflict). It stays 200 either way: restarting the worker
+// would repair none of them, and its other stores are served.
 func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
 	body := api.Health{Status: "ok", Role: "worker", InstanceID: s.cfg.InstanceID, ShardID: s.catalog.Shard(), Version: buildinfo.Version()}
-	if damaged := s.catalog.Damaged(); len(damaged) > 0 {
-		body.Status, body.DamagedStores = "degraded", damaged
+	body.DamagedStores = s.catalog.Damaged()
+	body.StorageFull = s.catalog.Full()
+	body.ShardConflicts = s.catalog.Conflicts()
+	if len(body.DamagedStores)+len(body.StorageFull)+len(body.ShardConflicts) > 0 {
+		body.Status = "degraded"
 	}
 	httpapi.WriteJSON(w, http.StatusOK, body)
 }
