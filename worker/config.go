@@ -12,6 +12,7 @@ import (
 
 	"github.com/lance-context/lance-context/internal/gctune"
 	"github.com/lance-context/lance-context/rollout"
+	"github.com/lance-context/lance-context/wal"
 )
 
 // Config is the worker's configuration. FromEnv documents every variable
@@ -47,6 +48,13 @@ type Config struct {
 	// may reuse snapshot metadata validated less than N ago (this
 	// process's own commits are still seen at once).
 	ReadConsistencyInterval time.Duration
+	// LC_SHARD_HEARTBEAT_SECS (3) is how often the worker renews the
+	// heartbeat of its shard of each store it writes, and
+	// LC_SHARD_HEARTBEAT_TTL_SECS (8, more than the interval) how long
+	// another process with its INSTANCE_ID waits without a renewal before
+	// it takes the shard over (a restart after kill -9 waits that long at
+	// most; see rollout's claimguard.go).
+	ShardHeartbeat, ShardHeartbeatTTL time.Duration
 
 	MaxBodyBytes    int64 // LC_MAX_BODY_BYTES, default 67108864 (64 MiB)
 	MaxRecords      int   // LC_MAX_RECORDS_PER_REQUEST, default 10000
@@ -117,6 +125,12 @@ func FromEnv() (Config, error) {
 	c.ReadTimeout = secs("LC_HTTP_READ_TIMEOUT_SECS", 60)
 	c.WriteTimeout = secs("LC_HTTP_WRITE_TIMEOUT_SECS", 120)
 	c.IdleTimeout = secs("LC_HTTP_IDLE_TIMEOUT_SECS", 120)
+	c.ShardHeartbeat = secs("LC_SHARD_HEARTBEAT_SECS", int(wal.DefaultHeartbeatInterval/time.Second))
+	c.ShardHeartbeatTTL = secs("LC_SHARD_HEARTBEAT_TTL_SECS", int(wal.DefaultHeartbeatTTL/time.Second))
+	if (c.ShardHeartbeat == 0 || c.ShardHeartbeatTTL <= c.ShardHeartbeat) && err == nil {
+		err = fmt.Errorf("LC_SHARD_HEARTBEAT_SECS=%d and LC_SHARD_HEARTBEAT_TTL_SECS=%d: want an interval of at least 1 and a TTL longer than it",
+			c.ShardHeartbeat/time.Second, c.ShardHeartbeatTTL/time.Second)
+	}
 	if d, derr := rollout.ReadConsistencyIntervalFromEnv(); derr != nil && err == nil {
 		err = derr
 	} else {

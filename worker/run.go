@@ -24,7 +24,7 @@ func (c Config) StoreOptions() rollout.Options {
 		MergeMaxGenerations: c.MergeMaxGenerations, MergeMaxBytes: c.MergeMaxBytes,
 		PendingWarn: c.PendingWarn, PendingMax: c.PendingMax,
 		IndexColumns: c.IndexColumns, ReadConsistencyInterval: c.ReadConsistencyInterval,
-		InstanceID: c.InstanceID,
+		InstanceID: c.InstanceID, HeartbeatInterval: c.ShardHeartbeat, HeartbeatTTL: c.ShardHeartbeatTTL,
 	}
 	// In the environment 0 means "no cap"; in rollout.Options it means default.
 	if o.MergeMaxGenerations == 0 {
