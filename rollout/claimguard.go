@@ -119,6 +119,7 @@ func (s *Store) admitClaim(ctx context.Context) error {
 		ttl := h.TTL(s.opts.HeartbeatTTL)
 		age := now.Sub(h.LastSign())
 		if !h.Contends(s.opts.OwnerID) || age >= ttl {
+			g.obs = holderObs{}
 			return nil
 		}
 		mark := h.Mark()
@@ -134,6 +135,7 @@ func (s *Store) admitClaim(ctx context.Context) error {
 		case g.obs.valid && !now.Before(g.obs.deadline):
 			s.opts.Logger.Warn("rollout: the process holding this shard stopped renewing its heartbeat; taking the shard over",
 				"store", s.name, "shard", s.shard, "holder_host", h.Owner.Host, "holder_pid", h.Owner.PID, "epoch", h.Epoch)
+			g.obs = holderObs{}
 			return nil
 		case !g.obs.valid:
 			// The first look: what is left of its TTL, by its clock,

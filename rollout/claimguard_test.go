@@ -60,11 +60,12 @@ func (c *watchedClock) After(d time.Duration) <-chan time.Time {
 }
 
 // stepUntil moves the clock to the end of each wait the watched process
-// starts, until done answers; it fails when limit has passed first. After
-// each move it calls settle (if not nil) with how far the clock moved, to
-// let other processes catch up. It returns the answer and how far the
-// clock moved.
-func stepUntil(t *testing.T, c *watchedClock, limit time.Duration, settle func(time.Duration), done <-chan error) (error, time.Duration) {
+// starts, until done answers; it fails when limit has passed first. Before
+// each move it also waits until atRest waits are pending on the clock (the
+// watched process's and the other processes' heartbeats, each renewed
+// before it waits again), so that no process falls behind the clock. It
+// returns the answer and how far the clock moved.
+func stepUntil(t *testing.T, c *watchedClock, limit time.Duration, atRest int, done <-chan error) (error, time.Duration) {
 	t.Helper()
 	seen := 0
 	timeout := time.After(30 * time.Second)
@@ -72,22 +73,20 @@ func stepUntil(t *testing.T, c *watchedClock, limit time.Duration, settle func(t
 		c.mu.Lock()
 		waits, last, signal := c.waits, c.last, c.signal
 		c.mu.Unlock()
-		if waits > seen {
+		if waits > seen && c.Waiters() >= atRest {
 			if moved >= limit {
 				t.Fatalf("no answer within %s of the fake clock", limit)
 			}
 			seen = waits
 			c.Advance(last)
 			moved += last
-			if settle != nil {
-				settle(moved)
-			}
 			continue
 		}
 		select {
 		case err := <-done:
 			return err, moved
 		case <-signal:
+		case <-time.After(time.Millisecond): // the others' waits are not signalled
 		case <-timeout:
 			t.Fatalf("neither an answer nor a wait after %s of the fake clock", moved)
 		}
@@ -156,14 +155,7 @@ func TestDuplicateInstanceIDReported(t *testing.T) {
 		}
 		// b waits for a sign of life from a, which renews its heartbeat
 		// every 3 s, and must see one before a's 8 s TTL runs out.
-		renewed := func(moved time.Duration) { // a's heartbeat is written at 0, 3 s, 6 s...
-			for want, start := 1+uint64(moved/(3*time.Second)), time.Now(); a.writer.Load().Heartbeats() < want; time.Sleep(time.Millisecond) {
-				if time.Since(start) > 10*time.Second {
-					t.Fatalf("a's heartbeat %d never written", want)
-				}
-			}
-		}
-		err, took := stepUntil(t, bclk, 8*time.Second, renewed, appendAsync(b, "b1"))
+		err, took := stepUntil(t, bclk, 8*time.Second, 2, appendAsync(b, "b1"))
 		if !errors.Is(err, ErrClaimedElsewhere) {
 			t.Fatalf("append of the second process: %v after %s, want ErrClaimedElsewhere", err, took)
 		}
@@ -250,7 +242,7 @@ func TestReplacementAfterCrashTakesOver(t *testing.T) {
 		a.writer.Load().Abandon() // the crash: no seal, no release, no more heartbeats
 		bclk := watch(clk)
 		b := dupProcess(t, root, "proc-b", bclk)
-		err, took := stepUntil(t, bclk, 10*time.Second, nil, appendAsync(b, "b1"))
+		err, took := stepUntil(t, bclk, 10*time.Second, 0, appendAsync(b, "b1"))
 		if err != nil {
 			t.Fatalf("the replacement's append: %v after %s", err, took)
 		}

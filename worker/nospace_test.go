@@ -81,7 +81,7 @@ func TestDuplicateInstanceIDIs409(t *testing.T) {
 		cfg.InstanceID = "twin"
 		opts := cfg.StoreOptions()
 		// Two processes (owners), heartbeats renewed every 20 ms.
-		opts.OwnerID, opts.HeartbeatInterval, opts.HeartbeatTTL = owner, 20*time.Millisecond, 2*time.Second
+		opts.OwnerID, opts.HeartbeatInterval, opts.HeartbeatTTL = owner, 20*time.Millisecond, 5*time.Second
 		ts := httptest.NewServer(NewServer(cfg, rollout.NewCatalog(root, rollout.ShardID(cfg.InstanceID), opts), NewRegistry()).Handler())
 		t.Cleanup(ts.Close)
 		return ts
