@@ -12,6 +12,7 @@ import (
 
 	"github.com/lance-context/lance-context/api"
 	"github.com/lance-context/lance-context/httpapi"
+	"github.com/lance-context/lance-context/internal/gctune"
 	"github.com/lance-context/lance-context/rollout"
 	"github.com/lance-context/lance-context/sqlquery"
 )
@@ -145,7 +146,8 @@ func (m *Master) engines() *sqlEngines {
 		q, c := sqlLimits()
 		m.sql.query = sqlquery.New(sqlquery.FromCatalog(m.catalog), q)
 		m.sql.charts = sqlquery.New(sqlquery.FromCatalog(m.catalog), c)
-		m.sql.charts.CacheChartBases(int64(envInt("LC_CHARTS_CACHE_MB", defaultChartsCacheMB)) << 20)
+		// By default a sixteenth of the process's memory budget, at most 256 MiB.
+		m.sql.charts.CacheChartBases(int64(envInt("LC_CHARTS_CACHE_MB", int(gctune.Share(16, defaultChartsCacheMB<<20)>>20))) << 20)
 	})
 	return &m.sql
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lance-context/lance-context/coord"
 	"github.com/lance-context/lance-context/httpapi"
+	"github.com/lance-context/lance-context/internal/gctune"
 	"github.com/lance-context/lance-context/master"
 	"github.com/lance-context/lance-context/objstore"
 	"github.com/lance-context/lance-context/rollout"
@@ -35,10 +36,15 @@ LC_STATS_REFRESH_SECS (10).
 SQL (POST .../query, GET .../charts): LC_SQL_MAX_ROWS_SCANNED (200000),
 LC_SQL_MAX_ROWS_RETURNED (10000), LC_SQL_TIMEOUT_SECS (30), LC_SQL_MEMORY_MB (512),
 LC_SQL_THREADS (2), LC_SQL_MAX_CONCURRENT (4), LC_CHARTS_MAX_ROWS_SCANNED (10000000),
-LC_CHARTS_CACHE_MB (256; the charts' cached base tables, 0 turns them off).`,
+LC_CHARTS_CACHE_MB (a sixteenth of the memory budget, at most 256; the charts' cached base tables),
+LC_MEMORY_BUDGET_BYTES (3/4 of the container's memory: nine tenths of it is the Go memory limit), GOGC (300).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			// The master's caches (metadata, chart bases) are shares of its budget.
+			if err := gctune.Tune(); err != nil {
+				return err
+			}
 			if !cmd.Flags().Changed("data-dir") && os.Getenv("DATA_DIR") != "" {
 				dataDir = os.Getenv("DATA_DIR")
 			}
