@@ -137,6 +137,11 @@ func (g *Reader) Message() (*ipc.Message, error) {
 		return nil, refuse("invalid Arrow IPC message: metadata length %d", n)
 	}
 	if g.l.MaxMessage > 0 && int(n) > g.l.MaxMessage {
+		if g.l.MaxDecoded > 0 && int64(n) > g.l.MaxDecoded {
+			// More than a whole body may hold: these bytes are not an
+			// Arrow IPC stream (a garbage prefix reads as a huge length).
+			return nil, refuse("not an Arrow IPC stream: a message states %d bytes of metadata, more than a body may hold (%d)", n, g.l.MaxDecoded)
+		}
 		return nil, tooLarge("Arrow IPC message metadata of %d bytes; the limit is %d", n, g.l.MaxMessage)
 	}
 	meta, err := g.read(int64(n))
