@@ -4,7 +4,7 @@
 // while appenders (JSON and Arrow, some with flush, failed appends sent
 // again with the same ids and content, some acknowledged ones sent twice),
 // readers, merges, compactions and cleanups run against it, and the worker
-// is killed with SIGKILL at random moments, half of them while a merge,
+// is killed with SIGKILL at random moments, most of them while a merge,
 // compaction or cleanup is in flight, and started again with the same
 // INSTANCE_ID.
 //
@@ -31,6 +31,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -64,8 +65,10 @@ type Config struct {
 	Readers      int     // concurrent readers (get, page by cursor, trajectory)
 
 	MergeEvery   time.Duration // between explicit merges
-	CompactEvery int           // merges per compaction (0: none)
-	CleanupEvery int           // merges per cleanup (0: none)
+	CompactEvery time.Duration // between compactions (0: none)
+	CleanupEvery time.Duration // between cleanups (0: none)
+
+	CheckTimeout time.Duration // of the final check (default 30 min)
 
 	Kills  int                 // SIGKILLs, spread at random over the load
 	Faults latencyproxy.Faults // on during the load, off for the final check
@@ -94,6 +97,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MergeEvery == 0 {
 		c.MergeEvery = 3 * time.Second
+	}
+	if c.CheckTimeout == 0 {
+		c.CheckTimeout = 30 * time.Minute
 	}
 	if c.SampleEvery == 0 {
 		c.SampleEvery = 10 * time.Second
@@ -127,12 +133,14 @@ type Sample struct {
 	AppendP50   float64          `json:"append_p50_ms"`
 	AppendP99   float64          `json:"append_p99_ms"`
 	ReadP99     float64          `json:"read_p99_ms"`
+	RSSMB       float64          `json:"rss_mb"`           // the worker's
 	Errors      map[string]int64 `json:"errors,omitempty"` // since the last sample
 	Proxy       ProxyCounts      `json:"proxy"`
 }
 
 // Summary is the result of a campaign.
 type Summary struct {
+	Checked      bool    `json:"checked"` // the final check ran to its end
 	LoadSeconds  float64 `json:"load_s"`
 	CheckSeconds float64 `json:"check_s"` // flush, merge and the two walks
 
@@ -162,13 +170,17 @@ type Summary struct {
 	AppendP99     float64 `json:"append_p99_ms"`
 	AppendMax     float64 `json:"append_max_ms"`
 	ReadP99       float64 `json:"read_p99_ms"`
+	// Latencies are p50, p99 and max in ms of the successful calls of
+	// each kind of read and maintenance call.
+	Latencies map[string][3]float64 `json:"latencies_ms"`
 
 	Merges      int64          `json:"merges"`
 	Compactions int64          `json:"compactions"`
 	Cleanups    int64          `json:"cleanups"`
 	Kills       int            `json:"kills"`
-	KillsDuring map[string]int `json:"kills_during"`  // what was in flight: merge, compact, cleanup, or appends only
+	KillsDuring map[string]int `json:"kills_during"`  // the maintenance calls in flight ("compact+merge"), or "appends only"
 	Crashes     int            `json:"crashes"`       // exits that were not our kills
+	MaxRSSMB    float64        `json:"max_rss_mb"`    // the worker's, sampled during the load and the check
 	RestartMax  float64        `json:"restart_max_s"` // SIGKILL to a healthy worker, the longest
 
 	// Answered are the worker's failed answers (5xx, or no answer) before
@@ -188,6 +200,9 @@ type Summary struct {
 // Failures lists what broke an invariant; empty when the run is clean.
 func (s *Summary) Failures() []string {
 	var f []string
+	if !s.Checked {
+		f = append(f, "the final check did not run to its end")
+	}
 	add := func(n int64, what string) {
 		if n != 0 {
 			f = append(f, fmt.Sprintf("%d %s", n, what))
@@ -221,7 +236,7 @@ type run struct {
 	appendsOK, recordsOK, retries, resent, abandoned atomic.Int64
 	merges, compactions, cleanups                    atomic.Int64
 	readMissing, pageErrors                          atomic.Int64
-	maint                                            atomic.Value // string: the maintenance call in flight, "" none
+	maxRSS                                           atomicMax
 
 	mu          sync.Mutex
 	errs        map[string]int64 // since the last sample
@@ -231,11 +246,15 @@ type run struct {
 	killsDuring map[string]int
 	appendLat   latencies
 	readLat     latencies
+	opLat       map[string]*latencies // reads by kind, and the maintenance calls
+	maint       map[string]int        // maintenance calls in flight, by kind
 }
 
 // Run runs the campaign and checks it. The error is for a run that could
-// not be carried out (no worker, no S3); a run that found lost or
-// duplicated records returns a Summary whose Failures say so.
+// not be carried out (no worker, no S3) or checked (the final listing
+// failed: then the Summary has the figures of the load alone); a run that
+// found lost or duplicated records returns a Summary whose Failures say
+// so.
 func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	cfg = cfg.withDefaults()
 	if cfg.Bin == "" || cfg.DataDir == "" || cfg.Endpoint == "" {
@@ -246,8 +265,10 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		return nil, fmt.Errorf("faults: endpoint %q: want http://host:port", cfg.Endpoint)
 	}
 	r := &run{cfg: cfg, errs: map[string]int64{}, errsAll: map[string]int64{}, aroundKills: map[string]int64{},
-		examples: map[string][]string{}, killsDuring: map[string]int{}}
-	r.maint.Store("")
+		examples: map[string][]string{}, killsDuring: map[string]int{}, opLat: map[string]*latencies{}, maint: map[string]int{}}
+	for _, op := range []string{"get", "page", "trajectory", "merge", "compact", "cleanup"} {
+		r.opLat[op] = &latencies{}
+	}
 
 	// The proxy, in this process, in front of the S3 server.
 	r.proxy = latencyproxy.New(target, 0)
@@ -331,16 +352,22 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	}
 	load := time.Now().Sub(began)
 
-	// The check, with the faults off.
+	// The check, with the faults off; the worker's RSS is still watched.
 	r.proxy.SetFaults(latencyproxy.Faults{})
+	rssCtx, stopRSS := context.WithCancel(ctx)
+	defer stopRSS()
+	go func() {
+		for sleep(rssCtx, 2*time.Second) {
+			r.maxRSS.max(rssMB(r.proc.pid()))
+		}
+	}()
 	checkBegan := time.Now()
-	sum, err := r.finalCheck(ctx)
-	if err != nil {
-		return nil, err
-	}
+	sum := r.loadSummary()
 	sum.LoadSeconds = load.Seconds()
-	sum.CheckSeconds = time.Now().Sub(checkBegan).Seconds()
-	return sum, nil
+	err = r.finalCheck(ctx, sum)
+	sum.CheckSeconds = time.Since(checkBegan).Seconds()
+	sum.MaxRSSMB = r.maxRSS.Load()
+	return sum, err
 }
 
 func (r *run) createStore(ctx context.Context) error {
@@ -561,6 +588,7 @@ func (r *run) reader(ctx context.Context, k int) {
 			continue
 		}
 		r.readLat.add(time.Since(start))
+		r.opLat[op].add(time.Since(start))
 	}
 }
 
@@ -593,54 +621,80 @@ func (r *run) checkOrder(what string, recs []api.Record, ordered bool) {
 	}
 }
 
-// maintenance merges every MergeEvery, compacts and cleans up every so
-// many merges, as a scheduler would.
+// maintenance runs merges every MergeEvery, and compactions and
+// cleanups every CompactEvery and CleanupEvery on their own clocks, as a
+// scheduler's tasks would: a merge of a long backlog may take minutes
+// under faults and kills, and the others must still run (and be killed)
+// meanwhile.
 func (r *run) maintenance(ctx context.Context) {
 	c := r.cfg
-	t := time.NewTicker(c.MergeEvery)
-	defer t.Stop()
-	call := func(op string, f func() error) bool {
-		gen, _ := r.proc.generation()
-		r.maint.Store(op)
-		err := f()
-		r.maint.Store("")
-		if err != nil {
-			if ctx.Err() == nil {
-				r.fail(op, err, gen)
-			}
-			return false
-		}
-		return true
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if r.proc.waitUp(ctx) != nil {
+	var wg sync.WaitGroup
+	every := func(op string, period time.Duration, f func() error, done *atomic.Int64) {
+		if period <= 0 {
 			return
 		}
-		if !call("merge", func() error { _, err := r.cl.Merge(ctx, store); return err }) {
-			continue
-		}
-		m := r.merges.Add(1)
-		if c.CompactEvery > 0 && m%int64(c.CompactEvery) == 0 {
-			if call("compact", func() error { _, err := r.cl.Compact(ctx, store, nil); return err }) {
-				r.compactions.Add(1)
+		wg.Go(func() {
+			t := time.NewTicker(period)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+				}
+				if r.proc.waitUp(ctx) != nil {
+					return
+				}
+				gen, _ := r.proc.generation()
+				r.inflight(op, 1)
+				start := time.Now()
+				err := f()
+				r.inflight(op, -1)
+				switch {
+				case err == nil:
+					r.opLat[op].add(time.Since(start))
+					done.Add(1)
+				case ctx.Err() == nil:
+					r.fail(op, err, gen)
+				}
 			}
-		}
-		if c.CleanupEvery > 0 && m%int64(c.CleanupEvery) == 0 {
-			if call("cleanup", func() error { _, err := r.cl.Cleanup(ctx, store, nil); return err }) {
-				r.cleanups.Add(1)
-			}
+		})
+	}
+	every("merge", c.MergeEvery, func() error { _, err := r.cl.Merge(ctx, store); return err }, &r.merges)
+	every("compact", c.CompactEvery, func() error { _, err := r.cl.Compact(ctx, store, nil); return err }, &r.compactions)
+	every("cleanup", c.CleanupEvery, func() error { _, err := r.cl.Cleanup(ctx, store, nil); return err }, &r.cleanups)
+	wg.Wait()
+}
+
+// inflight counts the maintenance calls of a kind in flight.
+func (r *run) inflight(op string, d int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.maint[op] += d
+}
+
+// during names the maintenance calls in flight ("compact+merge"), or
+// "appends only".
+func (r *run) during() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var ops []string
+	for op, n := range r.maint {
+		if n > 0 {
+			ops = append(ops, op)
 		}
 	}
+	if len(ops) == 0 {
+		return "appends only"
+	}
+	slices.Sort(ops)
+	return strings.Join(ops, "+")
 }
 
 // killer sends the SIGKILLs: kill i at a random moment of the i-th of
-// Kills equal slots of the load; half of them wait (up to 10 s) for a
-// merge, compaction or cleanup in flight and strike inside it.
+// Kills equal slots of the load. Two of three wait (up to 15 s) for a
+// maintenance call in flight, the kinds in turns (compact, cleanup,
+// merge), and strike inside it.
 func (r *run) killer(ctx context.Context, began time.Time) {
 	c := r.cfg
 	if c.Kills <= 0 {
@@ -648,6 +702,7 @@ func (r *run) killer(ctx context.Context, began time.Time) {
 	}
 	rng := rand.New(rand.NewPCG(c.Seed, 3000))
 	slot := c.Duration / time.Duration(c.Kills)
+	targets := []string{"compact", "", "cleanup", "merge", "", "compact", "merge", ""}
 	for i := range c.Kills {
 		at := began.Add(time.Duration(i)*slot + time.Duration((0.15+0.6*rng.Float64())*float64(slot)))
 		if !sleep(ctx, time.Until(at)) {
@@ -656,11 +711,10 @@ func (r *run) killer(ctx context.Context, began time.Time) {
 		if r.proc.waitUp(ctx) != nil {
 			return
 		}
-		during := "appends"
-		if rng.IntN(2) == 0 {
-			deadline := time.Now().Add(10 * time.Second)
+		if target := targets[i%len(targets)]; target != "" {
+			deadline := time.Now().Add(15 * time.Second)
 			for time.Now().Before(deadline) && ctx.Err() == nil {
-				if op := r.maint.Load().(string); op != "" {
+				if strings.Contains(r.during(), target) {
 					// Somewhere inside it, not at its first request.
 					sleep(ctx, time.Duration(rng.IntN(400))*time.Millisecond)
 					break
@@ -668,16 +722,14 @@ func (r *run) killer(ctx context.Context, began time.Time) {
 				sleep(ctx, 5*time.Millisecond)
 			}
 		}
-		if op := r.maint.Load().(string); op != "" {
-			during = op
-		}
+		during := r.during()
 		if ctx.Err() != nil || !r.proc.kill() {
 			continue
 		}
 		r.mu.Lock()
 		r.killsDuring[during]++
 		r.mu.Unlock()
-		r.cfg.Logf("kill -9 of the worker (%s in flight)", during)
+		r.cfg.Logf("kill -9 of the worker (in flight: %s)", during)
 	}
 }
 
@@ -702,6 +754,8 @@ func (r *run) sampleLoop(ctx context.Context, began time.Time) {
 			Merges: r.merges.Load(), Compactions: r.compactions.Load(), Cleanups: r.cleanups.Load(),
 			Kills: kills, Crashes: crashes, Proxy: r.proxyCounts(),
 		}
+		s.RSSMB = rssMB(r.proc.pid())
+		r.maxRSS.max(s.RSSMB)
 		s.AppendP50, s.AppendP99, _ = r.appendLat.take()
 		_, s.ReadP99, _ = r.readLat.take()
 		r.mu.Lock()
@@ -721,75 +775,139 @@ func (r *run) proxyCounts() ProxyCounts {
 	return ProxyCounts{Requests: st.Requests, Injected503: st.Injected503, Reset: st.Reset, Torn: st.Torn, Stalled: st.Stalled}
 }
 
-// finalCheck: with the faults off, flush, merge everything, walk both
-// sources to the end and compare them with the ledger.
-func (r *run) finalCheck(ctx context.Context) (*Summary, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+// loadSummary has the figures of the load.
+func (r *run) loadSummary() *Summary {
+	kills, crashes, restarts := r.proc.counts()
+	s := &Summary{
+		Acknowledged: acknowledged(r.writers),
+		ReadMissing:  r.readMissing.Load(), PageErrors: r.pageErrors.Load(),
+		AppendsOK: r.appendsOK.Load(), RecordsOK: r.recordsOK.Load(), DriverRetries: r.retries.Load(),
+		Resent: r.resent.Load(), Abandoned: r.abandoned.Load(),
+		Merges: r.merges.Load(), Compactions: r.compactions.Load(), Cleanups: r.cleanups.Load(),
+		Kills: kills, Crashes: crashes, Proxy: r.proxyCounts(), Faults: r.cfg.Faults,
+		MaxRSSMB: r.maxRSS.Load(), Answered: r.seen.counts(),
+	}
+	s.AppendP50, s.AppendP99, s.AppendMax = r.appendLat.all()
+	_, s.ReadP99, _ = r.readLat.all()
+	s.Latencies = map[string][3]float64{}
+	for op, l := range r.opLat {
+		a, b, c := l.all()
+		s.Latencies[op] = [3]float64{a, b, c}
+	}
+	for _, d := range restarts {
+		s.RestartMax = max(s.RestartMax, d.Seconds())
+	}
+	r.mu.Lock()
+	s.Errors, s.AroundKills, s.KillsDuring = r.errsAll, r.aroundKills, r.killsDuring
+	s.Examples = r.examples
+	r.mu.Unlock()
+	return s
+}
+
+// finalCheck: with the faults off, flush, merge everything, walk
+// source=all and then fragments, and compare both with the ledger.
+func (r *run) finalCheck(ctx context.Context, s *Summary) error {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.CheckTimeout)
 	defer cancel()
 	if err := r.proc.waitUp(ctx); err != nil {
-		return nil, fmt.Errorf("faults: the worker is not up for the final check: %w", err)
+		return fmt.Errorf("faults: the worker is not up for the final check: %w", err)
 	}
+	step := time.Now()
 	if err := retry(ctx, func() error { return r.cl.Flush(ctx, store) }); err != nil {
-		return nil, fmt.Errorf("faults: final flush: %w", err)
+		return fmt.Errorf("faults: final flush: %w", err)
 	}
-	all, err := r.walk(ctx, api.SourceAll)
-	if err != nil {
-		return nil, err
-	}
+	r.cfg.Logf("final check: flushed in %.1f s", time.Since(step).Seconds())
+	// Merge first: a page of source=all reads every pending generation,
+	// and a backlog of hundreds (kills keep undoing long merges) makes
+	// a walk of the tail take many minutes. The readers have read the
+	// tail under faults all along.
+	step = time.Now()
 	for {
 		var res *api.MergeResult
 		if err := retry(ctx, func() (err error) { res, err = r.cl.Merge(ctx, store); return err }); err != nil {
-			return nil, fmt.Errorf("faults: final merge: %w", err)
+			return fmt.Errorf("faults: final merge: %w", err)
 		}
 		if res.Remaining == 0 {
 			break
 		}
 	}
-	frags, err := r.walk(ctx, api.SourceFragments)
+	r.cfg.Logf("final check: merged everything in %.1f s", time.Since(step).Seconds())
+	step = time.Now()
+	all, err := r.walk(ctx, api.SourceAll)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	ta, tf := check(r.writers, all), check(r.writers, frags)
-	kills, crashes, restarts := r.proc.counts()
-	s := &Summary{
-		Acknowledged: acknowledged(r.writers), Readable: ta.readable, Lost: ta.lost, Duplicated: ta.duplicated,
-		WrongContent: ta.wrong, Phantom: ta.phantom, Unacked: ta.unacked, Rows: ta.rows,
-		FragmentsRows: tf.rows, FragmentsLost: tf.lost, FragmentsDuplicated: tf.duplicated, FragmentsWrong: tf.wrong,
-		ReadMissing: r.readMissing.Load(), PageErrors: r.pageErrors.Load(),
-		AppendsOK: r.appendsOK.Load(), RecordsOK: r.recordsOK.Load(), DriverRetries: r.retries.Load(),
-		Resent: r.resent.Load(), Abandoned: r.abandoned.Load(),
-		Merges: r.merges.Load(), Compactions: r.compactions.Load(), Cleanups: r.cleanups.Load(),
-		Kills: kills, Crashes: crashes, Proxy: r.proxyCounts(), Faults: r.cfg.Faults,
-	}
-	s.AppendP50, s.AppendP99, s.AppendMax = r.appendLat.all()
-	_, s.ReadP99, _ = r.readLat.all()
-	for _, d := range restarts {
-		s.RestartMax = max(s.RestartMax, d.Seconds())
-	}
-	s.Answered = r.seen.counts()
-	r.mu.Lock()
-	s.Errors, s.AroundKills, s.KillsDuring = r.errsAll, r.aroundKills, r.killsDuring
-	s.Examples = r.examples
+	r.cfg.Logf("final check: walked source=all, %d ids, in %.1f s", len(all), time.Since(step).Seconds())
+	ta := check(r.writers, all)
+	s.Readable, s.Lost, s.Duplicated, s.WrongContent = ta.readable, ta.lost, ta.duplicated, ta.wrong
+	s.Phantom, s.Unacked, s.Rows = ta.phantom, ta.unacked, ta.rows
 	for k, v := range ta.examples {
 		s.Examples[k] = v
 	}
+	all = nil
+	step = time.Now()
+	frags, err := r.walk(ctx, api.SourceFragments)
+	if err != nil {
+		return err
+	}
+	r.cfg.Logf("final check: walked source=fragments, %d ids, in %.1f s", len(frags), time.Since(step).Seconds())
+	tf := check(r.writers, frags)
+	s.FragmentsRows, s.FragmentsLost, s.FragmentsDuplicated, s.FragmentsWrong = tf.rows, tf.lost, tf.duplicated, tf.wrong
 	for k, v := range tf.examples {
 		s.Examples["fragments "+k] = v
 	}
-	r.mu.Unlock()
-	return s, nil
+	s.Checked = true
+	return nil
 }
 
-// walk lists a source to its end by cursor: id -> the content of each row.
+// walk lists a source to its end by cursor: id -> the content of each
+// row. The id space is cut at the appenders' prefixes and the ranges are
+// walked at once (a page costs seconds on a loaded machine); each range
+// is a cursor walk of its own, from the cursor of its first id to the
+// first id of the next range, the last one to the end.
 func (r *run) walk(ctx context.Context, src api.Source) (map[string][]string, error) {
+	n := len(r.writers)
+	parts := make([]map[string][]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for g := range n {
+		wg.Go(func() {
+			o := client.ListOptions{Source: src, Limit: 1000}
+			if g > 0 {
+				o.Cursor = encodeCursor(fmt.Sprintf("a%02d-", g)) // sorts before every id of appender g
+			}
+			end := ""
+			if g < n-1 {
+				end = fmt.Sprintf("a%02d-", g+1)
+			}
+			parts[g], errs[g] = r.walkRange(ctx, o, end)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("faults: listing source=%s: %w", src, err)
+	}
+	rows := parts[0]
+	for _, p := range parts[1:] {
+		for id, c := range p {
+			rows[id] = append(rows[id], c...)
+		}
+	}
+	return rows, nil
+}
+
+// walkRange follows cursors from o until an id >= end ("" : the end).
+func (r *run) walkRange(ctx context.Context, o client.ListOptions, end string) (map[string][]string, error) {
 	rows := map[string][]string{}
-	o := client.ListOptions{Source: src, Limit: 1000}
 	for {
 		var page *client.ListPage
 		if err := retry(ctx, func() (err error) { page, err = r.cl.List(ctx, store, o); return err }); err != nil {
-			return nil, fmt.Errorf("faults: listing source=%s: %w", src, err)
+			return nil, err
 		}
 		for _, rec := range page.Records {
+			if end != "" && rec.ID >= end {
+				return rows, nil
+			}
 			c := ""
 			if rec.Content != nil {
 				c = *rec.Content
@@ -871,6 +989,39 @@ func quantiles(d []float64) (p50, p99, maxv float64) {
 	}
 	slices.Sort(d)
 	return d[len(d)/2], d[min(len(d)-1, len(d)*99/100)], d[len(d)-1]
+}
+
+// rssMB reads a process's resident set (Linux; 0 elsewhere).
+func rssMB(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+// atomicMax keeps the largest value it was given.
+type atomicMax struct {
+	mu sync.Mutex
+	v  float64
+}
+
+func (a *atomicMax) max(v float64) {
+	a.mu.Lock()
+	a.v = max(a.v, v)
+	a.mu.Unlock()
+}
+
+func (a *atomicMax) Load() float64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.v
 }
 
 // countingTransport counts the worker's failed answers, before the

@@ -240,6 +240,16 @@ func (p *proc) stop() {
 	}
 }
 
+// pid is the running worker's process id (0 before the first start).
+func (p *proc) pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
 func (p *proc) counts() (kills, crashes int, restarts []time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
