@@ -89,7 +89,7 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	def(&c.Appenders, 4)
-	def(&c.Batch, 100)
+	def(&c.Batch, 50)
 	def(&c.ContentBytes, 200)
 	def(&c.Readers, 2)
 	if c.Duration == 0 {
@@ -259,6 +259,12 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	cfg = cfg.withDefaults()
 	if cfg.Bin == "" || cfg.DataDir == "" || cfg.Endpoint == "" {
 		return nil, errors.New("faults: Config needs Bin, DataDir and Endpoint")
+	}
+	if !strings.HasPrefix(cfg.DataDir, "s3://") {
+		return nil, fmt.Errorf("faults: data dir %q: want s3://bucket/prefix (only S3 goes through the proxy)", cfg.DataDir)
+	}
+	if cfg.Appenders > 99 {
+		return nil, fmt.Errorf("faults: %d appenders: at most 99 (ids are aNN-...)", cfg.Appenders)
 	}
 	target, err := url.Parse(cfg.Endpoint)
 	if err != nil || target.Host == "" {
