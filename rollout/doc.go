@@ -9,11 +9,26 @@
 //	{name}.rollout.lance/                    a Lance 2.0 dataset, opened as is by LanceDB
 //	  _versions/ data/ _deletions/ _indices/ the base table (package lance/table)
 //	  _lc_wal/{shard}/...                    each writer shard's WAL tier (package wal)
+//	  _refs/tags/{tag}.json                  Lance's tags (lance/table): cleanup keeps their versions
+//	  _lc_leases/{id}.json                   a lease: {"id","version","expires_at","holder"}; cleanup
+//	                                         keeps the version until expires_at, then deletes the file
 //
 // The base table's schema is Schema (columns are only ever added, as
 // nullable). Its manifest config holds, per shard, the merge watermark
 // "lance-context.merged.{shard}" = the highest generation of that shard
-// folded into the base, and "lance-context.last-compaction".
+// folded into the base, "lance-context.last-compaction", and the row
+// retention "lance-context.retention.max-age-seconds" and
+// "lance-context.retention.keep-policy-versions" (retention.go).
+//
+// # Lifecycle (lifecycle.go, maintain.go)
+//
+// Store.Cleanup removes old base versions (table.Cleanup) keeping the
+// latest, tagged and leased versions, this process's checkout pin (itself
+// a lease, renewed by the maintainer) and what its running compactions and
+// index builds read; a read of another process is covered by the read
+// grace. The Maintainer is the one owner of upkeep that worker and master
+// drive: sweepers, merges by count and by age, compaction then cleanup (row
+// retention first), pin renewal and the memtable budget.
 //
 // # The schema
 //

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -202,7 +203,7 @@ func (s *Store) readLeases(ctx context.Context) (live []Lease, expired []string,
 			expired = append(expired, o.Key)
 		}
 	}
-	slices.SortFunc(live, func(a, b Lease) int { return int(a.Version) - int(b.Version) })
+	slices.SortFunc(live, func(a, b Lease) int { return cmp.Compare(a.Version, b.Version) })
 	return live, expired, nil
 }
 

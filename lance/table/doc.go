@@ -10,6 +10,8 @@
 //	_deletions/{frag}-{read_version}-{id}.bin Roaring bitmap of deleted offsets
 //	_deletions/{frag}-{read_version}-{id}.arrow  Arrow IPC file, one int32 column (read only)
 //	_indices/{uuid}/                          index files (see lance/index)
+//	_refs/tags/{name}.json                    a tag, as Lance writes it: {"version":N,"manifestSize":M}
+//	                                          (Lance's "branch" field absent: the main branch)
 //
 // Manifest names: V2 (what we create) is the zero-padded 20-digit decimal
 // of (2^64-1 - version), so a lexical listing yields the newest first; V1 is
@@ -56,6 +58,19 @@
 // meanwhile) fails with ErrConflict. Before writing we check the feature
 // flags of the latest version and refuse to write past flags we do not
 // implement (we implement 1 = deletion files and 8 = table config).
+//
+// # Cleanup (cleanup.go)
+//
+// Cleanup removes old versions as Lance's cleanup_old_versions does. Kept:
+// the latest version and any newer, tagged versions, versions the caller
+// holds (leases, pins), versions committed at or after a cutoff, and
+// versions superseded within a read grace (a read that opened one as the
+// latest may still run). A data, deletion, transaction or index file that
+// no kept manifest references is removed when a removed manifest
+// references it, or, referenced by none (a failed or in-flight commit),
+// when it is older than 7 days (or delete_unverified) and than the oldest
+// kept version. Files go first, then manifests oldest first, so a crash
+// leaves every kept version whole and the next cleanup finishes.
 //
 // Table config (Manifest.config) carries our own keys, such as per-shard merge
 // watermarks; they are committed in the same manifest as the data they
