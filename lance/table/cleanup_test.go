@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -207,19 +208,18 @@ func cleanupOwned(t *testing.T, store objstore.Store) []string {
 }
 
 // crashingDeletes fails every Delete after the first n: a process killed
-// in the middle of a cleanup.
+// in the middle of a cleanup. Deletes run concurrently.
 type crashingDeletes struct {
 	objstore.Store
-	n int
+	n atomic.Int64
 }
 
 var errCrash = errors.New("crash")
 
 func (c *crashingDeletes) Delete(ctx context.Context, key string) error {
-	if c.n <= 0 {
+	if c.n.Add(-1) < 0 {
 		return errCrash
 	}
-	c.n--
 	return c.Store.Delete(ctx, key)
 }
 
@@ -237,7 +237,9 @@ func TestCleanupCrashAtEveryStep(t *testing.T) {
 	for n := 0; n < full.FilesRemoved; n++ {
 		store := objstore.NewMemory()
 		ids, _ = cleanupHistory(t, store)
-		_, err := Cleanup(ctx, &crashingDeletes{Store: store, n: n}, CleanupOptions{})
+		crashing := &crashingDeletes{Store: store}
+		crashing.n.Store(int64(n))
+		_, err := Cleanup(ctx, crashing, CleanupOptions{})
 		if !errors.Is(err, errCrash) {
 			t.Fatalf("crash after %d deletions: %v", n, err)
 		}
