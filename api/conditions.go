@@ -13,7 +13,7 @@ type StorageFull struct {
 
 // ShardConflict says that another live process holds this worker's shard
 // of a store: two workers run with one instance id. The worker refuses
-// writes to the store (409 SHARD_CLAIMED_ELSEWHERE) instead of taking the
+// writes to the store (503 SHARD_CLAIMED_ELSEWHERE) instead of taking the
 // shard back at every write, and takes it over only once the other stops
 // renewing its heartbeat.
 type ShardConflict struct {

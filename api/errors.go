@@ -35,5 +35,5 @@ const (
 	CodeQueryLimit            = "QUERY_LIMIT"             // 422: a SQL query hit a limit; the message names it and its value
 	CodeNotImplemented        = "NOT_IMPLEMENTED"         // 501: a binary built without SQL (cgo off)
 	CodeInsufficientStorage   = "INSUFFICIENT_STORAGE"    // 507 with Retry-After: the disk or quota is full; nothing was stored
-	CodeShardClaimedElsewhere = "SHARD_CLAIMED_ELSEWHERE" // 409 with Retry-After: another live process runs with this worker's instance id
+	CodeShardClaimedElsewhere = "SHARD_CLAIMED_ELSEWHERE" // 503 with Retry-After: another live process runs with this worker's instance id
 )

@@ -16,7 +16,7 @@ import (
 // TestClassifyFullDiskAndDuplicateInstance: a full disk is 507
 // INSUFFICIENT_STORAGE (however it is wrapped, even inside a stopped
 // writer's ErrLogFailed), not a retryable 503; a shard held by another
-// live process is 409 SHARD_CLAIMED_ELSEWHERE; both with Retry-After.
+// live process is 503 SHARD_CLAIMED_ELSEWHERE; both with Retry-After.
 func TestClassifyFullDiskAndDuplicateInstance(t *testing.T) {
 	claimed := &rollout.ClaimedElsewhereError{Store: "s", Shard: "x", Instance: "w-1", Holder: wal.Owner{Host: "h"}, Epoch: 3, TTL: 8 * time.Second}
 	for _, c := range []struct {
@@ -27,7 +27,7 @@ func TestClassifyFullDiskAndDuplicateInstance(t *testing.T) {
 		{fmt.Errorf("append: %w", vfs.NoSpace(syscall.ENOSPC)), http.StatusInsufficientStorage, api.CodeInsufficientStorage},
 		{fmt.Errorf("%w: %w", wal.ErrLogFailed, vfs.NoSpace(syscall.EDQUOT)), http.StatusInsufficientStorage, api.CodeInsufficientStorage},
 		{syscall.ENOSPC, http.StatusInsufficientStorage, api.CodeInsufficientStorage},
-		{fmt.Errorf("append: %w", claimed), http.StatusConflict, api.CodeShardClaimedElsewhere},
+		{fmt.Errorf("append: %w", claimed), http.StatusServiceUnavailable, api.CodeShardClaimedElsewhere},
 		{syscall.EIO, http.StatusServiceUnavailable, api.CodeStorageUnavailable},
 	} {
 		e := Classify(c.err)

@@ -58,7 +58,11 @@ func Classify(err error) *Error {
 		// Not a passing fault: retrying at once only fills the logs.
 		return &Error{Status: http.StatusInsufficientStorage, Code: api.CodeInsufficientStorage, Message: err.Error(), RetryAfter: 10}
 	case errors.As(err, &ce):
-		return &Error{Status: http.StatusConflict, Code: api.CodeShardClaimedElsewhere, Message: err.Error(),
+		// 503, not 409: the state is the server's, and it passes by itself
+		// when the other process is a crashed predecessor whose heartbeat
+		// is about to lapse; clients retry after Retry-After. A real
+		// duplicate goes on answering it, with health and a metric.
+		return &Error{Status: http.StatusServiceUnavailable, Code: api.CodeShardClaimedElsewhere, Message: err.Error(),
 			RetryAfter: max(1, int(ce.TTL.Round(time.Second)/time.Second))}
 	case errors.Is(err, rollout.ErrNotFound):
 		return &Error{Status: http.StatusNotFound, Code: api.CodeNotFound, Message: err.Error()}

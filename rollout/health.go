@@ -148,7 +148,7 @@ func newMetrics(reg prometheus.Registerer, cache *GenCache) *metrics {
 		storageFull: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: wal.Namespace, Subsystem: "store", Name: "storage_full",
 			Help: "1 while writes to the store fail because the disk or quota holding it is full (507 INSUFFICIENT_STORAGE; see /api/v1/health)."}, []string{"store"}),
 		claimedElsewhere: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: wal.Namespace, Subsystem: "store", Name: "shard_claimed_elsewhere",
-			Help: "1 while the store refuses writes because another live process holds this process's shard: a duplicated instance id (409 SHARD_CLAIMED_ELSEWHERE; see /api/v1/health)."}, []string{"store"}),
+			Help: "1 while the store refuses writes because another live process holds this process's shard: a duplicated instance id (503 SHARD_CLAIMED_ELSEWHERE; see /api/v1/health)."}, []string{"store"}),
 	}
 	if reg != nil {
 		_ = m.register(reg)

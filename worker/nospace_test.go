@@ -67,11 +67,11 @@ func TestFullDiskIs507(t *testing.T) {
 	}
 }
 
-// TestDuplicateInstanceIDIs409: a second worker with the instance id of a
-// live one answers its appends 409 SHARD_CLAIMED_ELSEWHERE naming the
+// TestDuplicateInstanceIDIs503: a second worker with the instance id of a
+// live one answers its appends 503 SHARD_CLAIMED_ELSEWHERE naming the
 // instance id, lists the store under shard_conflicts in /api/v1/health
 // and on /metrics, and the first worker goes on unharmed.
-func TestDuplicateInstanceIDIs409(t *testing.T) {
+func TestDuplicateInstanceIDIs503(t *testing.T) {
 	root := objstore.NewMemory()
 	server := func(owner string) *httptest.Server {
 		cfg, err := FromEnv()
@@ -93,7 +93,7 @@ func TestDuplicateInstanceIDIs409(t *testing.T) {
 	}
 	for range 3 {
 		resp, body := post(t, second.URL+"/api/v1/rollouts/twin/records", `{"records":[{"id":"b","rollout_id":"r"}]}`)
-		if resp.StatusCode != http.StatusConflict || !strings.Contains(body, `"SHARD_CLAIMED_ELSEWHERE"`) ||
+		if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, `"SHARD_CLAIMED_ELSEWHERE"`) ||
 			!strings.Contains(body, `INSTANCE_ID=\"twin\"`) || resp.Header.Get("Retry-After") == "" {
 			t.Fatalf("append to the second worker: %d %s", resp.StatusCode, body)
 		}
