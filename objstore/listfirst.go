@@ -2,11 +2,15 @@ package objstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
+	"time"
 
 	"cloud.google.com/go/storage"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
@@ -80,7 +84,7 @@ func (s *S3) list(ctx context.Context, prefix string, n int) ([]ObjectInfo, erro
 		if n >= 0 {
 			in.MaxKeys = aws.Int32(int32(min(n-len(out), 1000)))
 		}
-		page, err := s.client.ListObjectsV2(ctx, in)
+		page, err := s.listPage(ctx, in)
 		if err != nil {
 			return nil, fmt.Errorf("objstore: s3 list %q: %w", prefix, err)
 		}
@@ -97,6 +101,34 @@ func (s *S3) list(ctx context.Context, prefix string, n int) ([]ObjectInfo, erro
 		token = page.NextContinuationToken
 	}
 	return firstSorted(out, n), nil
+}
+
+// listPage asks for one page of a listing, again when the answer fails
+// transiently or its body breaks off (a connection reset mid-body: the
+// SDK's retryer does not retry a body that fails to decode, so one torn
+// answer failed every read that lists), within a read's budget.
+func (s *S3) listPage(ctx context.Context, in *s3.ListObjectsV2Input) (*s3.ListObjectsV2Output, error) {
+	var first time.Time
+	for attempt := 1; ; attempt++ {
+		page, err := s.client.ListObjectsV2(ctx, in)
+		if err == nil {
+			return page, nil
+		}
+		if first.IsZero() {
+			first = time.Now()
+		}
+		if ctx.Err() != nil || attempt >= readAttempts || time.Since(first) > readRetryWindow || !(s3Retryable(err) || isTornBody(err)) {
+			return nil, err
+		}
+		if err := sleepCtx(ctx, time.Duration(attempt)*50*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// isTornBody reports an answer whose body broke off before its end.
+func isTornBody(err error) bool {
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // firstSorted sorts infos by key (the stores list in byte order already;
