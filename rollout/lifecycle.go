@@ -82,8 +82,7 @@ func (s *Store) TakeLease(ctx context.Context, version uint64, ttl time.Duration
 			return nil, err
 		}
 		version = latest.Version()
-	}
-	if err := s.versionExists(ctx, version); err != nil {
+	} else if err := s.versionExists(ctx, version); err != nil {
 		return nil, err
 	}
 	l := &Lease{ID: newLeaseID(), Version: version, ExpiresAt: s.clockNow().Add(ttl).UTC(), Holder: holder}
@@ -354,6 +353,12 @@ func (s *Store) CreateTag(ctx context.Context, name string, version uint64) (*ta
 	return t, s.tagErr(name, err)
 }
 
+// Tag returns one tag.
+func (s *Store) Tag(ctx context.Context, name string) (*table.Tag, error) {
+	t, err := table.GetTag(ctx, s.root, name)
+	return t, s.tagErr(name, err)
+}
+
 // Tags lists the store's tags.
 func (s *Store) Tags(ctx context.Context) ([]table.Tag, error) {
 	tags, err := table.ListTags(ctx, s.root)
@@ -374,7 +379,8 @@ func (s *Store) tagErr(name string, err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, table.ErrInvalidTag):
-		return invalid("tag name %q: %s", name, strings.TrimPrefix(err.Error(), table.ErrInvalidTag.Error()+": "))
+		// table's message names the tag already.
+		return invalid("%s", strings.TrimPrefix(err.Error(), "lance/table: "))
 	case errors.Is(err, table.ErrTagExists):
 		return fmt.Errorf("%w: tag %s of store %s (delete it first to move it)", ErrExists, name, s.name)
 	case errors.Is(err, table.ErrTagNotFound), errors.Is(err, table.ErrVersionNotFound):

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -71,9 +72,6 @@ func NewMaintainer(catalog *Catalog, policy MaintainPolicy, events MaintainEvent
 // SetClock replaces the clock (tests).
 func (m *Maintainer) SetClock(now func() time.Time) { m.now = now }
 
-// Policy returns the policy.
-func (m *Maintainer) Policy() MaintainPolicy { return m.policy }
-
 // Flushed notes a seal of st and starts a merge when the policy says so.
 func (m *Maintainer) Flushed(st *Store) {
 	if m.events.Sealed != nil {
@@ -135,16 +133,7 @@ func (m *Maintainer) MaybeMerge(st *Store) {
 		defer cancel()
 		// Fold the whole backlog: an age trigger means the oldest rows
 		// waited long enough, and each pass is capped by itself.
-		for pass := 0; pass < 1000; pass++ {
-			res, err := m.MergeNow(ctx, st, trigger)
-			if err != nil {
-				m.log.Warn("background merge failed", "store", st.Name(), "trigger", trigger, "err", err)
-				return
-			}
-			if res.Remaining == 0 {
-				return
-			}
-		}
+		m.mergeAll(ctx, st, trigger)
 	}()
 }
 
@@ -221,19 +210,41 @@ func (m *Maintainer) Compact(ctx context.Context, st *Store, o CompactOptions) (
 	return res, cr, nil
 }
 
-// Cleanup applies st's row retention (ApplyRetention), then removes its
-// old versions under the policy's retention window.
+// Cleanup applies st's row retention, then removes its old versions under
+// the policy's retention window (CleanupWith); a failed row retention is
+// logged, the version cleanup stands.
 func (m *Maintainer) Cleanup(ctx context.Context, st *Store) (*CleanupResult, error) {
-	rr, err := st.ApplyRetention(ctx)
-	if err != nil {
-		// The version cleanup does not depend on it: go on, and say so.
+	res, err := CleanupWith(ctx, st, m.policy.Retention)
+	var re *RetentionError
+	if errors.As(err, &re) {
 		m.log.Warn("row retention failed", "store", st.Name(), "err", err)
-	}
-	res, err := st.Cleanup(ctx, m.policy.Retention)
-	if err == nil && rr != nil {
-		res.RowsExpired = rr.RowsDeleted
+		return res, nil
 	}
 	return res, err
+}
+
+// RetentionError is a row retention that failed before a version cleanup
+// that went on without it.
+type RetentionError struct{ Err error }
+
+func (e *RetentionError) Error() string { return "row retention: " + e.Err.Error() }
+func (e *RetentionError) Unwrap() error { return e.Err }
+
+// CleanupWith applies st's row retention (ApplyRetention), then removes its
+// old versions (Store.Cleanup). The version cleanup does not depend on the
+// retention: when only the retention fails, the result comes with a
+// *RetentionError.
+func CleanupWith(ctx context.Context, st *Store, o CleanupOptions) (*CleanupResult, error) {
+	rr, rerr := st.ApplyRetention(ctx)
+	res, err := st.Cleanup(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	if rerr != nil {
+		return res, &RetentionError{Err: rerr}
+	}
+	res.RowsExpired = rr.RowsDeleted
+	return res, nil
 }
 
 // ageCheckEvery is how often Run looks for stores whose tail is older than
@@ -280,7 +291,7 @@ func (m *Maintainer) Run(ctx context.Context) {
 			}
 		case <-drainC:
 			for _, st := range m.catalog.Opened() {
-				m.drain(ctx, st)
+				m.mergeAll(ctx, st, "cleanup")
 			}
 		case <-cleanC:
 			for _, st := range m.catalog.Opened() {
@@ -300,12 +311,13 @@ func (m *Maintainer) Run(ctx context.Context) {
 	}
 }
 
-// drain folds everything st's shard holds into the base.
-func (m *Maintainer) drain(ctx context.Context, st *Store) {
+// mergeAll folds everything st's shard holds into the base, pass after
+// pass (each capped by itself); a failed pass is logged and ends it.
+func (m *Maintainer) mergeAll(ctx context.Context, st *Store, trigger string) {
 	for pass := 0; pass < 1000; pass++ {
-		res, err := m.MergeNow(ctx, st, "cleanup")
+		res, err := m.MergeNow(ctx, st, trigger)
 		if err != nil {
-			m.log.Warn("drain sweeper", "store", st.Name(), "err", err)
+			m.log.Warn("merge failed", "store", st.Name(), "trigger", trigger, "err", err)
 			return
 		}
 		if res.Remaining == 0 {

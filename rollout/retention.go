@@ -115,7 +115,7 @@ func (s *Store) ApplyRetention(ctx context.Context) (*RetentionResult, error) {
 	if r.KeepPolicyVersions > 0 {
 		seen := map[string]bool{}
 		err := scan(func(_ arrow.Array, pv arrow.Array, _ *array.Uint64) error {
-			at, ok := stringAt(pv)
+			at, ok := table.StringAt(pv)
 			if !ok {
 				return fmt.Errorf("rollout: retention: policy_version of type %s", pv.DataType())
 			}
@@ -139,16 +139,20 @@ func (s *Store) ApplyRetention(ctx context.Context) (*RetentionResult, error) {
 			keepVersions[v] = true
 		}
 	}
-	var cutoff int64
+	var cutoff time.Time
 	if r.MaxAge > 0 {
-		cutoff = s.clockNow().Add(-r.MaxAge).UnixMicro()
+		cutoff = s.clockNow().Add(-r.MaxAge)
 	}
 	var doomed []table.RowAddr
 	err = scan(func(ts arrow.Array, pv arrow.Array, addr *array.Uint64) error {
 		tsa, _ := ts.(*array.Timestamp)
-		at, _ := stringAt(pv)
+		var unit arrow.TimeUnit
+		if tsa != nil {
+			unit = tsa.DataType().(*arrow.TimestampType).Unit
+		}
+		at, _ := table.StringAt(pv)
 		for i := range addr.Len() {
-			old := cutoff != 0 && tsa != nil && tsa.IsValid(i) && micros(tsa, i) < cutoff
+			old := !cutoff.IsZero() && tsa != nil && tsa.IsValid(i) && tsa.Value(i).ToTime(unit).Before(cutoff)
 			stale := false
 			if keepVersions != nil && at != nil {
 				if v, ok := at(i); ok && !keepVersions[v] {
@@ -176,33 +180,6 @@ func (s *Store) ApplyRetention(ctx context.Context) (*RetentionResult, error) {
 	s.sawVersion(d.Version())
 	res.RowsDeleted, res.Version = int64(len(doomed)), d.Version()
 	return res, nil
-}
-
-// micros returns a timestamp value in microseconds whatever its unit.
-func micros(a *array.Timestamp, i int) int64 {
-	v := int64(a.Value(i))
-	switch a.DataType().(*arrow.TimestampType).Unit {
-	case arrow.Second:
-		return v * 1e6
-	case arrow.Millisecond:
-		return v * 1e3
-	case arrow.Nanosecond:
-		return v / 1e3
-	}
-	return v
-}
-
-// stringAt returns an accessor of a string column's values.
-func stringAt(a arrow.Array) (func(i int) (string, bool), bool) {
-	switch c := a.(type) {
-	case *array.String:
-		return func(i int) (string, bool) { return c.Value(i), c.IsValid(i) }, true
-	case *array.LargeString:
-		return func(i int) (string, bool) { return c.Value(i), c.IsValid(i) }, true
-	case *array.Null:
-		return func(int) (string, bool) { return "", false }, true
-	}
-	return nil, false
 }
 
 // naturalCompare orders strings with their runs of digits compared as

@@ -72,17 +72,7 @@ func (s *Server) cleanup(w http.ResponseWriter, r *http.Request) {
 		o.ReadGrace = &g
 	}
 	o.DeleteUnverified = body.DeleteUnverified
-	// The row retention first: what it deletes, this cleanup's successors
-	// reclaim (a compaction, then a cleanup).
-	rr, err := st.ApplyRetention(r.Context())
-	if err != nil {
-		httpapi.WriteError(w, r, err)
-		return
-	}
-	res, err := st.Cleanup(r.Context(), o)
-	if res != nil {
-		res.RowsExpired = rr.RowsDeleted
-	}
+	res, err := rollout.CleanupWith(r.Context(), st, o)
 	if err != nil {
 		httpapi.WriteError(w, r, err)
 		return
@@ -126,19 +116,12 @@ func (s *Server) getTag(w http.ResponseWriter, r *http.Request) {
 	if st == nil {
 		return
 	}
-	name := httpapi.PathParam(r, "tag")
-	tags, err := st.Tags(r.Context())
+	t, err := st.Tag(r.Context(), httpapi.PathParam(r, "tag"))
 	if err != nil {
 		httpapi.WriteError(w, r, err)
 		return
 	}
-	for _, t := range tags {
-		if t.Name == name {
-			httpapi.WriteJSON(w, http.StatusOK, wireTag(t))
-			return
-		}
-	}
-	httpapi.WriteError(w, r, httpapi.Errorf(http.StatusNotFound, api.CodeNotFound, "tag %q of store %s not found", name, st.Name()))
+	httpapi.WriteJSON(w, http.StatusOK, wireTag(*t))
 }
 
 func (s *Server) deleteTag(w http.ResponseWriter, r *http.Request) {

@@ -70,6 +70,19 @@ func TestCleanupTagsAndLeasesOverHTTP(t *testing.T) {
 	if err != nil || len(tags) != 1 || tags[0].Name != "first" {
 		t.Fatalf("tags: %v %v", tags, err)
 	}
+	for _, tc := range []struct {
+		tag    string
+		status int
+		want   string
+	}{{"first", 200, fmt.Sprintf(`"version":%d`, versions[0])}, {"none", 404, "NOT_FOUND"}, {"a..b", 400, "two dots"}} {
+		resp, err := http.Get(base + "/api/v1/rollouts/life/tags/" + tc.tag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if body := readAll(resp); resp.StatusCode != tc.status || !strings.Contains(body, tc.want) {
+			t.Fatalf("GET tag %s: %d %s", tc.tag, resp.StatusCode, body)
+		}
+	}
 	if err := c.ReleaseLease(ctx, "life", lease.ID); err != nil {
 		t.Fatal(err)
 	}

@@ -111,6 +111,3 @@ func (s *Server) checkout(w http.ResponseWriter, r *http.Request) {
 // RunSweepers runs the worker's periodic upkeep (rollout.Maintainer.Run)
 // until ctx ends.
 func (s *Server) RunSweepers(ctx context.Context) { s.maint.Run(ctx) }
-
-// Maintainer returns the upkeep of this worker's stores.
-func (s *Server) Maintainer() *rollout.Maintainer { return s.maint }

@@ -1,6 +1,7 @@
 package table
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lance-context/lance-context/lance/pb"
@@ -344,55 +346,34 @@ func listVersions(ctx context.Context, store objstore.Store) ([]versionEntry, er
 		}
 		out = append(out, versionEntry{version: v, key: o.Key, size: o.Size, at: o.ModTime})
 	}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-		sem   = make(chan struct{}, 8)
-	)
+	// Each goroutine writes its own entry: no lock.
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
 	for i := range out {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			b, err := store.Get(ctx, out[i].key)
+		g.Go(func() error {
+			b, err := store.Get(gctx, out[i].key)
+			if errors.Is(err, objstore.ErrNotFound) {
+				return nil // removed by a concurrent cleanup: not ours to judge
+			}
 			var mf *manifestFile
 			if err == nil {
 				mf, err = decodeManifestFile(b)
 			}
-			if err != nil && errors.Is(err, objstore.ErrNotFound) {
-				err = nil // removed by a concurrent cleanup: not ours to judge
-			}
-			mu.Lock()
-			defer mu.Unlock()
 			if err != nil {
-				if first == nil {
-					first = fmt.Errorf("lance/table: cleanup: read %s: %w", out[i].key, err)
-				}
-				return
+				return fmt.Errorf("lance/table: cleanup: read %s: %w", out[i].key, err)
 			}
 			out[i].man = mf
-			if mf != nil {
-				if ts := mf.manifest.GetTimestamp(); ts != nil && (ts.GetSeconds() != 0 || ts.GetNanos() != 0) {
-					out[i].at = time.Unix(ts.GetSeconds(), int64(ts.GetNanos()))
-				}
+			if ts := mf.manifest.GetTimestamp(); ts != nil && (ts.GetSeconds() != 0 || ts.GetNanos() != 0) {
+				out[i].at = time.Unix(ts.GetSeconds(), int64(ts.GetNanos()))
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
-	if first != nil {
-		return nil, first
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	out = slices.DeleteFunc(out, func(e versionEntry) bool { return e.man == nil })
-	slices.SortFunc(out, func(a, b versionEntry) int {
-		switch {
-		case a.version < b.version:
-			return -1
-		case a.version > b.version:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b versionEntry) int { return cmp.Compare(a.version, b.version) })
 	return out, nil
 }
 
@@ -400,58 +381,23 @@ func listVersions(ctx context.Context, store objstore.Store) ([]versionEntry, er
 // an object store), and counts what went.
 func deleteAll(ctx context.Context, store objstore.Store, objs []objstore.ObjectInfo) (int, int64, error) {
 	var (
-		wg    sync.WaitGroup
 		mu    sync.Mutex
 		n     int
 		bytes int64
-		first error
-		sem   = make(chan struct{}, 16)
 	)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
 	for _, o := range objs {
-		if ctx.Err() != nil {
-			break
-		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			err := store.Delete(ctx, o.Key)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				if first == nil {
-					first = fmt.Errorf("lance/table: cleanup: delete %s: %w", o.Key, err)
-				}
-				return
+		g.Go(func() error {
+			if err := store.Delete(gctx, o.Key); err != nil {
+				return fmt.Errorf("lance/table: cleanup: delete %s: %w", o.Key, err)
 			}
+			mu.Lock()
 			n++
 			bytes += o.Size
-		}()
+			mu.Unlock()
+			return nil
+		})
 	}
-	wg.Wait()
-	if first == nil {
-		first = ctx.Err()
-	}
-	return n, bytes, first
-}
-
-// ReferencedFiles returns the keys of the files this version references
-// (data, deletion and transaction files, its manifest) and the index
-// directories it references (each holds the index's files): the version's
-// live files, what a cleanup that keeps only it leaves.
-func (d *Dataset) ReferencedFiles() (files []string, indexDirs []string, err error) {
-	ref := newReferenced()
-	if err := ref.add(d.manifest, d.indexSection); err != nil {
-		return nil, nil, err
-	}
-	files = append(files, d.naming.key(d.Version()))
-	for k := range ref.files {
-		files = append(files, k)
-	}
-	for u := range ref.indexes {
-		indexDirs = append(indexDirs, indicesDir+u+"/")
-	}
-	slices.Sort(files)
-	slices.Sort(indexDirs)
-	return files, indexDirs, nil
+	return n, bytes, g.Wait()
 }

@@ -556,9 +556,10 @@ func isStringType(t arrow.DataType) bool {
 	return t.ID() == arrow.STRING || t.ID() == arrow.LARGE_STRING
 }
 
-// stringAt returns the value of row i of a string or dictionary-of-string
-// array, with ok false for a null (a null key or a null value).
-func stringAt(arr arrow.Array) (func(i int) (string, bool), bool) {
+// StringAt returns the value of row i of a string or dictionary-of-string
+// array, with ok false for a null (a null key or a null value); ok false
+// from StringAt itself means arr is neither.
+func StringAt(arr arrow.Array) (func(i int) (string, bool), bool) {
 	type strArr interface {
 		IsNull(int) bool
 		Value(int) string
@@ -594,7 +595,7 @@ func stringAt(arr arrow.Array) (func(i int) (string, bool), bool) {
 // apply clears keep[i] for rows where the predicate does not hold.
 func (p predicate) apply(arr arrow.Array, keep []bool) {
 	if p.set != nil || p.negate {
-		at, ok := stringAt(arr)
+		at, ok := StringAt(arr)
 		for i := range keep {
 			if !keep[i] {
 				continue
@@ -611,7 +612,7 @@ func (p predicate) apply(arr arrow.Array, keep []bool) {
 	}
 	switch a := arr.(type) {
 	case *array.Dictionary:
-		at, ok := stringAt(a)
+		at, ok := StringAt(a)
 		for i := range keep {
 			if !keep[i] {
 				continue
