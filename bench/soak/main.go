@@ -33,6 +33,7 @@ import (
 
 	"github.com/lance-context/lance-context/api"
 	"github.com/lance-context/lance-context/client"
+	"github.com/lance-context/lance-context/internal/gctune"
 	"github.com/lance-context/lance-context/lance/table"
 	"github.com/lance-context/lance-context/objstore"
 )
@@ -418,14 +419,7 @@ func measure(ctx context.Context, root objstore.Store, pid int) (sample, error) 
 	if s.LiveBytes > 0 {
 		s.Ratio = float64(s.BaseBytes) / float64(s.LiveBytes)
 	}
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
-		for _, l := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
-				kb, _ := strconv.ParseFloat(f[1], 64)
-				s.RSSMB = kb / 1024
-			}
-		}
-	}
+	s.RSSMB = float64(gctune.ProcKiB(fmt.Sprintf("/proc/%d/status", pid), "VmRSS")) / 1024
 	if ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid)); err == nil {
 		s.FDs = len(ents)
 	}

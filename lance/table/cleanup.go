@@ -401,3 +401,24 @@ func deleteAll(ctx context.Context, store objstore.Store, objs []objstore.Object
 	}
 	return n, bytes, g.Wait()
 }
+
+// ReferencedFiles returns the keys of the files this version references
+// (data, deletion and transaction files, its manifest) and the index
+// directories it references (each holds the index's files): the version's
+// live files, what a cleanup that keeps only it leaves.
+func (d *Dataset) ReferencedFiles() (files []string, indexDirs []string, err error) {
+	ref := newReferenced()
+	if err := ref.add(d.manifest, d.indexSection); err != nil {
+		return nil, nil, err
+	}
+	files = append(files, d.naming.key(d.Version()))
+	for k := range ref.files {
+		files = append(files, k)
+	}
+	for u := range ref.indexes {
+		indexDirs = append(indexDirs, indicesDir+u+"/")
+	}
+	slices.Sort(files)
+	slices.Sort(indexDirs)
+	return files, indexDirs, nil
+}

@@ -31,7 +31,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,6 +45,7 @@ import (
 
 	"github.com/lance-context/lance-context/api"
 	"github.com/lance-context/lance-context/client"
+	"github.com/lance-context/lance-context/internal/gctune"
 	"github.com/lance-context/lance-context/test/latencyproxy"
 )
 
@@ -999,17 +999,7 @@ func quantiles(d []float64) (p50, p99, maxv float64) {
 
 // rssMB reads a process's resident set (Linux; 0 elsewhere).
 func rssMB(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			return kb / 1024
-		}
-	}
-	return 0
+	return float64(gctune.ProcKiB(fmt.Sprintf("/proc/%d/status", pid), "VmRSS")) / 1024
 }
 
 // atomicMax keeps the largest value it was given.

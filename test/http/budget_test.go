@@ -2,29 +2,23 @@ package httpe2e
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/lance-context/lance-context/internal/gctune"
 )
 
 // procKiB reads one "Key:   N kB" line of /proc/PID/status.
 func procKiB(t *testing.T, pid int, key string) int64 {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Skipf("no /proc here: %v", err)
+	n := gctune.ProcKiB(fmt.Sprintf("/proc/%d/status", pid), key)
+	if n == 0 {
+		t.Skipf("no %s in /proc/%d/status here", key, pid)
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, key+":"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return n
-		}
-	}
-	t.Fatalf("no %s in /proc/%d/status", key, pid)
-	return 0
+	return n
 }
 
 // TestWorkerStaysInItsMemoryBudget: a worker given a 256 MiB budget, with
@@ -44,7 +38,7 @@ func TestWorkerStaysInItsMemoryBudget(t *testing.T) {
 	go func() {
 		defer close(sampled)
 		for {
-			peak.Store(max(peak.Load(), procKiB(t, w.cmd.Process.Pid, "RssAnon")<<10))
+			peak.Store(max(peak.Load(), gctune.ProcKiB(fmt.Sprintf("/proc/%d/status", w.cmd.Process.Pid), "RssAnon")<<10))
 			select {
 			case <-stop:
 				return
