@@ -113,6 +113,7 @@ func (s *Server) Mount(r chi.Router) {
 			r.Get("/records/{id}", reads.Get)
 			r.Get("/records/{id}/blob", reads.Blob)
 			r.Get("/trajectories/{rollout_id}", reads.Trajectory)
+			r.Post("/sample", s.sample)
 			r.Post("/flush", s.flush)
 			r.Post("/merge", s.merge)
 			r.Post("/compact", s.compact)

@@ -1,0 +1,836 @@
+package rollout
+
+import (
+	"cmp"
+	"container/heap"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lance-context/lance-context/api"
+	"github.com/lance-context/lance-context/lance/pb"
+	"github.com/lance-context/lance-context/lance/table"
+	"github.com/lance-context/lance-context/wal"
+)
+
+// The group sampler: a batch of complete groups (every record of one key
+// inside a window of policy versions), drawn from the all view, optionally
+// weighted, without replacement per consumer group (sample_ledger.go), and
+// reproducible from a seed. The per-fragment summaries it reads the base
+// through are in sample_cache.go.
+
+// SampleOptions is a sample request (the wire type: one statement of the
+// fields and their rules, which validate enforces with the fields' JSON
+// names).
+type SampleOptions = api.SampleRequest
+
+// Limits of one sample.
+const (
+	SampleMaxGroups   = 10_000  // n
+	SampleMaxRows     = 100_000 // rows of one batch
+	SampleMaxVersions = 10_000  // policy_versions.in / .last
+)
+
+// The weightings.
+const (
+	WeightUniform   = "uniform"
+	WeightRecency   = "recency"
+	WeightRewardStd = "reward_std"
+)
+
+// sampleKeyColumn reports whether a column may be a group key: a text
+// column of Schema that is not a long text (content, model strings).
+func sampleKeyColumn(name string) bool {
+	i, ok := schemaIndex[name]
+	return ok && columns[i].typ.ID() == arrow.STRING
+}
+
+// validateSample checks o and fills its defaults; every message names the
+// field to fix.
+func validateSample(o *SampleOptions) error {
+	if o.N < 1 || o.N > SampleMaxGroups {
+		return invalid("n must be between 1 and %d, got %d", SampleMaxGroups, o.N)
+	}
+	if o.GroupBy == "" {
+		o.GroupBy = ColProblemID
+	}
+	if !sampleKeyColumn(o.GroupBy) {
+		var keys []string
+		for _, c := range columns {
+			if sampleKeyColumn(c.name) {
+				keys = append(keys, c.name)
+			}
+		}
+		return invalid("group_by %q is not a key column; use one of %s", o.GroupBy, strings.Join(keys, ", "))
+	}
+	if w := o.PolicyVersions; w != nil {
+		switch {
+		case w.Last != nil && w.In != nil:
+			return invalid("policy_versions: give last or in, not both")
+		case w.Last == nil && w.In == nil:
+			return invalid(`policy_versions: give {"last": K} or {"in": [versions]}`)
+		case w.Last != nil && (*w.Last < 1 || *w.Last > SampleMaxVersions):
+			return invalid("policy_versions.last must be between 1 and %d, got %d", SampleMaxVersions, *w.Last)
+		case w.In != nil && len(w.In) == 0:
+			return invalid("policy_versions.in must name at least one version")
+		case len(w.In) > SampleMaxVersions:
+			return invalid("policy_versions.in names %d versions; at most %d", len(w.In), SampleMaxVersions)
+		}
+		for i, v := range w.In {
+			if v == "" {
+				return invalid("policy_versions.in[%d] is empty", i)
+			}
+		}
+	}
+	if o.Group != "" && !validName(o.Group) {
+		return invalid("group %q is not a consumer group name: use 1-128 of A-Z a-z 0-9 . _ -, starting with a letter or digit", o.Group)
+	}
+	if m := o.MaxTimesSampled; m != nil {
+		if o.Group == "" {
+			return invalid("max_times_sampled needs group: without a consumer group nothing is counted")
+		}
+		if *m < 1 || *m > math.MaxInt32 {
+			return invalid("max_times_sampled must be >= 1, got %d", *m)
+		}
+	}
+	switch o.Weighting {
+	case "":
+		o.Weighting = WeightUniform
+	case WeightUniform, WeightRecency, WeightRewardStd:
+	default:
+		return invalid("weighting %q is not one of %s, %s, %s", o.Weighting, WeightUniform, WeightRecency, WeightRewardStd)
+	}
+	return nil
+}
+
+// SampledGroup is one group of a SampleResult: its key, how many of the
+// batch's rows it holds (contiguous, in the result's order) and the mean
+// and population standard deviation of its non-null rewards (NaN when it
+// has none).
+type SampledGroup struct {
+	Key        string
+	Rows       int
+	RewardMean float64
+	RewardStd  float64
+}
+
+// SampleResult is a drawn batch. Batch holds the rows of every group (the
+// columns of ScanColumns), group after group in Groups' order, each
+// group's rows ordered by rollout_id, sequence_order, id. Release it.
+type SampleResult struct {
+	Batch    arrow.RecordBatch
+	Groups   []SampledGroup
+	GroupBy  string
+	Window   []string // the window's versions (newest first for last; as given for in)
+	Eligible int      // groups that could be drawn
+	Seed     uint64
+	Version  uint64 // the base table's version read
+}
+
+// Release frees the batch.
+func (r *SampleResult) Release() {
+	if r.Batch != nil {
+		r.Batch.Release()
+		r.Batch = nil
+	}
+}
+
+// Records decodes the batch, one slice of records per group.
+func (r *SampleResult) Records() ([][]Record, error) {
+	recs, err := recordsFromBatch(r.Batch)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]Record, len(r.Groups))
+	at := 0
+	for i, g := range r.Groups {
+		out[i] = recs[at : at+g.Rows : at+g.Rows]
+		at += g.Rows
+	}
+	return out, nil
+}
+
+// Sample draws a batch of complete groups from the all view.
+//
+// A group is every record of its key (o.GroupBy) whose policy_version is
+// in the window, and its reward variance is taken over those records
+// (non-null rewards). The last K versions are the K newest by first
+// appearance: the smallest created_at of the version's rows in the view
+// (ties: the larger version string is newer). Eligible groups are those
+// not dropped for zero variance and, with a consumer group, served fewer
+// than max_times_sampled times to it. The draw takes min(n, eligible)
+// groups by weighted sampling without replacement (Efraimidis-Spirakis:
+// the n largest u^(1/w), u a uniform variate hashed from the seed and the
+// key), so it depends only on the seed, the snapshot and the counts, never
+// on the order groups are found in. With a consumer group the served keys
+// are recorded before the answer, under a put-if-absent chain that makes
+// concurrent callers (any process) re-draw instead of overwriting each
+// other: no key is ever served more than max_times_sampled times.
+func (s *Store) Sample(ctx context.Context, o SampleOptions) (*SampleResult, error) {
+	if err := validateSample(&o); err != nil {
+		return nil, err
+	}
+	seed := uint64(0)
+	if o.Seed != nil {
+		seed = *o.Seed
+	} else {
+		seed = rand.Uint64() >> 11 // 53 bits: exact in every JSON reader
+	}
+	var res *SampleResult
+	err := s.readRetry(ctx, true, readPlan{files: true}, func(snap *snapshot) error {
+		var err error
+		res, err = s.sample(ctx, snap, &o, seed)
+		return err
+	})
+	return res, err
+}
+
+// candRow is one row of a candidate group: a base row (its address) or a
+// pending row (pend >= 0: index into the call's pending rows).
+type candRow struct {
+	addr   uint64
+	pend   int32
+	reward float32 // NaN: null
+}
+
+// candGroup is a group of the window.
+type candGroup struct {
+	key   string
+	rows  []candRow
+	newer int // window versions newer than the group's newest (recency)
+	mean  float64
+	std   float64
+	zero  bool // zero variance: fewer than two rewards, or all equal
+}
+
+func (s *Store) sample(ctx context.Context, snap *snapshot, o *SampleOptions, seed uint64) (*SampleResult, error) {
+	pend, err := s.pendingSampleRows(ctx, snap, o.GroupBy)
+	if err != nil {
+		return nil, err
+	}
+	sup, err := s.supersededRows(ctx, snap, pend.gens)
+	if err != nil {
+		return nil, err
+	}
+	sc := samplerFor(s)
+	frags := snap.base.Fragments()
+	stats, err := sc.versionStats(ctx, s, snap.base, frags)
+	if err != nil {
+		return nil, err
+	}
+	// The window, and each of its versions' rank (0 = newest).
+	var window []string
+	rank := map[string]int{}
+	needOrder := o.Weighting == WeightRecency || (o.PolicyVersions != nil && o.PolicyVersions.Last != nil)
+	var order []string // every version, newest first
+	if needOrder {
+		if order, err = s.versionOrder(ctx, snap, frags, stats, sup, pend); err != nil {
+			return nil, err
+		}
+	}
+	switch w := o.PolicyVersions; {
+	case w == nil:
+		window = order // the ranks of recency; the window itself is everything
+	case w.Last != nil:
+		window = order[:min(*w.Last, len(order))]
+	default:
+		window = slices.Clone(w.In)
+	}
+	for i, v := range window {
+		if _, ok := rank[v]; !ok {
+			rank[v] = i
+		}
+	}
+	if w := o.PolicyVersions; w != nil && w.In != nil && o.Weighting == WeightRecency {
+		// Ranks by first appearance, not by the order given.
+		for v := range rank {
+			rank[v] = len(order)
+		}
+		i := 0
+		for _, v := range order {
+			if _, ok := rank[v]; ok {
+				rank[v] = i
+				i++
+			}
+		}
+	}
+	inWindow := func(v string, null bool) (int, bool) {
+		if o.PolicyVersions == nil {
+			if null {
+				return len(order), true
+			}
+			r, ok := rank[v]
+			if !ok {
+				r = len(order)
+			}
+			return r, true
+		}
+		if null {
+			return 0, false
+		}
+		r, ok := rank[v]
+		return r, ok
+	}
+
+	// The window's groups: base rows through the fragments' summaries,
+	// then the pending rows.
+	groups := map[string]*candGroup{}
+	add := func(key string, r candRow, vr int) {
+		g := groups[key]
+		if g == nil {
+			g = &candGroup{key: key, newer: math.MaxInt}
+			groups[key] = g
+		}
+		g.rows = append(g.rows, r)
+		g.newer = min(g.newer, vr)
+	}
+	var need []int // fragments holding a version of the window
+	for i := range frags {
+		for v := range stats[i].first {
+			if _, ok := inWindow(v, false); ok {
+				need = append(need, i)
+				break
+			}
+		}
+		if o.PolicyVersions == nil && stats[i].nulls > 0 && !slices.Contains(need, i) {
+			need = append(need, i)
+		}
+	}
+	parts, err := sc.groupParts(ctx, s, snap.base, frags, need, o.GroupBy)
+	if err != nil {
+		return nil, err
+	}
+	for k, i := range need {
+		fid := frags[i].GetId()
+		fsup := sup[fid]
+		for _, vp := range parts[k].vers {
+			vr, ok := inWindow(vp.version, vp.null)
+			if !ok {
+				continue
+			}
+			for _, p := range vp.parts {
+				for j, off := range p.offs {
+					if fsup != nil && fsup.Contains(off) {
+						continue
+					}
+					add(p.key, candRow{addr: fid<<32 | uint64(off), pend: -1, reward: p.rewards[j]}, vr)
+				}
+			}
+		}
+	}
+	for i, r := range pend.rows {
+		if r.keyNull {
+			continue
+		}
+		vr, ok := inWindow(r.version, r.versionNull)
+		if !ok {
+			continue
+		}
+		add(r.key, candRow{pend: int32(i), reward: r.reward}, vr)
+	}
+	for _, g := range groups {
+		g.stats()
+	}
+
+	res := &SampleResult{GroupBy: o.GroupBy, Window: window, Seed: seed, Version: snap.base.Version()}
+	if o.PolicyVersions == nil {
+		res.Window = []string{}
+	}
+	if res.Window == nil {
+		res.Window = []string{}
+	}
+	// Eligibility without the consumer group's counts, in key order (the
+	// draw does not depend on it; messages and tests do).
+	var cands []*candGroup
+	for _, g := range groups {
+		if o.DropZeroVariance && g.zero {
+			continue
+		}
+		cands = append(cands, g)
+	}
+	slices.SortFunc(cands, func(a, b *candGroup) int { return strings.Compare(a.key, b.key) })
+
+	draw := func(served func(key string) bool) ([]*candGroup, int) {
+		eligible := cands
+		if served != nil {
+			eligible = make([]*candGroup, 0, len(cands))
+			for _, g := range cands {
+				if !served(g.key) {
+					eligible = append(eligible, g)
+				}
+			}
+		}
+		return drawGroups(eligible, o.N, seed, o.Weighting), len(eligible)
+	}
+	if o.Group == "" {
+		chosen, eligible := draw(nil)
+		res.Eligible = eligible
+		if err := s.fillSample(ctx, snap, res, chosen, pend); err != nil {
+			return nil, err
+		}
+		return res, nil
+	}
+	maxTimes := 1
+	if o.MaxTimesSampled != nil {
+		maxTimes = *o.MaxTimesSampled
+	}
+	err = sc.ledger(s, o.Group).serve(ctx, s, func(counts map[string]uint32) ([]string, error) {
+		chosen, eligible := draw(func(key string) bool { return int64(counts[key]) >= int64(maxTimes) })
+		res.Eligible = eligible
+		res.Release()
+		if err := s.fillSample(ctx, snap, res, chosen, pend); err != nil {
+			return nil, err
+		}
+		keys := make([]string, len(chosen))
+		for i, g := range chosen {
+			keys[i] = g.key
+		}
+		return keys, nil
+	}, res.Version)
+	if err != nil {
+		res.Release()
+		return nil, err
+	}
+	return res, nil
+}
+
+// stats computes the reward mean, standard deviation and zero variance of
+// a group over its non-null rewards.
+func (g *candGroup) stats() {
+	n := 0
+	var mean, m2 float64
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, r := range g.rows {
+		if math.IsNaN(float64(r.reward)) {
+			continue
+		}
+		x := float64(r.reward)
+		n++
+		d := x - mean
+		mean += d / float64(n)
+		m2 += d * (x - mean)
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	// Exactly equal rewards are zero variance, whatever rounding left in m2.
+	g.zero = n < 2 || lo == hi
+	if n == 0 {
+		g.mean, g.std = math.NaN(), math.NaN()
+		return
+	}
+	g.mean = mean
+	if !g.zero {
+		g.std = math.Sqrt(m2 / float64(n))
+	}
+}
+
+// weight is a group's weight under a weighting.
+func (g *candGroup) weight(weighting string) float64 {
+	switch weighting {
+	case WeightRecency:
+		if g.newer >= 1024 {
+			return 0
+		}
+		return math.Ldexp(1, -g.newer)
+	case WeightRewardStd:
+		if g.zero {
+			return 0
+		}
+		return g.std
+	}
+	return 1
+}
+
+// sampleUniform is the group's uniform variate in (0, 1): a hash of the
+// seed and the key, so that a group's chance never depends on which other
+// groups exist or in what order they were found.
+func sampleUniform(seed uint64, key string) float64 {
+	h := fnv.New64a()
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], seed)
+	h.Write(b[:])
+	h.Write([]byte(key))
+	x := h.Sum64()
+	// splitmix64's finalizer: FNV's low bits mix poorly.
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return (float64(x>>11) + 0.5) / (1 << 53)
+}
+
+// drawItem is a group with its sort key: log(u)/w (larger first), then u,
+// then the key, so that zero-weight groups (key -Inf) come last in an
+// order the seed still decides.
+type drawItem struct {
+	g    *candGroup
+	k, u float64
+}
+
+func (a drawItem) less(b drawItem) bool {
+	if a.k != b.k {
+		return a.k < b.k
+	}
+	if a.u != b.u {
+		return a.u < b.u
+	}
+	return a.g.key > b.g.key
+}
+
+type drawHeap []drawItem // a min-heap: the weakest of the chosen on top
+
+func (h drawHeap) Len() int           { return len(h) }
+func (h drawHeap) Less(i, j int) bool { return h[i].less(h[j]) }
+func (h drawHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *drawHeap) Push(x any)        { *h = append(*h, x.(drawItem)) }
+func (h *drawHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// drawGroups draws min(n, len(gs)) groups without replacement,
+// Efraimidis-Spirakis: each group's key is u^(1/w) (as log(u)/w), the n
+// largest win, in decreasing key order.
+func drawGroups(gs []*candGroup, n int, seed uint64, weighting string) []*candGroup {
+	h := make(drawHeap, 0, min(n, len(gs)))
+	for _, g := range gs {
+		u := sampleUniform(seed, g.key)
+		w := g.weight(weighting)
+		k := math.Inf(-1)
+		if w > 0 {
+			k = math.Log(u) / w
+		}
+		it := drawItem{g, k, u}
+		if len(h) < n {
+			heap.Push(&h, it)
+		} else if h[0].less(it) {
+			h[0] = it
+			heap.Fix(&h, 0)
+		}
+	}
+	out := make([]*candGroup, len(h))
+	for i := len(h) - 1; i >= 0; i-- {
+		out[i] = heap.Pop(&h).(drawItem).g
+	}
+	return out
+}
+
+// pendingSample is the pending rows of a snapshot as the sampler reads
+// them: one per id (the newest write), with the columns it needs.
+type pendingSample struct {
+	gens []*wal.LoadedGeneration
+	rows []pendingSampleRow
+}
+
+type pendingSampleRow struct {
+	w                    walRow
+	key, version         string
+	keyNull, versionNull bool
+	created              int64 // microseconds
+	reward               float32
+}
+
+func (s *Store) pendingSampleRows(ctx context.Context, snap *snapshot, groupBy string) (*pendingSample, error) {
+	gens, err := s.loadPending(ctx, snap)
+	if err != nil {
+		return nil, err
+	}
+	out := &pendingSample{gens: gens}
+	if len(gens) == 0 {
+		return out, nil
+	}
+	rows, _ := wal.NewestRows(gens)
+	keyCol := slices.Index(listColumns, groupBy)
+	verCol := slices.Index(listColumns, "policy_version")
+	atCol := slices.Index(listColumns, ColCreatedAt)
+	rewCol := slices.Index(listColumns, "reward")
+	out.rows = make([]pendingSampleRow, len(rows))
+	for i, r := range rows {
+		rec := r.Gen.Rec
+		p := pendingSampleRow{w: walRow{r.Gen, r.Row}, reward: float32(math.NaN())}
+		p.key, p.keyNull = stringAt(rec.Column(keyCol), r.Row)
+		p.version, p.versionNull = stringAt(rec.Column(verCol), r.Row)
+		if c, ok := rec.Column(atCol).(*array.Timestamp); ok && !c.IsNull(r.Row) {
+			p.created = int64(c.Value(r.Row))
+		} else {
+			p.created = math.MaxInt64
+		}
+		if c, ok := rec.Column(rewCol).(*array.Float32); ok && !c.IsNull(r.Row) {
+			p.reward = c.Value(r.Row)
+		}
+		out.rows[i] = p
+	}
+	return out, nil
+}
+
+// stringAt reads row i of a text column; null is true for a null (or a
+// column of another type, which reads as null).
+func stringAt(a arrow.Array, i int) (v string, null bool) {
+	switch c := a.(type) {
+	case *array.String:
+		if c.IsNull(i) {
+			return "", true
+		}
+		return c.Value(i), false
+	case *array.LargeString:
+		if c.IsNull(i) {
+			return "", true
+		}
+		return c.Value(i), false
+	}
+	return "", true
+}
+
+// versionOrder returns every policy version of the view, newest first by
+// first appearance (the smallest created_at of its rows; ties: the larger
+// version string is newer).
+func (s *Store) versionOrder(ctx context.Context, snap *snapshot, frags []*pb.DataFragment, stats []*fragVersions, sup map[uint64]*offsetSet, pend *pendingSample) ([]string, error) {
+	first := map[string]int64{}
+	note := func(v string, at int64) {
+		if cur, ok := first[v]; !ok || at < cur {
+			first[v] = at
+		}
+	}
+	for i, st := range stats {
+		fsup := sup[frags[i].GetId()]
+		exact := st
+		for _, f := range st.first {
+			if fsup != nil && fsup.Contains(f.off) {
+				// The row that set a first appearance was rewritten by a
+				// pending write: this fragment's figures without the
+				// superseded rows (rare, not cached).
+				var err error
+				if exact, err = scanVersionStats(ctx, snap.base, frags[i], fsup); err != nil {
+					return nil, err
+				}
+				break
+			}
+		}
+		for v, f := range exact.first {
+			note(v, f.at)
+		}
+	}
+	for _, r := range pend.rows {
+		if !r.versionNull {
+			note(r.version, r.created)
+		}
+	}
+	out := make([]string, 0, len(first))
+	for v := range first {
+		out = append(out, v)
+	}
+	slices.SortFunc(out, func(a, b string) int {
+		if c := cmp.Compare(first[b], first[a]); c != 0 {
+			return c
+		}
+		return strings.Compare(b, a)
+	})
+	return out, nil
+}
+
+// supersededRows returns, per base fragment, the rows whose id has a
+// pending write (the all view shows the pending row instead). Each
+// generation's lookup is cached per base version (sample_cache.go).
+func (s *Store) supersededRows(ctx context.Context, snap *snapshot, gens []*wal.LoadedGeneration) (map[uint64]*offsetSet, error) {
+	out := map[uint64]*offsetSet{}
+	if len(gens) == 0 || snap.base.CountRows() == 0 {
+		return out, nil
+	}
+	sc := samplerFor(s)
+	for _, g := range gens {
+		addrs, err := sc.genSuperseded(ctx, s, snap.base, g)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range addrs {
+			set := out[a>>32]
+			if set == nil {
+				set = &offsetSet{}
+				out[a>>32] = set
+			}
+			set.Add(uint32(a))
+		}
+	}
+	return out, nil
+}
+
+// fillSample reads the chosen groups' records into res: base rows in one
+// take, pending rows from the generation cache, then every row put in
+// group order.
+func (s *Store) fillSample(ctx context.Context, snap *snapshot, res *SampleResult, chosen []*candGroup, pend *pendingSample) error {
+	res.Groups = make([]SampledGroup, len(chosen))
+	total := 0
+	for _, g := range chosen {
+		total += len(g.rows)
+	}
+	if total > SampleMaxRows {
+		return invalid("n: the %d groups drawn hold %d rows, more than %d a batch may hold; ask for fewer groups", len(chosen), total, SampleMaxRows)
+	}
+	var addrs []table.RowAddr
+	for _, g := range chosen {
+		for _, r := range g.rows {
+			if r.pend < 0 {
+				addrs = append(addrs, table.RowAddr{Fragment: r.addr >> 32, Offset: uint32(r.addr)})
+			}
+		}
+	}
+	slices.SortFunc(addrs, func(a, b table.RowAddr) int { return a.Compare(b) })
+	// parts: the base rows (in address order), then each pending row.
+	var parts []arrow.RecordBatch
+	defer func() {
+		for _, p := range parts {
+			p.Release()
+		}
+	}()
+	if len(addrs) > 0 {
+		b, err := snap.base.TakeRows(ctx, addrs, baseColumns(snap.base, listColumns))
+		if err != nil {
+			return err
+		}
+		p, err := project(b, listColumns)
+		b.Release()
+		if err != nil {
+			return err
+		}
+		parts = append(parts, p)
+	}
+	pendAt := map[int32]int{} // pending row -> its row in the concatenation
+	n := len(addrs)
+	for _, g := range chosen {
+		for _, r := range g.rows {
+			if r.pend < 0 {
+				continue
+			}
+			w := pend.rows[r.pend].w
+			full, err := project(w.gen.Rec, listColumns)
+			if err != nil {
+				return err
+			}
+			parts = append(parts, full.NewSlice(int64(w.row), int64(w.row)+1))
+			full.Release()
+			pendAt[r.pend] = n
+			n++
+		}
+	}
+	all, err := concatBatches(parts)
+	if err != nil {
+		return err
+	}
+	defer all.Release()
+	// The order: group by group, each by rollout_id, sequence_order, id.
+	rollout := all.Column(slices.Index(listColumns, ColRolloutID)).(*array.String)
+	seq := all.Column(slices.Index(listColumns, ColSequenceOrder)).(*array.Int32)
+	ids := all.Column(slices.Index(listColumns, ColID)).(*array.String)
+	idx := make([]int64, 0, total)
+	for gi, g := range chosen {
+		start := len(idx)
+		for _, r := range g.rows {
+			if r.pend >= 0 {
+				idx = append(idx, int64(pendAt[r.pend]))
+				continue
+			}
+			a := table.RowAddr{Fragment: r.addr >> 32, Offset: uint32(r.addr)}
+			i, _ := slices.BinarySearchFunc(addrs, a, func(x, y table.RowAddr) int { return x.Compare(y) })
+			idx = append(idx, int64(i))
+		}
+		rows := idx[start:]
+		slices.SortFunc(rows, func(a, b int64) int {
+			if c := strings.Compare(rollout.Value(int(a)), rollout.Value(int(b))); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(seq.Value(int(a)), seq.Value(int(b))); c != 0 {
+				return c
+			}
+			return strings.Compare(ids.Value(int(a)), ids.Value(int(b)))
+		})
+		res.Groups[gi] = SampledGroup{Key: g.key, Rows: len(rows), RewardMean: g.mean, RewardStd: g.std}
+	}
+	res.Batch, err = takeBatch(ctx, all, idx, res)
+	return err
+}
+
+// concatBatches concatenates batches of one schema.
+func concatBatches(parts []arrow.RecordBatch) (arrow.RecordBatch, error) {
+	fields := make([]arrow.Field, 0, len(listColumns))
+	for _, c := range listColumns {
+		fields = append(fields, Schema.Field(schemaIndex[c]))
+	}
+	schema := arrow.NewSchema(fields, nil)
+	if len(parts) == 1 {
+		parts[0].Retain()
+		return parts[0], nil
+	}
+	cols := make([]arrow.Array, len(fields))
+	n := int64(0)
+	for _, p := range parts {
+		n += p.NumRows()
+	}
+	for i := range fields {
+		if len(parts) == 0 {
+			cols[i] = array.MakeArrayOfNull(memory.DefaultAllocator, fields[i].Type, 0)
+			continue
+		}
+		arrs := make([]arrow.Array, len(parts))
+		for j, p := range parts {
+			arrs[j] = p.Column(i)
+		}
+		c, err := array.Concatenate(arrs, memory.DefaultAllocator)
+		if err != nil {
+			for _, c := range cols[:i] {
+				c.Release()
+			}
+			return nil, fmt.Errorf("rollout: sample: concatenate %s: %w", fields[i].Name, err)
+		}
+		cols[i] = c
+	}
+	out := array.NewRecordBatch(schema, cols, n)
+	for _, c := range cols {
+		c.Release()
+	}
+	return out, nil
+}
+
+// takeBatch returns the rows idx of b, in that order, with the sample's
+// schema metadata (the group key column and each group's row count).
+func takeBatch(ctx context.Context, b arrow.RecordBatch, idx []int64, res *SampleResult) (arrow.RecordBatch, error) {
+	rows := make([]string, len(res.Groups))
+	for i, g := range res.Groups {
+		rows[i] = strconv.Itoa(g.Rows)
+	}
+	md := arrow.NewMetadata([]string{api.SampleMetaGroupBy, api.SampleMetaGroupRows}, []string{res.GroupBy, strings.Join(rows, ",")})
+	schema := arrow.NewSchema(b.Schema().Fields(), &md)
+	ib := array.NewInt64Builder(memory.DefaultAllocator)
+	defer ib.Release()
+	ib.AppendValues(idx, nil)
+	ia := ib.NewArray()
+	defer ia.Release()
+	cols := make([]arrow.Array, b.NumCols())
+	for i := range cols {
+		c, err := compute.TakeArray(ctx, b.Column(i), ia)
+		if err != nil {
+			for _, c := range cols[:i] {
+				c.Release()
+			}
+			return nil, fmt.Errorf("rollout: sample: take %s: %w", b.ColumnName(i), err)
+		}
+		cols[i] = c
+	}
+	out := array.NewRecordBatch(schema, cols, int64(len(idx)))
+	for _, c := range cols {
+		c.Release()
+	}
+	return out, nil
+}
