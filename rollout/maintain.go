@@ -201,6 +201,7 @@ func (m *Maintainer) Compact(ctx context.Context, st *Store, o CompactOptions) (
 	if err != nil || res.Removed == 0 || !m.policy.CleanupAfterCompact {
 		return res, nil, err
 	}
+	_, _ = st.ExpireSnapshotTags(ctx) // snapshots.go: tags of dead snapshots go first (a failure only keeps them)
 	cr, err := st.Cleanup(ctx, m.policy.Retention)
 	if err != nil {
 		// The compaction stands; the next cleanup removes what this did not.
@@ -236,6 +237,9 @@ func (e *RetentionError) Unwrap() error { return e.Err }
 // *RetentionError.
 func CleanupWith(ctx context.Context, st *Store, o CleanupOptions) (*CleanupResult, error) {
 	rr, rerr := st.ApplyRetention(ctx)
+	if _, err := st.ExpireSnapshotTags(ctx); err != nil { // snapshots.go
+		return nil, err
+	}
 	res, err := st.Cleanup(ctx, o)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,209 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/lance-context/lance-context/lance/table"
+	"github.com/lance-context/lance-context/objstore"
+)
+
+// ExportOptions selects what Export streams.
+type ExportOptions struct {
+	// Source is the tier: fragments (the base table), wal (the pending
+	// generations, newest write per id) or all (both, as the records
+	// listing reads them). "" means all, or fragments with Version.
+	Source Source
+	// Version, when not 0, reads that base version alone (a snapshot's; see
+	// ResolveVersion): Source must then be fragments or "".
+	Version uint64
+	// Filters are the records listing's equality filters (ParseFilters).
+	Filters []Filter
+	// Columns are a subset of ScanColumns, in the order wanted; empty
+	// means every one. The payload is not exported (Blob reads it by id).
+	Columns []string
+	// BatchRows is the rows per batch read from the base table; default
+	// 65536.
+	BatchRows int
+}
+
+// CheckExport validates o and fills its defaults, so that a caller can
+// answer a bad request before it streams a byte.
+func CheckExport(o *ExportOptions) error {
+	switch {
+	case o.Version != 0 && o.Source == "":
+		o.Source = SourceFragments
+	case o.Source == "":
+		o.Source = SourceAll
+	}
+	if _, err := ParseSource(string(o.Source)); err != nil {
+		return err
+	}
+	if o.Version != 0 && o.Source != SourceFragments {
+		return invalid("a snapshot is a base version: export it with source fragments (or no source), not %s", o.Source)
+	}
+	if len(o.Columns) == 0 {
+		o.Columns = ScanColumns()
+	}
+	seen := map[string]bool{}
+	for _, c := range o.Columns {
+		if c == ColPayload {
+			return invalid("column %s is not exported: fetch payloads by id (GET .../records/{id}/blob)", ColPayload)
+		}
+		if !slices.Contains(listColumns, c) {
+			return invalid("no column %q to export; columns: %v", c, listColumns)
+		}
+		if seen[c] {
+			return invalid("column %q named twice", c)
+		}
+		seen[c] = true
+	}
+	for _, f := range o.Filters {
+		if !slices.Contains(FilterColumns, f.Column) {
+			return invalid("cannot filter on %q; filters: %v", f.Column, FilterColumns)
+		}
+	}
+	if o.BatchRows <= 0 {
+		o.BatchRows = 1 << 16
+	}
+	return nil
+}
+
+// ExportSchema is the schema of every batch Export streams with these
+// columns (after CheckExport): Schema's fields, in the order asked.
+func ExportSchema(cols []string) *arrow.Schema {
+	fields := make([]arrow.Field, len(cols))
+	for i, c := range cols {
+		fields[i] = Schema.Field(Schema.FieldIndices(c)[0])
+	}
+	return arrow.NewSchema(fields, nil)
+}
+
+// ResolveVersion reads a snapshot reference: a base version number, or the
+// name of a tag (a snapshot's, or any other).
+func (s *Store) ResolveVersion(ctx context.Context, ref string) (uint64, error) {
+	if v, err := strconv.ParseUint(ref, 10, 64); err == nil {
+		if v == 0 {
+			return 0, invalid("version 0 does not exist: versions start at 1")
+		}
+		return v, s.versionExists(ctx, v)
+	}
+	t, err := s.Tag(ctx, ref)
+	if err != nil {
+		return 0, err
+	}
+	return t.Version, nil
+}
+
+// Export streams the rows o selects to fn, batch by batch, with the columns
+// of ExportSchema(o.Columns): memory holds a batch of the base table and,
+// for wal and all, the pending generations (as every read of them does),
+// never the store. The order is Scan's: pending rows first, then base rows
+// whose id has no pending write. It validates o first (CheckExport); an
+// error before fn's first call means nothing was streamed.
+//
+// The base version read is kept from this process's cleanups while the
+// export runs; other processes' cleanups keep it for their read grace. An
+// export longer than that reads a snapshot, whose lease keeps it.
+func (s *Store) Export(ctx context.Context, o ExportOptions, fn func(arrow.RecordBatch) error) error {
+	if err := CheckExport(&o); err != nil {
+		return err
+	}
+	emitted := false
+	emit := func(b arrow.RecordBatch) error {
+		emitted = true
+		return fn(b)
+	}
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		var snap *snapshot
+		if snap, err = s.exportSnapshot(ctx, o, attempt > 0); err != nil {
+			return err
+		}
+		release := s.hold(snap.base.Version())
+		err = s.export(ctx, snap, o, emit)
+		release()
+		if !errors.Is(err, objstore.ErrNotFound) || emitted {
+			break
+		}
+	}
+	if errors.Is(err, objstore.ErrNotFound) {
+		return fmt.Errorf("rollout: store %s changed during the export; retry it, or export a snapshot: %w", s.name, err)
+	}
+	return err
+}
+
+func (s *Store) exportSnapshot(ctx context.Context, o ExportOptions, fresh bool) (*snapshot, error) {
+	if o.Version == 0 {
+		return s.snapshot(ctx, o.Source != SourceFragments, readPlan{files: true, fresh: fresh})
+	}
+	base, err := table.Checkout(ctx, s.root, o.Version)
+	if errors.Is(err, objstore.ErrNotFound) {
+		return nil, fmt.Errorf("%w: version %d of store %s (cleaned up, or never committed)", ErrNotFound, o.Version, s.name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &snapshot{base: base}, nil
+}
+
+func (s *Store) export(ctx context.Context, snap *snapshot, o ExportOptions, fn func(arrow.RecordBatch) error) error {
+	var exclude map[string]struct{}
+	if o.Source != SourceFragments {
+		rows, ids, err := s.walRows(ctx, snap)
+		if err != nil {
+			return err
+		}
+		exclude = ids // every pending id hides its base row, filtered or not
+		// Runs of consecutive matching rows of one generation go out as
+		// zero-copy slices of the cached generation.
+		for i := 0; i < len(rows); {
+			if !rows[i].matches(o.Filters) {
+				i++
+				continue
+			}
+			j := i + 1
+			for j < len(rows) && rows[j].gen == rows[i].gen && rows[j].row == rows[j-1].row+1 && rows[j].matches(o.Filters) {
+				j++
+			}
+			full, err := project(rows[i].gen.Rec, o.Columns)
+			if err != nil {
+				return err
+			}
+			b := full.NewSlice(int64(rows[i].row), int64(rows[j-1].row)+1)
+			full.Release()
+			err = fn(b)
+			b.Release()
+			if err != nil {
+				return err
+			}
+			i = j
+		}
+	}
+	if o.Source == SourceWAL {
+		return nil
+	}
+	opts := table.ScanOptions{Columns: baseColumns(snap.base, o.Columns), BatchRows: o.BatchRows, PlainDictionaries: true}
+	if len(o.Filters) > 0 {
+		opts.Where, opts.Index = tableFilters(o.Filters), s.finder()
+	}
+	if len(exclude) > 0 {
+		opts.In = []table.In{{Column: ColID, Values: exclude, Negate: true}}
+	}
+	return snap.base.Scan(ctx, opts, func(b arrow.RecordBatch) error {
+		if b.NumRows() == 0 {
+			return nil
+		}
+		out, err := project(b, o.Columns)
+		if err != nil {
+			return err
+		}
+		defer out.Release()
+		return fn(out)
+	})
+}
