@@ -176,6 +176,12 @@ class Transport:
                 pass
         self._local = threading.local()
 
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - at interpreter exit, anything goes
+            pass
+
     # -- one exchange ------------------------------------------------------
 
     def _exchange(self, method: str, target: str, headers: Dict[str, str], body: Optional[bytes],
@@ -209,6 +215,10 @@ class Transport:
                     if not data:
                         break
                     sink(data)
+                if resp.length:
+                    # read(n) answers b"" at a connection closed before
+                    # Content-Length bytes came (read() would raise).
+                    raise http.client.IncompleteRead(b"", resp.length)
                 raw = None
             else:
                 raw = resp.read()

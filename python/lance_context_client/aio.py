@@ -205,8 +205,7 @@ class AsyncFeedIterator:
 
     async def close(self) -> None:
         """Commits the batch in hand and ends the iteration."""
-        if not self.closed:
-            await self.commit()
+        await self.commit()
         self.closed = True
 
     aclose = close
@@ -218,6 +217,7 @@ class AsyncFeedIterator:
         if exc_type is None:
             await self.close()
         else:
+            self.uncommitted = None  # the batch in hand may not have been used: it comes again
             self.closed = True
 
 

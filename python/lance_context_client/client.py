@@ -617,8 +617,7 @@ class FeedIterator:
 
     def close(self) -> None:
         """Commits the batch in hand and ends the iteration."""
-        if not self.closed:
-            self.commit()
+        self.commit()
         self.closed = True
 
     def __enter__(self) -> "FeedIterator":
@@ -628,6 +627,7 @@ class FeedIterator:
         if exc_type is None:
             self.close()
         else:
+            self.uncommitted = None  # the batch in hand may not have been used: it comes again
             self.closed = True
 
 

@@ -1,4 +1,4 @@
-"""Tests of the lance_context client.
+"""Tests of the lance_context_client sync client.
 
 LiveWorkerTest runs against a live worker at LC_TEST_URL (python/run_tests.sh
 starts one); it is skipped when LC_TEST_URL is unset, unless LC_REQUIRE_PY=1,
@@ -7,35 +7,31 @@ then it fails. StubServerTest needs no worker.
 
 import json
 import os
+import pickle
 import random
 import socket
-import sys
-import threading
 import time
 import unittest
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from _support import ROOT, Stub, StubCase, envelope, live_client, require_live, unique
 
-from lance_context import Client, LanceContextError, uuid7  # noqa: E402
-
-TEST_URL = os.environ.get("LC_TEST_URL", "")
-REQUIRE = os.environ.get("LC_REQUIRE_PY") == "1"
-
-
-def unique(prefix):
-    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+from lance_context_client import (
+    AlreadyExistsError, Client, ConnectionFailedError, InvalidRequestError, LanceContextError, NotFoundError,
+    OverloadedError, StorageUnavailableError, Store, uuid7,
+)
+from lance_context_client.errors import ERROR_CLASSES
 
 
 class LiveWorkerTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        if not TEST_URL:
-            if REQUIRE:
-                raise AssertionError("LC_REQUIRE_PY=1 but LC_TEST_URL is unset: start a worker (python/run_tests.sh)")
-            raise unittest.SkipTest("LC_TEST_URL is unset: no live worker")
-        cls.lc = Client(TEST_URL, timeout=30, retries=3)
+        require_live(cls)
+        cls.lc = live_client()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.lc.close()
 
     def new_store(self):
         name = unique("py")
@@ -56,15 +52,16 @@ class LiveWorkerTest(unittest.TestCase):
     def test_create_and_conflict(self):
         name = self.new_store()
         self.assertIn(name, self.lc.stores())
-        with self.assertRaises(LanceContextError) as cm:
+        with self.assertRaises(AlreadyExistsError) as cm:
             self.lc.create_store(name)
         self.assertEqual(cm.exception.status, 409)
         self.assertEqual(cm.exception.code, "ALREADY_EXISTS")
         self.lc.delete_store(name)
         self.assertNotIn(name, self.lc.stores())
-        with self.assertRaises(LanceContextError) as cm:
+        with self.assertRaises(NotFoundError) as cm:
             self.lc.stats(name)
         self.assertEqual((cm.exception.status, cm.exception.code), (404, "NOT_FOUND"))
+        self.assertFalse(cm.exception.route_missing)
 
     def test_append_flush_sources_then_merge(self):
         store = self.new_store()
@@ -118,7 +115,7 @@ class LiveWorkerTest(unittest.TestCase):
         self.assertEqual(n(dataset="gsm8k", role=None), 2)
         self.lc.merge(store)
         self.assertEqual(len(self.lc.list(store, role="user", include_in_training=True)["records"]), 2)
-        with self.assertRaises(LanceContextError) as cm:
+        with self.assertRaises(InvalidRequestError) as cm:
             self.lc.list(store, reward=1)
         self.assertEqual((cm.exception.status, cm.exception.code), (400, "INVALID_REQUEST"))
 
@@ -152,9 +149,7 @@ class LiveWorkerTest(unittest.TestCase):
         self.assertEqual(got["metadata"], rec["metadata"])
         self.assertTrue(got["created_at"])
         self.assertNotIn("binary_payload", got)
-        with self.assertRaises(LanceContextError) as cm:
-            self.lc.get(store, "missing")
-        self.assertEqual((cm.exception.status, cm.exception.code), (404, "NOT_FOUND"))
+        self.assertIsNone(self.lc.get(store, "missing"))  # the server answers {"record": null}
 
     def test_blob_round_trip(self):
         store = self.new_store()
@@ -169,7 +164,7 @@ class LiveWorkerTest(unittest.TestCase):
         self.assertEqual(self.lc.blob_with_type(store, ids[1]), (b"\x00raw", "application/octet-stream"))
         got = self.lc.get(store, ids[0])
         self.assertEqual(got["payload_size"], len(payload))
-        with self.assertRaises(LanceContextError) as cm:
+        with self.assertRaises(NotFoundError) as cm:
             self.lc.blob(store, ids[2])
         self.assertEqual(cm.exception.code, "NOT_FOUND")
         self.lc.merge(store)
@@ -208,63 +203,99 @@ class LiveWorkerTest(unittest.TestCase):
             self.lc.append(unique("missing"), [{"rollout_id": "r"}])
         self.assertEqual((cm.exception.status, cm.exception.code), (404, "NOT_FOUND"))
 
+    def test_connect_or_create_reruns(self):
+        # Regression (issue 28): the README's first example compared
+        # e.code with "already_exists" and re-raised on every rerun; the
+        # server sends ALREADY_EXISTS. connect_or_create twice is one store.
+        name = unique("py-coc")
+        a = self.lc.connect_or_create(name)
+        b = self.lc.connect_or_create(name)
+        self.assertIsInstance(a, Store)
+        self.assertEqual((a.name, b.name), (name, name))
+        self.assertEqual(self.lc.stores().count(name), 1)
+        with self.assertRaises(AlreadyExistsError) as cm:
+            self.lc.create_store(name)
+        self.assertEqual(cm.exception.code, "ALREADY_EXISTS")
+        self.assertIsInstance(cm.exception, LanceContextError)
+        with self.assertRaises(NotFoundError):
+            self.lc.connect(unique("py-missing"))
 
-class _Stub(BaseHTTPRequestHandler):
-    """Answers from a script: a list of (status, headers, body) per request."""
+    def test_store_handle_reference_names(self):
+        st = self.lc.connect_or_create(unique("py-h"))
+        v0 = st.version()
+        self.assertIsInstance(v0, int)
+        rid = st.add_one({"rollout_id": "r", "content": "one"}, flush=True)
+        self.assertEqual(uuid.UUID(rid).version, 7)
+        res = st.add([{"id": "x1", "rollout_id": "r", "content": "two"}], flush=True)
+        self.assertEqual((res["ids"], res["count"]), (["x1"], 1))
+        self.assertEqual(st.get(rid)["content"], "one")
+        self.assertIsNone(st.get("nope"))
+        self.assertEqual(st.version(), v0, "an append does not advance the base version")
+        st.merge()
+        self.assertGreater(st.version(), v0)
+        self.assertEqual(sorted(r["id"] for r in st.iter_records()), sorted([rid, "x1"]))
 
-    script = []
-    seen = []
+    def test_list_default_source_is_all(self):
+        # Regression (issue 28): the README said list defaults to fragments.
+        st = self.lc.connect_or_create(unique("py-src"))
+        st.add([{"rollout_id": "r"}], flush=True)
+        page = st.list()
+        self.assertEqual(page["source"], "all")
+        self.assertEqual(len(page["records"]), 1)
+        self.assertEqual(len(st.list(source="fragments")["records"]), 0)
 
-    def _answer(self):
-        n = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(n) if n else b""
-        type(self).seen.append((self.command, self.path, body, dict(self.headers)))
-        status, headers, payload = type(self).script.pop(0) if type(self).script else (500, {}, b"script exhausted")
-        if callable(payload):
-            payload = payload(body)
-        self.send_response(status)
-        for k, v in headers.items():
-            self.send_header(k, v)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+    def test_lifecycle_tags_leases_retention_cleanup(self):
+        st = self.lc.connect_or_create(unique("py-life"))
+        st.add([{"rollout_id": "r", "content": "a"}], flush=True)
+        st.merge()
+        v = st.version()
+        tag = st.create_tag("before", version=v)
+        self.assertEqual((tag["name"], tag["version"]), ("before", v))
+        self.assertEqual([t["name"] for t in st.tags()], ["before"])
+        self.assertEqual(st.tag("before")["version"], v)
+        with self.assertRaises(AlreadyExistsError):
+            st.create_tag("before")
+        lease = st.take_lease(version=v, ttl_seconds=60, holder="py-test")
+        self.assertEqual(lease["version"], v)
+        self.assertEqual(st.lease(lease["id"])["holder"], "py-test")
+        renewed = st.renew_lease(lease["id"], ttl_seconds=120)
+        self.assertGreater(renewed["expires_at"], lease["expires_at"])
+        self.assertEqual([l["id"] for l in st.leases()], [lease["id"]])
+        st.add([{"rollout_id": "r", "content": "b"}], flush=True)
+        st.merge()
+        res = st.cleanup(older_than_seconds=0, read_grace_seconds=0)
+        self.assertIn(v, res["tagged_versions"])
+        self.assertIn(v, res["held_versions"])
+        st.release_lease(lease["id"])
+        with self.assertRaises(NotFoundError):
+            st.lease(lease["id"])
+        st.delete_tag("before")
+        with self.assertRaises(NotFoundError):
+            st.tag("before")
+        self.assertEqual(st.retention(), {"max_age_seconds": 0, "keep_policy_versions": 0})
+        self.assertEqual(st.set_retention(keep_policy_versions=3), {"max_age_seconds": 0, "keep_policy_versions": 3})
+        self.assertEqual(st.retention()["keep_policy_versions"], 3)
+        with self.assertRaises(InvalidRequestError):
+            st.set_retention(max_age_seconds=-1)
 
-    do_GET = do_POST = do_DELETE = _answer
 
-    def log_message(self, *args):
-        pass
-
-
-def _envelope(code, message):
-    return json.dumps({"error": {"code": code, "message": message}}).encode()
+def _created(body):
+    ids = [r["id"] for r in json.loads(body)["records"]]
+    return json.dumps({"ids": ids, "count": len(ids), "flushed": True}).encode()
 
 
-class StubServerTest(unittest.TestCase):
-    def setUp(self):
-        _Stub.script, _Stub.seen = [], []
-        self.srv = ThreadingHTTPServer(("127.0.0.1", 0), _Stub)
-        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
-        self.url = "http://127.0.0.1:%d" % self.srv.server_address[1]
-
-    def tearDown(self):
-        self.srv.shutdown()
-        self.srv.server_close()
-
+class StubServerTest(StubCase):
     def test_retry_on_503_then_201_with_same_ids(self):
-        def created(body):
-            ids = [r["id"] for r in json.loads(body)["records"]]
-            return json.dumps({"ids": ids, "count": len(ids), "flushed": True}).encode()
-
-        _Stub.script = [
-            (503, {"Retry-After": "1", "Content-Type": "application/json"}, _envelope("OVERLOADED", "merge, then retry")),
-            (201, {"Content-Type": "application/json"}, created),
+        Stub.script = [
+            (503, {"Retry-After": "1", "Content-Type": "application/json"}, envelope("OVERLOADED", "merge, then retry")),
+            (201, {"Content-Type": "application/json"}, _created),
         ]
         lc = Client(self.url, token="tok", retries=3, backoff=0.01)
         start = time.monotonic()
         res = lc.append("s", [{"rollout_id": "r", "binary_payload": b"\x00\x01"}, {"id": "mine", "rollout_id": "r"}], flush=True)
         self.assertGreaterEqual(time.monotonic() - start, 0.9, "Retry-After: 1 must be honoured")
-        self.assertEqual(len(_Stub.seen), 2)
-        bodies = [json.loads(s[2]) for s in _Stub.seen]
+        self.assertEqual(len(Stub.seen), 2)
+        bodies = [json.loads(s[2]) for s in Stub.seen]
         self.assertEqual(bodies[0], bodies[1], "a retry must resend the same records and ids")
         first = bodies[0]["records"]
         self.assertTrue(first[0]["id"])
@@ -273,30 +304,50 @@ class StubServerTest(unittest.TestCase):
         self.assertTrue(first[0]["created_at"].endswith("+00:00"), "created_at is fixed before the first attempt")
         self.assertEqual(first[0]["binary_payload"], "AAE=")
         self.assertEqual(res["ids"], [first[0]["id"], "mine"])
-        method, path, _, headers = _Stub.seen[0]
+        method, path, _, headers = Stub.seen[0]
         self.assertEqual((method, path), ("POST", "/api/v1/rollouts/s/records?flush=true"))
         self.assertEqual(headers.get("Authorization"), "Bearer tok")
 
-    def test_no_retry_on_4xx_and_create(self):
-        _Stub.script = [(400, {}, _envelope("INVALID_REQUEST", "bad")), (503, {}, _envelope("STORAGE_UNAVAILABLE", "x"))]
+    def test_no_retry_on_4xx_and_not_idempotent_calls(self):
+        Stub.script = [(400, {}, envelope("INVALID_REQUEST", "bad"))] + [(503, {"Retry-After": "0"}, envelope("STORAGE_UNAVAILABLE", "x"))] * 4
         lc = Client(self.url, retries=3, backoff=0.01)
-        with self.assertRaises(LanceContextError) as cm:
+        with self.assertRaises(InvalidRequestError) as cm:
             lc.list("s")
         self.assertEqual((cm.exception.status, cm.exception.code, cm.exception.message), (400, "INVALID_REQUEST", "bad"))
-        with self.assertRaises(LanceContextError) as cm:
-            lc.create_store("s")
-        self.assertEqual(cm.exception.status, 503)
-        self.assertEqual(len(_Stub.seen), 2)
+        for call in (lambda: lc.create_store("s"), lambda: lc.sample("s", n=2, group="g"),
+                     lambda: lc.take_lease("s"), lambda: lc.create_snapshot("s")):
+            with self.assertRaises(StorageUnavailableError) as cm:
+                call()
+            self.assertEqual(cm.exception.status, 503)
+        self.assertEqual(len(Stub.seen), 5, "4xx and calls that are not idempotent are sent once")
+        self.assertEqual(json.loads(Stub.seen[2][2]), {"n": 2, "group": "g"})
 
     def test_gives_up_and_non_envelope_errors(self):
-        _Stub.script = [(503, {"Retry-After": "0"}, b"<html>busy</html>")] * 3
+        Stub.script = [(503, {"Retry-After": "0"}, b"<html>busy</html>")] * 3
         lc = Client(self.url, retries=2, backoff=0.01)
         with self.assertRaises(LanceContextError) as cm:
             lc.stats("s")
+        self.assertIs(type(cm.exception), LanceContextError, "a body that is not the envelope has no code")
         self.assertEqual((cm.exception.status, cm.exception.code), (503, ""))
         self.assertIn("busy", cm.exception.message)
         self.assertIn("3 attempts", str(cm.exception))
-        self.assertEqual(len(_Stub.seen), 3)
+        self.assertEqual(len(Stub.seen), 3)
+
+    def test_each_code_has_its_class(self):
+        lc = Client(self.url, retries=0)
+        for code, cls in ERROR_CLASSES.items():
+            Stub.script = [(418, {"Retry-After": "7"}, envelope(code, "m-" + code))]
+            with self.assertRaises(cls) as cm:
+                lc.health()
+            e = cm.exception
+            self.assertEqual((type(e), e.status, e.code, e.message, e.retry_after), (cls, 418, code, "m-" + code, 7.0))
+            again = pickle.loads(pickle.dumps(e))
+            self.assertEqual((type(again), again.status, again.code, again.message), (cls, 418, code, "m-" + code))
+        Stub.script = [(409, {}, envelope("SOMETHING_NEWER", "from a newer server"))]
+        with self.assertRaises(LanceContextError) as cm:
+            lc.health()
+        self.assertIs(type(cm.exception), LanceContextError)
+        self.assertEqual(cm.exception.code, "SOMETHING_NEWER")
 
     def test_connection_error_is_retried(self):
         with socket.socket() as s:  # a port nobody listens on
@@ -304,16 +355,74 @@ class StubServerTest(unittest.TestCase):
             port = s.getsockname()[1]
         lc = Client("127.0.0.1:%d" % port, retries=2, backoff=0.01, timeout=2)
         start = time.monotonic()
-        with self.assertRaises(LanceContextError) as cm:
+        with self.assertRaises(ConnectionFailedError) as cm:
             lc.health()
-        self.assertEqual((cm.exception.status, cm.exception.code), (0, "connection_error"))
+        self.assertEqual((cm.exception.status, cm.exception.code), (0, "CONNECTION_ERROR"))
         self.assertIn("3 attempts", cm.exception.message)
         self.assertLess(time.monotonic() - start, 10)
 
     def test_paths_are_escaped(self):
-        _Stub.script = [(200, {}, b'{"records": [], "count": 0}')]
-        Client(self.url).trajectory("s", "run/1 a")
-        self.assertEqual(_Stub.seen[0][1], "/api/v1/rollouts/s/trajectories/run%2F1%20a")
+        Stub.script = [(200, {}, b'{"records": [], "count": 0}'), (200, {}, b'{"record": null}')]
+        lc = Client(self.url)
+        lc.trajectory("s", "run/1 a")
+        self.assertIsNone(lc.store("s.v1").get("id?#/x"))
+        self.assertEqual(Stub.seen[0][1], "/api/v1/rollouts/s/trajectories/run%2F1%20a")
+        self.assertEqual(Stub.seen[1][1], "/api/v1/rollouts/s.v1/records/id%3F%23%2Fx")
+
+    def test_base_url_path_prefix_and_env(self):
+        Stub.script = [(200, {}, b'{"status": "ok"}')] * 2
+        Client(self.url + "/behind/proxy/").health()
+        self.assertEqual(Stub.seen[0][1], "/behind/proxy/api/v1/health")
+        old = os.environ.get("LC_URL")
+        os.environ["LC_URL"] = self.url
+        try:
+            lc = Client()
+            self.assertEqual(lc.base_url, self.url)
+            lc.health()
+        finally:
+            if old is None:
+                del os.environ["LC_URL"]
+            else:
+                os.environ["LC_URL"] = old
+        self.assertEqual(len(Stub.seen), 2)
+
+    def test_keep_alive_reuses_one_connection(self):
+        Stub.script = [(200, {}, b'{"status": "ok"}')] * 5
+        ports = []
+        orig = Stub._answer
+
+        def spy(handler):
+            ports.append(handler.client_address[1])
+            orig(handler)
+
+        Stub.do_GET = spy
+        try:
+            lc = Client(self.url)
+            for _ in range(5):
+                lc.health()
+            lc.close()
+        finally:
+            Stub.do_GET = orig
+        self.assertEqual(len(set(ports)), 1, f"five calls, connections from ports {ports}")
+
+    def test_stale_keep_alive_connection_is_replaced(self):
+        # Regression: a server that closes an idle keep-alive connection
+        # (Go's IdleTimeout) must not fail the next idempotent call.
+        orig = Stub._answer
+
+        def answer_then_close(handler):
+            orig(handler)
+            handler.close_connection = True  # closes without saying so
+
+        Stub.do_GET = answer_then_close
+        Stub.script = [(200, {}, b'{"status": "ok"}')] * 3
+        try:
+            lc = Client(self.url, retries=0)
+            for _ in range(3):
+                self.assertEqual(lc.health(), {"status": "ok"})
+        finally:
+            Stub.do_GET = orig
+        self.assertEqual(len(Stub.seen), 3)
 
     def test_uuid7(self):
         a, b = uuid7(), uuid7()
@@ -322,6 +431,23 @@ class StubServerTest(unittest.TestCase):
         self.assertEqual(u.version, 7)
         self.assertEqual(u.variant, uuid.RFC_4122)
         self.assertLessEqual(abs((u.int >> 80) - time.time() * 1000), 5000)
+
+
+class ErrorCodesTest(unittest.TestCase):
+    def test_one_class_per_server_code(self):
+        # The codes the server sends (api/errors.go): each has its class,
+        # and the client knows no code the server does not have.
+        import re
+        path = os.path.join(ROOT, "api", "errors.go")
+        if not os.path.exists(path):
+            self.skipTest("api/errors.go is not here (an installed copy)")
+        with open(path) as f:
+            codes = set(re.findall(r'^\s*Code\w+\s*=\s*"([A-Z_]+)"', f.read(), re.M))
+        self.assertGreater(len(codes), 10)
+        self.assertEqual(set(ERROR_CLASSES), codes)
+        for code, cls in ERROR_CLASSES.items():
+            self.assertTrue(issubclass(cls, LanceContextError))
+            self.assertEqual(cls.code_name, code)
 
 
 if __name__ == "__main__":

@@ -1,40 +1,22 @@
-"""SQL tests of the lance_context client and the `lance-context sql` verb.
+"""SQL tests of the lance_context_client client and the `lance-context sql` verb.
 
-The query API is the master's, so this suite starts its own
-`lance-context dev` (worker + master on one address) from bin/lance-context
-(python/run_tests.sh builds it; LC_BIN overrides the path). Without the
-binary it is skipped, unless LC_REQUIRE_PY=1, then it fails.
+The query API is the master's, so this suite uses a `lance-context dev`
+(worker + master on one address) started from bin/lance-context
+(python/run_tests.sh builds it; LC_BIN overrides the path; see _support.Dev).
+Without the binary it is skipped, unless LC_REQUIRE_PY=1, then it fails.
 """
 
 import json
-import os
-import shutil
-import socket
 import struct
 import subprocess
-import sys
-import tempfile
-import time
 import unittest
-import urllib.request
 import uuid
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from _support import BIN, Dev
 
-from lance_context import Client, LanceContextError  # noqa: E402
+from lance_context_client import Client, InvalidRequestError, LanceContextError, QueryLimitError
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-BIN = os.environ.get("LC_BIN") or os.path.join(ROOT, "bin", "lance-context")
-REQUIRE = os.environ.get("LC_REQUIRE_PY") == "1"
 CONTINUATION = b"\xff\xff\xff\xff"
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def ipc_messages(data):
@@ -72,30 +54,7 @@ def ipc_messages(data):
 class DevQueryTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        if not os.path.exists(BIN):
-            if REQUIRE:
-                raise AssertionError(f"LC_REQUIRE_PY=1 but {BIN} does not exist: build it (python/run_tests.sh)")
-            raise unittest.SkipTest(f"{BIN} does not exist")
-        cls.tmp = tempfile.mkdtemp()
-        cls.url = f"http://127.0.0.1:{free_port()}"
-        env = dict(os.environ)
-        env.pop("LC_API_TOKEN", None)
-        cls.log = open(os.path.join(cls.tmp, "dev.log"), "wb")
-        cls.proc = subprocess.Popen(
-            [BIN, "dev", "--data-dir", os.path.join(cls.tmp, "data"), "--listen", cls.url[len("http://"):]],
-            stdout=cls.log, stderr=subprocess.STDOUT, env=env,
-        )
-        deadline = time.time() + 60
-        while True:
-            if cls.proc.poll() is not None:
-                raise AssertionError("lance-context dev exited: " + open(os.path.join(cls.tmp, "dev.log")).read())
-            try:
-                urllib.request.urlopen(cls.url + "/api/v1/health", timeout=1).read()
-                break
-            except OSError:
-                if time.time() > deadline:
-                    raise AssertionError("lance-context dev did not answer /api/v1/health in 60 s")
-                time.sleep(0.2)
+        cls.url = Dev.url()
         cls.lc = Client(cls.url, timeout=60, retries=3)
         cls.store = "pysql-" + uuid.uuid4().hex[:8]
         cls.lc.create_store(cls.store)
@@ -108,16 +67,7 @@ class DevQueryTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        proc = getattr(cls, "proc", None)
-        if proc is not None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-            cls.log.close()
-            shutil.rmtree(cls.tmp, ignore_errors=True)
+        cls.lc.close()
 
     def test_query_json_matches_listing(self):
         res = self.lc.query(self.store, "SELECT policy_version, sum(reward) AS s, count(*) AS n FROM records GROUP BY 1 ORDER BY 1",
@@ -157,13 +107,13 @@ class DevQueryTest(unittest.TestCase):
         self.assertEqual(table.to_pylist(), [{"answer": 4242, "word": "greeting-text", "n": 12}])
 
     def test_query_errors(self):
-        with self.assertRaises(LanceContextError) as cm:
+        with self.assertRaises(InvalidRequestError) as cm:
             self.lc.query(self.store, "SELECT * FROM read_csv('/etc/passwd')")
         self.assertEqual((cm.exception.status, cm.exception.code), (400, "INVALID_REQUEST"))
         with self.assertRaises(LanceContextError) as cm:
             self.lc.query("no-such-store", "SELECT 1")
         self.assertEqual(cm.exception.status, 404)
-        with self.assertRaises(LanceContextError) as cm:
+        with self.assertRaises(QueryLimitError) as cm:
             self.lc.query(self.store, "SELECT * FROM range(100000)")
         self.assertEqual((cm.exception.status, cm.exception.code), (422, "QUERY_LIMIT"))
         self.assertIn("max_rows_returned", cm.exception.message)
