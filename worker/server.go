@@ -131,6 +131,12 @@ func (s *Server) Mount(r chi.Router) {
 			r.Get("/leases/{lease}", s.getLease)
 			r.Post("/leases/{lease}/renew", s.renewLease)
 			r.Delete("/leases/{lease}", s.releaseLease)
+			r.Get("/snapshots", s.listSnapshots) // snapshots.go
+			r.Post("/snapshots", s.createSnapshot)
+			r.Get("/snapshots/{snapshot}", s.getSnapshot)
+			r.Post("/snapshots/{snapshot}/renew", s.renewSnapshot)
+			r.Delete("/snapshots/{snapshot}", s.releaseSnapshot)
+			r.Get("/export", s.export) // export.go
 		})
 	})
 }

@@ -1,0 +1,138 @@
+package worker
+
+import (
+	"bufio"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+
+	"github.com/lance-context/lance-context/api"
+	"github.com/lance-context/lance-context/httpapi"
+	"github.com/lance-context/lance-context/rollout"
+)
+
+// exportWriteWindow is how long one batch may take to reach the client:
+// each batch extends the write deadline by it, so an export outlives the
+// server's write timeout (meant for requests, not for streams of minutes)
+// as long as the client reads.
+const exportWriteWindow = 2 * time.Minute
+
+// exportQuery reads GET .../export's parameters: source, snapshot (a tag
+// or a version number), columns (comma-separated) and the records
+// listing's filters, as parameters or filters={...}.
+func exportQuery(r *http.Request, st *rollout.Store) (rollout.ExportOptions, error) {
+	var o rollout.ExportOptions
+	q := r.URL.Query()
+	for _, k := range []string{"limit", "offset", "cursor"} {
+		if q.Has(k) {
+			return o, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest,
+				"%s is not taken by export: it streams every matching row (page with GET .../records)", k)
+		}
+	}
+	snap, cols := q.Get("snapshot"), q.Get("columns")
+	for _, k := range []string{"snapshot", "columns"} {
+		if len(q[k]) > 1 {
+			return o, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "%s given %d times; give it once", k, len(q[k]))
+		}
+	}
+	if q.Has("snapshot") && snap == "" {
+		return o, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "snapshot is empty: give a tag or a version number")
+	}
+	q.Del("snapshot")
+	q.Del("columns")
+	// The records listing's parser reads source and the filters (and
+	// rejects unknown parameters as filters it cannot apply).
+	lr := r.Clone(r.Context())
+	lr.URL = &url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
+	def := rollout.SourceAll
+	if snap != "" {
+		def = rollout.SourceFragments
+	}
+	lo, err := httpapi.ListQuery(lr, 1, def)
+	if err != nil {
+		return o, err
+	}
+	o.Source, o.Filters = lo.Source, lo.Filters
+	if cols != "" {
+		for _, c := range strings.Split(cols, ",") {
+			if c = strings.TrimSpace(c); c == "" {
+				return o, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "columns has an empty name in %q", cols)
+			}
+			o.Columns = append(o.Columns, c)
+		}
+	}
+	if err := rollout.CheckExport(&o); err != nil {
+		return o, err
+	}
+	if snap != "" {
+		if o.Version, err = st.ResolveVersion(r.Context(), snap); err != nil {
+			return o, err
+		}
+		if err := rollout.CheckExport(&o); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
+}
+
+// export streams GET .../export as an Arrow IPC stream, batch by batch.
+// Everything that can be refused is refused before the first byte; a
+// failure after it aborts the connection (the client sees a cut stream,
+// never a short one that looks whole) and the rows trailer
+// (api.ExportRowsTrailer) comes only after the whole stream.
+func (s *Server) export(w http.ResponseWriter, r *http.Request) {
+	st, err := s.store(r)
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	o, err := exportQuery(r, st)
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	schema := rollout.ExportSchema(o.Columns)
+	rc := http.NewResponseController(w)
+	bw := bufio.NewWriterSize(w, 1<<20)
+	var iw *ipc.Writer
+	var rows int64
+	begin := func() {
+		w.Header().Set("Content-Type", api.ArrowStream)
+		w.Header().Set("Trailer", api.ExportRowsTrailer)
+		w.WriteHeader(http.StatusOK)
+		iw = ipc.NewWriter(bw, ipc.WithSchema(schema))
+	}
+	start := time.Now()
+	err = st.Export(r.Context(), o, func(b arrow.RecordBatch) error {
+		if iw == nil {
+			begin()
+		}
+		_ = rc.SetWriteDeadline(time.Now().Add(exportWriteWindow))
+		rows += b.NumRows()
+		return iw.Write(b)
+	})
+	if err == nil && iw == nil {
+		begin() // no rows: a stream of the schema alone
+	}
+	if err == nil {
+		err = iw.Close() // the end-of-stream marker
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
+		if iw == nil {
+			httpapi.WriteError(w, r, err)
+			return
+		}
+		s.log.Warn("export failed mid-stream; aborting the response", "store", st.Name(), "rows_sent", rows, "err", err)
+		panic(http.ErrAbortHandler)
+	}
+	w.Header().Set(api.ExportRowsTrailer, strconv.FormatInt(rows, 10))
+	s.log.Info("export", "store", st.Name(), "source", o.Source, "version", o.Version, "columns", len(o.Columns), "rows", rows, "seconds", time.Since(start).Seconds())
+}
