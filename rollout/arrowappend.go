@@ -74,6 +74,12 @@ func conformArrow(mem memory.Allocator, rec arrow.RecordBatch, now time.Time, ba
 		if cols[i] != nil {
 			return nil, nil, invalid("column %q appears twice", f.Name)
 		}
+		if _, sys := columns[i].field.(systemField); sys {
+			// The store sets it (lc_shard, lc_seq): a value sent, say in
+			// rows exported from another store, is dropped.
+			cols[i] = array.MakeArrayOfNull(mem, columns[i].typ, n)
+			continue
+		}
 		col := rec.Column(ci)
 		if col.Len() > n {
 			col = array.NewSlice(col, 0, int64(n))

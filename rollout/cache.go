@@ -57,8 +57,8 @@ func (c *GenCache) get(ctx context.Context, root objstore.Store, ref wal.GenRef)
 	c.mu.Unlock()
 	c.misses.Add(1)
 	d, err := wal.LoadGeneration(ctx, root, ref, wal.ReadOptions{
-		KeyColumn: ColID, Columns: listColumns,
-		Project: func(rec arrow.RecordBatch) (arrow.RecordBatch, error) { return project(rec, listColumns) },
+		KeyColumn: ColID, Columns: genColumns,
+		Project: func(rec arrow.RecordBatch) (arrow.RecordBatch, error) { return project(rec, genColumns) },
 	})
 	if err != nil {
 		return nil, err

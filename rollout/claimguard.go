@@ -230,7 +230,7 @@ func (c *Catalog) Conflicts() []ShardConflict {
 // walOptions are the options of this process's writer of its shard.
 func (s *Store) walOptions() wal.Options {
 	return wal.Options{
-		Store: s.root, Shard: s.shard, Schema: Schema, KeyColumn: ColID, Conform: conform,
+		Store: s.root, Shard: s.shard, Schema: Schema, KeyColumn: ColID, SeqColumn: ColSeq, Conform: conform,
 		MaxMemtableRows: s.opts.MaxMemtableRows, MaxMemtableBytes: s.opts.MaxMemtableBytes,
 		Logger: s.opts.Logger.With("store", s.name), Metrics: s.opts.metrics.wal,
 		LogFS: s.opts.LogFS, LogDir: s.logDir(),

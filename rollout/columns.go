@@ -38,6 +38,12 @@ const (
 	ColPayloadSum    = "payload_checksum"
 	ColMetadata      = "metadata"
 	ColRelationships = "relationships"
+	// ColShard and ColSeq say where a row became durable: the shard that
+	// wrote it (ShardKey) and its sequence number there (wal.Seq). A seal
+	// sets lc_seq and a merge lc_shard; appended values are replaced. The
+	// feed's positions are made of them (feed.go).
+	ColShard = "lc_shard"
+	ColSeq   = "lc_seq"
 )
 
 // Defaults of the role and content type, for JSON and Arrow appends alike.
@@ -150,6 +156,9 @@ var columns = []column{
 	{name: "artifact_type", typ: textT, field: optText(func(r *Record) **string { return &r.ArtifactType })},
 	// metadata (JSON text)
 	{name: ColMetadata, typ: largeTextT, check: checkJSON, field: optText(func(r *Record) **string { return &r.Metadata })},
+	// where the row became durable (no Record field: set by seal and merge)
+	{name: ColShard, typ: arrow.PrimitiveTypes.Int64, field: systemField{}},
+	{name: ColSeq, typ: arrow.PrimitiveTypes.Int64, field: systemField{}},
 }
 
 var (

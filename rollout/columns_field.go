@@ -38,6 +38,14 @@ type (
 	}
 )
 
+// systemField is a column the store sets itself and a Record does not
+// carry: appends write null, reads ignore it.
+type systemField struct{}
+
+func (systemField) null(*Record) bool              { return true }
+func (systemField) add(b array.Builder, _ *Record) { b.AppendNull() }
+func (systemField) set(arrow.Array, []Record)      {}
+
 // reqText is a string field that is never null when stored: empty means
 // no value.
 type reqText func(r *Record) *string

@@ -49,7 +49,7 @@ func (s *Store) MergeShard(ctx context.Context, shard string) (*MergeResult, err
 		return s.Merge(ctx)
 	}
 	w, err := wal.Claim(ctx, wal.Options{
-		Store: s.root, Shard: shard, Schema: Schema, KeyColumn: ColID, Conform: conform,
+		Store: s.root, Shard: shard, Schema: Schema, KeyColumn: ColID, SeqColumn: ColSeq, Conform: conform,
 		Logger: s.opts.Logger.With("store", s.name, "orphan_merge", true), Metrics: s.opts.metrics.wal,
 		LogFS: s.opts.LogFS, LogDir: s.logDir(),
 		// Marked a merge: the shard's owner takes it back when it writes.
@@ -201,6 +201,7 @@ func (s *Store) writeMerged(ctx context.Context, base *table.Dataset, shard stri
 		refs[i] = wal.GenRef{Shard: shard, Gen: g}
 	}
 	names := schemaNames()
+	key := ShardKey(shard)
 	load := func(ctx context.Context, ref wal.GenRef) (*wal.LoadedGeneration, error) {
 		return wal.LoadGeneration(ctx, s.root, ref, wal.ReadOptions{
 			KeyColumn: ColID, Whole: true, NoIndex: true,
@@ -228,6 +229,12 @@ func (s *Store) writeMerged(ctx context.Context, base *table.Dataset, shard stri
 		if out.NumRows() == 0 {
 			return nil
 		}
+		stamped, err := stampShard(out, key)
+		if err != nil {
+			return err
+		}
+		defer stamped.Release()
+		out = stamped
 		if fw == nil {
 			var err error
 			if fw, err = table.NewFragmentWriter(ctx, s.root, base.Schema(), Schema, file.WriterOptions{}); err != nil {

@@ -118,7 +118,7 @@ func (s *Store) snapshot(ctx context.Context, withWAL bool, plan readPlan) (*sna
 // names what the read opens first in the base (openBase), for reads that
 // go on to read rows.
 func (s *Store) snapshotLimit(ctx context.Context, withWAL bool, limit int, plan readPlan) (*snapshot, error) {
-	if v := s.pinned.Load(); v != 0 {
+	if v := s.pinned.Load(); v != 0 && !plan.latest {
 		// A checkout: the base at that version, without the WAL tier.
 		base, err := table.Checkout(ctx, s.root, v)
 		if err != nil {
@@ -242,19 +242,23 @@ func (s *Store) loadPending(ctx context.Context, snap *snapshot) ([]*wal.LoadedG
 	return out, multierr.Join(errs...)
 }
 
-func (w walRow) matches(fs []Filter) bool {
+func (w walRow) matches(fs []Filter) bool { return rowMatches(w.gen.Rec, w.row, fs) }
+
+// rowMatches reports whether row of rec (of listColumns) matches every
+// filter.
+func rowMatches(rec arrow.RecordBatch, row int, fs []Filter) bool {
 	for _, f := range fs {
-		col := w.gen.Rec.Column(slices.Index(listColumns, f.Column))
-		if col.IsNull(w.row) {
+		col := rec.Column(slices.Index(listColumns, f.Column))
+		if col.IsNull(row) {
 			return false
 		}
 		switch c := col.(type) {
 		case *array.String:
-			if c.Value(w.row) != f.Value {
+			if c.Value(row) != f.Value {
 				return false
 			}
 		case *array.Boolean:
-			if c.Value(w.row) != (f.Value == "true") {
+			if c.Value(row) != (f.Value == "true") {
 				return false
 			}
 		default:

@@ -1,23 +1,35 @@
 package rollout
 
 import (
+	"slices"
+
 	"github.com/lance-context/lance-context/api"
 	"github.com/lance-context/lance-context/lance/table"
 )
 
 // Schema and its columns are defined by the column table in columns.go.
 
-// listColumns is every column but the payload: what lists and record reads
-// return. Payload bytes are fetched by id only.
+// listColumns is every column but the payload and the store's own
+// (lc_shard, lc_seq): what lists and record reads return. Payload bytes
+// are fetched by id only.
 var listColumns = func() []string {
 	var out []string
-	for _, f := range Schema.Fields() {
-		if f.Name != ColPayload {
-			out = append(out, f.Name)
+	for _, c := range columns {
+		if _, sys := c.field.(systemField); !sys && c.name != ColPayload {
+			out = append(out, c.name)
 		}
 	}
 	return out
 }()
+
+// genColumns is what the generation cache keeps of a generation:
+// listColumns, then lc_seq (for the feed). Columns of listColumns are at
+// the same positions.
+var genColumns = append(slices.Clone(listColumns), ColSeq)
+
+// feedColumns is what the feed returns: listColumns, then lc_shard and
+// lc_seq.
+var feedColumns = append(slices.Clone(listColumns), ColShard, ColSeq)
 
 // FilterColumns are the columns List accepts equality filters on.
 var FilterColumns = api.FilterColumns

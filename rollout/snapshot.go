@@ -93,6 +93,7 @@ type readPlan struct {
 	files   bool     // the newest fragments' data files
 	indexes []string // the columns whose BTree indexes it looks up
 	fresh   bool     // revalidate even within the read consistency interval
+	latest  bool     // the latest version even under a checkout pin (the feed)
 }
 
 // The plans of the reads: each opens ahead only the index it uses (a get

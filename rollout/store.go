@@ -205,6 +205,12 @@ type Store struct {
 	awriteStart time.Time
 	awriteAvg   time.Duration
 	awrote      chan struct{}
+
+	// The feed (feed.go): feedCh is closed at the next acknowledged
+	// append; feed indexes the base's rows by shard and seq.
+	feedMu sync.Mutex
+	feedCh chan struct{}
+	feed   *feedIndex
 }
 
 // queuedAppend is one caller's append waiting in Store.aqueue: records to
@@ -305,7 +311,7 @@ func openStore(ctx context.Context, name string, root objstore.Store, shard stri
 	if err != nil {
 		return nil, fmt.Errorf("rollout: store %q has an incompatible schema: %w", name, err)
 	}
-	st := &Store{name: name, root: root, shard: shard, opts: opts}
+	st := &Store{name: name, root: root, shard: shard, opts: opts, feed: newFeedIndex()}
 	st.evolved.Store(!changed)
 	st.sawVersion(d.Version())
 	return st, nil
@@ -701,6 +707,9 @@ func (s *Store) appendBatch(ctx context.Context, appends int, recs ...arrow.Reco
 			return err
 		}
 		err = w.AppendGroup(ctx, appends, recs...)
+		if err == nil {
+			s.feedNotify()
+		}
 		if s.forgetDead(w, err) && errors.Is(err, wal.ErrFenced) && attempt == 0 {
 			// Someone claimed our shard: an orphan merge, taken back here
 			// (retrying is safe: ids make the append idempotent); or

@@ -235,6 +235,7 @@ func (w *Writer) adopt(b []byte) error {
 	if len(e.batches) == 0 && !slices.Contains(w.man.Fences, w.nextPos) {
 		w.man.Fences = append(w.man.Fences, w.nextPos)
 	}
+	var row int64
 	for _, rec := range e.batches {
 		c, ok := widen(rec, w.opts.Schema)
 		if !ok {
@@ -243,7 +244,10 @@ func (w *Writer) adopt(b []byte) error {
 		if err != nil {
 			return fmt.Errorf("wal: shard %s position %d: %w", w.opts.Shard, w.nextPos, err)
 		}
-		w.mem.add(c)
+		w.tailMu.Lock()
+		w.mem.add(c, Seq(w.nextPos, row))
+		w.tailMu.Unlock()
+		row += c.NumRows()
 		c.Release()
 		w.stats.AdoptedRows.Add(c.NumRows())
 	}

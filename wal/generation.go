@@ -20,9 +20,11 @@ import (
 // GenerationKey returns the object key of a generation file of a shard.
 func GenerationKey(shard string, g Generation) string { return shardDir(shard) + g.Path }
 
-// writeGeneration writes batches as one Lance data file, keeping only the
-// newest row of each key (later batches and later rows are newer).
-func writeGeneration(ctx context.Context, store objstore.Store, shard string, gen uint64, keyCol string, batches []arrow.RecordBatch) (Generation, error) {
+// writeGeneration writes a memtable as one Lance data file, keeping only
+// the newest row of each key (later batches and later rows are newer), with
+// each row's sequence number in cols.seq.
+func writeGeneration(ctx context.Context, store objstore.Store, shard string, gen uint64, cols genColumns, mem memtable) (Generation, error) {
+	keyCol, batches := cols.key, mem.batches
 	g := Generation{Generation: gen, Path: fmt.Sprintf("gen/%010d-%s.lance", gen, uuid.NewString())}
 	if len(batches) == 0 {
 		return g, fmt.Errorf("wal: empty generation")
@@ -45,20 +47,36 @@ func writeGeneration(ctx context.Context, store objstore.Store, shard string, ge
 		_ = obj.Abort()
 		return g, err
 	}
+	seqCol := -1
+	if cols.seq != "" {
+		if idx := s.FieldIndices(cols.seq); len(idx) == 1 {
+			seqCol = idx[0]
+		}
+	}
 	first := true
 	for i, b := range batches {
+		if seqCol >= 0 {
+			if b, err = withSeq(b, seqCol, mem.seq0[i]); err != nil {
+				_ = obj.Abort()
+				return g, err
+			}
+		} else {
+			b.Retain()
+		}
 		rec := b
 		if masks[i] != nil {
 			mask := masks[i]
 			rec, err = compute.FilterRecordBatch(ctx, b, mask, compute.DefaultFilterOptions())
 			mask.Release()
 			if err != nil {
+				b.Release()
 				_ = obj.Abort()
 				return g, fmt.Errorf("wal: dedup generation: %w", err)
 			}
 		} else {
 			rec.Retain()
 		}
+		b.Release()
 		if rec.NumRows() > 0 {
 			keys := rec.Column(rec.Schema().FieldIndices(keyCol)[0]).(*array.String)
 			for r := 0; r < keys.Len(); r++ {

@@ -49,7 +49,11 @@ func (w *Writer) loop() {
 		close(hintStop)
 		<-hintStopped
 	}()
-	defer w.mem.release()
+	defer func() {
+		w.tailMu.Lock()
+		w.mem.release()
+		w.tailMu.Unlock()
+	}()
 	defer w.log.close()
 	defer w.abandonSeal()
 	ctx := context.Background()
@@ -89,11 +93,19 @@ func (w *Writer) loop() {
 		}
 		// Consecutive appends of one column set form one entry, up to
 		// MaxEntryBytes.
-		n, size := 0, int64(0)
+		n, size, rows := 0, int64(0), int64(0)
 		for n < len(queue) && queue[n].kind == opAppend && queue[n].format == queue[0].format {
+			var r int64
+			for _, rec := range queue[n].recs {
+				r += rec.NumRows()
+			}
+			if n > 0 && rows+r > MaxEntryRows {
+				break // sequence numbers count at most MaxEntryRows rows per entry
+			}
 			for _, r := range queue[n].recs {
 				size += recordBytes(r)
 			}
+			rows += r
 			n++
 			if size >= w.opts.MaxEntryBytes {
 				break

@@ -36,11 +36,13 @@ func (w *Writer) writeEntry(ctx context.Context, f *entryFormat, recs []arrow.Re
 	// The entry is durable. Count it in the memtable whatever happens next:
 	// it is in the log and will be sealed by us or replayed by a successor.
 	var rows int64
+	w.tailMu.Lock()
 	for _, r := range recs {
-		w.mem.add(r)
+		w.mem.add(r, Seq(w.nextPos, rows))
 		rows += r.NumRows()
 	}
 	w.nextPos++
+	w.tailMu.Unlock()
 	w.publishUnsealed()
 	w.stats.Entries.Add(1)
 	w.stats.EntryRows.Add(rows)

@@ -42,12 +42,15 @@ func (w *Writer) startSeal(ctx context.Context, cause string, waiters ...chan er
 		return
 	}
 	job := &sealJob{cause: cause, start: time.Now(), mem: w.mem, gen: w.man.NextGeneration, lastPos: w.nextPos - 1, waiters: waiters}
+	w.tailMu.Lock()
 	w.mem = memtable{}
+	w.tailSealing = &job.mem
+	w.tailMu.Unlock()
 	w.sealing = job
 	w.publishUnsealed()
-	store, shard, key := w.opts.Store, w.opts.Shard, w.opts.KeyColumn
+	store, shard, cols := w.opts.Store, w.opts.Shard, w.genColumns()
 	go func() {
-		g, err := writeGeneration(ctx, store, shard, job.gen, key, job.mem.batches)
+		g, err := writeGeneration(ctx, store, shard, job.gen, cols, job.mem)
 		w.sealDone <- sealResult{job: job, gen: g, err: err}
 	}()
 }
@@ -73,11 +76,16 @@ func (w *Writer) finishSeal(ctx context.Context, res sealResult) {
 		if vfs.IsNoSpace(err) {
 			w.opts.Metrics.NoSpace.Inc()
 		}
-		job.mem.batches = append(job.mem.batches, w.mem.batches...)
-		job.mem.rows += w.mem.rows
-		job.mem.bytes += w.mem.bytes
-		w.mem = job.mem
+		w.tailMu.Lock()
+		w.mem.prepend(job.mem)
+		w.tailSealing = nil
+		w.tailMu.Unlock()
 	} else {
+		// After commitSeal published the manifest: until then the tail
+		// still serves these rows (seq.go, "Tail").
+		w.tailMu.Lock()
+		w.tailSealing = nil
+		w.tailMu.Unlock()
 		job.mem.release()
 	}
 	w.publishUnsealed()
@@ -102,6 +110,9 @@ func (w *Writer) abandonSeal() {
 	}
 	res := <-w.sealDone
 	w.sealing = nil
+	w.tailMu.Lock()
+	w.tailSealing = nil
+	w.tailMu.Unlock()
 	res.job.mem.release()
 	w.sweep.Store(true)
 	for _, d := range res.job.waiters {
@@ -141,7 +152,7 @@ func (w *Writer) seal(ctx context.Context, cause string) (bool, error) {
 	if w.mem.rows == 0 {
 		return false, nil
 	}
-	gen, err := writeGeneration(ctx, w.opts.Store, w.opts.Shard, w.man.NextGeneration, w.opts.KeyColumn, w.mem.batches)
+	gen, err := writeGeneration(ctx, w.opts.Store, w.opts.Shard, w.man.NextGeneration, w.genColumns(), w.mem)
 	if err != nil {
 		if vfs.IsNoSpace(err) {
 			w.opts.Metrics.NoSpace.Inc()
@@ -153,8 +164,10 @@ func (w *Writer) seal(ctx context.Context, cause string) (bool, error) {
 	}
 	w.opts.Metrics.Seals.WithLabelValues(cause).Inc()
 	w.opts.Metrics.SealSeconds.Observe(since(start))
+	w.tailMu.Lock()
 	w.mem.release()
 	w.mem = memtable{}
+	w.tailMu.Unlock()
 	w.publishUnsealed()
 	return true, nil
 }
@@ -202,15 +215,25 @@ const pendingWarn = 256
 // memtable holds acknowledged rows not yet sealed.
 type memtable struct {
 	batches []arrow.RecordBatch
+	seq0    []int64 // per batch: the sequence number of its first row (seq.go)
 	rows    int64
 	bytes   int64
 }
 
-func (m *memtable) add(rec arrow.RecordBatch) {
+func (m *memtable) add(rec arrow.RecordBatch, seq0 int64) {
 	rec.Retain()
 	m.batches = append(m.batches, rec)
+	m.seq0 = append(m.seq0, seq0)
 	m.rows += rec.NumRows()
 	m.bytes += recordBytes(rec)
+}
+
+// prepend puts the rows of an earlier memtable (a failed seal's) in front.
+func (m *memtable) prepend(earlier memtable) {
+	m.batches = append(earlier.batches, m.batches...)
+	m.seq0 = append(earlier.seq0, m.seq0...)
+	m.rows += earlier.rows
+	m.bytes += earlier.bytes
 }
 
 func (m *memtable) full(o *Options) bool {
@@ -221,5 +244,5 @@ func (m *memtable) release() {
 	for _, b := range m.batches {
 		b.Release()
 	}
-	m.batches, m.rows, m.bytes = nil, 0, 0
+	m.batches, m.seq0, m.rows, m.bytes = nil, nil, 0, 0
 }

@@ -26,6 +26,10 @@ type Options struct {
 	Schema *arrow.Schema
 	// KeyColumn names the utf8 key column; a seal keeps the newest row per key.
 	KeyColumn string
+	// SeqColumn, if set, names an int64 column of Schema that a seal fills
+	// with each row's sequence number (seq.go); appended values are
+	// replaced.
+	SeqColumn string
 	// Conform converts a replayed batch of another schema to Schema. The
 	// default accepts only batches whose fields equal Schema's.
 	Conform func(arrow.RecordBatch) (arrow.RecordBatch, error)
@@ -132,7 +136,11 @@ type Writer struct {
 	// there is acknowledged only after the fence check.
 	reused bool
 	mem    memtable
-	err    error // sticky: ErrFenced, ErrClosed or ErrLogFailed
+	// tailMu guards mem's batches and tailSealing against Tail, the one
+	// reader off the loop (seq.go); the loop takes it only to change them.
+	tailMu      sync.Mutex
+	tailSealing *memtable // the memtable of the seal in flight, until it commits
+	err         error     // sticky: ErrFenced, ErrClosed or ErrLogFailed
 	// segDir is the shard's segment directory when the store is on a local
 	// filesystem; seg is the segment log when this writer writes one (nil:
 	// entries are objects). objectsUpTo is the last position held in an
@@ -251,10 +259,15 @@ func (w *Writer) AppendGroup(ctx context.Context, appends int, recs ...arrow.Rec
 	if len(recs) == 0 {
 		return nil
 	}
+	var rows int64
 	for _, rec := range recs {
 		if !sameFields(rec.Schema(), w.opts.Schema) {
 			return fmt.Errorf("wal: append: batch schema %s does not match the shard schema", rec.Schema())
 		}
+		rows += rec.NumRows()
+	}
+	if rows > MaxEntryRows {
+		return fmt.Errorf("%w: %d rows in one append; at most %d", ErrTooManyRows, rows, MaxEntryRows)
 	}
 	f, err := w.format(presentColumns(w.opts.Schema, recs))
 	if err != nil {
