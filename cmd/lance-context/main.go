@@ -36,7 +36,8 @@ func newRootCmd() *cobra.Command {
 	}
 	root.AddCommand(newVersionCmd(), newDevCmd(), newWorkerCmd(), newMasterCmd(), newInspectCmd(), bench.Command(), newWALCmd())
 	root.AddCommand(clientCmds()...)
-	root.AddCommand(newSQLCmd()) // sql.go
+	root.AddCommand(newSQLCmd())    // sql.go
+	root.AddCommand(newExportCmd()) // export.go
 	return root
 }
 
