@@ -423,19 +423,25 @@ class LiveLearnerTest(unittest.TestCase):
 
     def test_snapshot_lifecycle(self):
         st, _ = self.store_with(5)
+        st.add([{"rollout_id": "unflushed", "content": str(i)} for i in range(2)])  # acknowledged, not sealed
         with route_or_skip(self):
             snap = st.create_snapshot(ttl_seconds=120, holder="py-test")
-        for k in ("uri", "version", "tag", "lease"):
-            self.assertIn(k, snap)
-        self.assertTrue(snap["lease"]["id"] and snap["lease"]["expires_at"])
-        sid = snap.get("id") or snap["lease"]["id"]
-        self.assertIn(sid, [s.get("id") or s["lease"]["id"] for s in st.snapshots()])
+        sid = snap["id"]
+        self.assertEqual((snap["lease"]["id"], snap["tag"]), (sid, "lc-snapshot-" + sid))
+        self.assertTrue(snap["uri"].endswith(".rollout.lance"), snap["uri"])
+        self.assertTrue(snap["lease"]["expires_at"])
+        # Everything acknowledged before the call is in the snapshot's version.
+        self.assertEqual(st.version(), snap["version"])
+        self.assertEqual(len(st.list(source="fragments", limit=100)["records"]), 7)
+        self.assertIn(snap["tag"], [t["name"] for t in st.tags()])
+        self.assertEqual([s["id"] for s in st.snapshots()], [sid])
         self.assertEqual(st.snapshot(sid)["version"], snap["version"])
         renewed = st.renew_snapshot(sid, ttl_seconds=600)
         self.assertGreater(renewed["lease"]["expires_at"], snap["lease"]["expires_at"])
         st.delete_snapshot(sid)
         with self.assertRaises(NotFoundError):
             st.snapshot(sid)
+        self.assertEqual(st.snapshots(), [])
 
 
 class LiveAsyncLearnerTest(unittest.TestCase):
