@@ -10,9 +10,12 @@ type Charts struct {
 	LengthOverTime        []LengthPoint  `json:"length_over_time"`
 	IngestRate            []RatePoint    `json:"ingest_rate"`
 	Pending               PendingBacklog `json:"pending"`
-	BucketSeconds         int64          `json:"bucket_seconds"` // width of the time buckets
-	RowsScanned           int64          `json:"rows_scanned"`   // rows the charts cover, read from storage or from the cached base
-	ElapsedMS             float64        `json:"elapsed_ms"`
+	BucketSeconds         int64          `json:"bucket_seconds"` // width of the time buckets (by created_at)
+	// IngestBucketSeconds is the width of the ingest rate's buckets (by
+	// arrival, whose span may differ from created_at's).
+	IngestBucketSeconds int64   `json:"ingest_bucket_seconds"`
+	RowsScanned         int64   `json:"rows_scanned"` // rows the charts cover, read from storage or from the cached base
+	ElapsedMS           float64 `json:"elapsed_ms"`
 }
 
 // Headers of a charts answer: whether it came from the cache of charts
@@ -23,14 +26,17 @@ const (
 	HeaderChartsBase  = "X-Charts-Base"
 )
 
-// PolicyPoint is the reward of one policy_version (a string column; ordered
-// numerically when it is a number).
+// PolicyPoint is the reward of one policy_version (a string column), in
+// natural order: runs of digits compare as numbers (step-2 before step-10).
+// FirstSeen, the arrival of its first row (RFC 3339), orders them by first
+// appearance instead.
 type PolicyPoint struct {
 	PolicyVersion string  `json:"policy_version"`
 	Mean          float64 `json:"mean"`
 	P10           float64 `json:"p10"`
 	P90           float64 `json:"p90"`
 	Count         int64   `json:"count"`
+	FirstSeen     string  `json:"first_seen,omitempty"`
 }
 
 // TimePoint is the reward of one time bucket (by created_at).
@@ -57,7 +63,9 @@ type LengthPoint struct {
 	P90  float64 `json:"p90"`
 }
 
-// RatePoint is the rows created in one time bucket.
+// RatePoint is the rows that arrived in one time bucket: by the time in a
+// UUIDv7 id (what the clients and the server give a record without an id),
+// else by created_at.
 type RatePoint struct {
 	T    string `json:"t"`
 	Rows int64  `json:"rows"`

@@ -21,7 +21,7 @@ import (
 const maxQueryBody = 1 << 20
 
 // sqlLimits reads the query limits from the environment once:
-// LC_SQL_MAX_ROWS_SCANNED (200000), LC_SQL_MAX_ROWS_RETURNED (10000),
+// LC_SQL_MAX_ROWS_SCANNED (100000000), LC_SQL_MAX_ROWS_RETURNED (10000),
 // LC_SQL_TIMEOUT_SECS (30), LC_SQL_MEMORY_MB (512), LC_SQL_THREADS (2), and
 // LC_CHARTS_MAX_ROWS_SCANNED (10000000) for the charts (whose other limits
 // are the query's), and LC_CHARTS_CACHE_MB (256; 0 turns it off), the memory
@@ -37,6 +37,7 @@ var sqlLimits = sync.OnceValues(func() (sqlquery.Limits, sqlquery.Limits) {
 	}
 	c := q
 	c.MaxRowsScanned = int64(envInt("LC_CHARTS_MAX_ROWS_SCANNED", sqlquery.DefaultChartsMaxRowsScanned))
+	c.Settings = map[string]string{"max_rows_scanned": "LC_CHARTS_MAX_ROWS_SCANNED"}
 	return q, c
 })
 

@@ -19,8 +19,8 @@ import (
 // sandboxed DuckDB database of its own (the same settings as a query's),
 // as two tables:
 //
-//	cb (id, reward, policy_version, us, len, addr)  every base row; len is num_output_tokens
-//	cc (id, us, len, addr)                          rows without num_output_tokens; len is the content length
+//	cb (id, reward, policy_version, us, arr, len, addr)  every base row; len is num_output_tokens of a response
+//	cc (id, us, len, addr)                               responses without num_output_tokens; len is the content length
 //
 // addr is the row's address in the base table (fragment id << 32 | offset).
 // It is valid for one base table: the version the store reads (or the
@@ -96,7 +96,7 @@ func baseUnmoved(ctx context.Context, bs baseStore, ident string) error {
 // DuckDB's own account of its memory (duckdb_memory(), in whole blocks): at
 // 1M rows of the charts-timing store 89 MB and 79 MB.
 const (
-	cbRowBytes = 16 + 8 + 16 + 8 + 8 + 2
+	cbRowBytes = 16 + 8 + 16 + 8 + 8 + 8 + 2
 	ccRowBytes = 16 + 8 + 8 + 1
 )
 
@@ -204,8 +204,8 @@ func combine(ctx context.Context, c *duckdb.Conn, q *query, bs baseStore, src ro
 		// their content is read for all of them (few, and in memory).
 		q.source = rollout.SourceWAL
 		if err := exec(ctx, c, `CREATE TEMP TABLE w AS SELECT id, `+rewardExpr+` AS reward, policy_version,
-			epoch_us(created_at) AS us, num_output_tokens::BIGINT AS len,
-			CASE WHEN num_output_tokens IS NULL THEN length(content)::BIGINT END AS clen FROM records`); err != nil {
+			epoch_us(created_at) AS us, `+arrivalExpr+` AS arr, `+lenExpr+` AS len,
+			CASE WHEN `+clenWhere+` THEN length(content)::BIGINT END AS clen FROM records`); err != nil {
 			return err
 		}
 		if err := baseUnmoved(ctx, bs, ident); err != nil {
@@ -218,7 +218,7 @@ func combine(ctx context.Context, c *duckdb.Conn, q *query, bs baseStore, src ro
 		pending = asInt(n[0][0])
 	}
 	if pending == 0 {
-		if err := exec(ctx, c, `CREATE TEMP VIEW base AS SELECT reward, policy_version, us, len FROM cb`); err != nil {
+		if err := exec(ctx, c, `CREATE TEMP VIEW base AS SELECT reward, policy_version, us, arr, len FROM cb`); err != nil {
 			return err
 		}
 		return exec(ctx, c, `CREATE TEMP VIEW clen AS SELECT us, len FROM cc`)
@@ -242,12 +242,12 @@ func combine(ctx context.Context, c *duckdb.Conn, q *query, bs baseStore, src ro
 	if asInt(n[0][1]) > 0 {
 		ccRows = "cc WHERE rowid NOT IN (SELECT r FROM supc)"
 	}
-	if err := exec(ctx, c, `CREATE TEMP VIEW base AS SELECT reward, policy_version, us, len FROM `+cbRows+`
-		UNION ALL SELECT reward, policy_version, us, len FROM w`); err != nil {
+	if err := exec(ctx, c, `CREATE TEMP VIEW base AS SELECT reward, policy_version, us, arr, len FROM `+cbRows+`
+		UNION ALL SELECT reward, policy_version, us, arr, len FROM w`); err != nil {
 		return err
 	}
 	return exec(ctx, c, `CREATE TEMP VIEW clen AS SELECT us, len FROM `+ccRows+`
-		UNION ALL SELECT us, clen FROM w WHERE len IS NULL`)
+		UNION ALL SELECT us, clen FROM w WHERE clen IS NOT NULL`)
 }
 
 // buildBase scans the base table into a new chart base, locked, and keeps
@@ -306,7 +306,7 @@ func (e *Engine) buildBase(ctx context.Context, store string, bs baseStore) (*ch
 // addresses; errBaseMoved when the base table changed meanwhile.
 func buildFromStore(ctx context.Context, c *duckdb.Conn, q *query, bs baseStore, ident string) error {
 	if err := exec(ctx, c, `CREATE TABLE cb AS SELECT id, `+rewardExpr+` AS reward, policy_version,
-		epoch_us(created_at) AS us, num_output_tokens::BIGINT AS len, NULL::UBIGINT AS addr FROM records`); err != nil {
+		epoch_us(created_at) AS us, `+arrivalExpr+` AS arr, `+lenExpr+` AS len, NULL::UBIGINT AS addr FROM records`); err != nil {
 		return err
 	}
 	nulls, err := all(ctx, c, `SELECT count(*) FILTER (WHERE len IS NULL) FROM cb`)
@@ -316,9 +316,9 @@ func buildFromStore(ctx context.Context, c *duckdb.Conn, q *query, bs baseStore,
 	if asInt(nulls[0][0]) == 0 {
 		err = exec(ctx, c, `CREATE TABLE cc (id VARCHAR, us BIGINT, len BIGINT, addr UBIGINT)`)
 	} else {
-		err = hinted(q, []hint{{Column: "num_output_tokens", Op: opIsNull}}, func() error {
+		err = hinted(q, clenHints, func() error {
 			return exec(ctx, c, `CREATE TABLE cc AS SELECT id, epoch_us(created_at) AS us, length(content)::BIGINT AS len,
-				NULL::UBIGINT AS addr FROM records WHERE num_output_tokens IS NULL`)
+				NULL::UBIGINT AS addr FROM records WHERE `+clenWhere)
 		})
 	}
 	if err != nil {

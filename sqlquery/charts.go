@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"time"
 
 	duckdb "github.com/duckdb/duckdb-go/v2"
@@ -73,6 +74,31 @@ func (e *Engine) Charts(ctx context.Context, store string, src rollout.Source) (
 // JSON cannot carry) count as no reward.
 const rewardExpr = "CASE WHEN isnan(reward) OR isinf(reward) THEN NULL ELSE reward::DOUBLE END"
 
+// The response length charts count responses only: rows of role assistant
+// (the default role). System and user prompts, tool results and grades
+// are not a policy's output, and their lengths (prompts are long) made
+// "response length" a mix of inputs and outputs.
+const (
+	respCond = "role = 'assistant'"
+	// lenExpr is a response's length in tokens; NULL for other rows.
+	lenExpr = "CASE WHEN " + respCond + " THEN num_output_tokens::BIGINT END"
+	// clenWhere selects the responses whose length is their content's.
+	clenWhere = "num_output_tokens IS NULL AND " + respCond
+)
+
+// clenHints are clenWhere as scan filters: a fragments scan reads content
+// for those rows alone.
+var clenHints = []hint{{Column: "num_output_tokens", Op: opIsNull}, {Column: rollout.ColRole, Op: "=", Str: "assistant", IsStr: true}}
+
+// arrivalExpr is when a row arrived, in µs since the epoch: the time in its
+// id when that is a UUIDv7 (the id the Go and Python clients, and the
+// server, give a record without one, at the time it is sent), else its
+// created_at. The ingest rate counts rows by it: created_at is the client's
+// claim of when the episode happened, which a backfill or a replay sets in
+// the past.
+const arrivalExpr = "CASE WHEN uuid_extract_version(TRY_CAST(id AS UUID)) = 7 " +
+	"THEN epoch_us(uuid_extract_timestamp(TRY_CAST(id AS UUID))) ELSE epoch_us(created_at) END"
+
 // scanInputs fills the temporary tables base and clen from one scan of the
 // store's chosen tier, and, when some rows lack num_output_tokens, a second
 // statement whose scan filter (num_output_tokens IS NULL) makes a
@@ -80,7 +106,7 @@ const rewardExpr = "CASE WHEN isnan(reward) OR isinf(reward) THEN NULL ELSE rewa
 // lateBase).
 func scanInputs(ctx context.Context, c *duckdb.Conn, q *query) error {
 	if err := exec(ctx, c, `CREATE TEMP TABLE base AS SELECT `+rewardExpr+` AS reward,
-		policy_version, epoch_us(created_at) AS us, num_output_tokens::BIGINT AS len FROM records`); err != nil {
+		policy_version, epoch_us(created_at) AS us, `+arrivalExpr+` AS arr, `+lenExpr+` AS len FROM records`); err != nil {
 		return err
 	}
 	nulls, err := all(ctx, c, `SELECT count(*) FILTER (WHERE len IS NULL) FROM base`)
@@ -90,9 +116,9 @@ func scanInputs(ctx context.Context, c *duckdb.Conn, q *query) error {
 	if asInt(nulls[0][0]) == 0 {
 		return exec(ctx, c, `CREATE TEMP TABLE clen (us BIGINT, len BIGINT)`)
 	}
-	return hinted(q, []hint{{Column: "num_output_tokens", Op: opIsNull}}, func() error {
+	return hinted(q, clenHints, func() error {
 		return exec(ctx, c, `CREATE TEMP TABLE clen AS SELECT epoch_us(created_at) AS us, length(content)::BIGINT AS len
-			FROM records WHERE num_output_tokens IS NULL`)
+			FROM records WHERE `+clenWhere)
 	})
 }
 
@@ -110,10 +136,12 @@ func hinted(q *query, hs []hint, fn func() error) error {
 }
 
 // aggregate computes the charts from the tables (or views) base (reward,
-// policy_version, us, len) and clen (us, len): every row's length is its
-// len in base or, when that is NULL, its len in clen.
+// policy_version, us, arr, len) and clen (us, len): a response's length is
+// its len in base or, when that is NULL, its len in clen; other rows have
+// none. The time series are by created_at (us), but for the ingest rate,
+// which is by arrival (arr).
 func aggregate(ctx context.Context, c *duckdb.Conn, ch *Charts) error {
-	summary, err := all(ctx, c, `SELECT (SELECT count(*) FROM clen), min(us), max(us), min(len), max(len) FROM base`)
+	summary, err := all(ctx, c, `SELECT (SELECT count(*) FROM clen), min(us), max(us), min(len), max(len), min(arr), max(arr) FROM base`)
 	if err != nil {
 		return err
 	}
@@ -121,31 +149,29 @@ func aggregate(ctx context.Context, c *duckdb.Conn, ch *Charts) error {
 	if asInt(summary[0][0]) > 0 {
 		lenSrc, clen = "SELECT us, len FROM base WHERE len IS NOT NULL UNION ALL SELECT us, len FROM clen", true
 	}
-	width := bucketWidths[len(bucketWidths)-1]
-	if summary[0][1] != nil {
-		span := (asInt(summary[0][2]) - asInt(summary[0][1])) / 1e6
-		for _, w := range bucketWidths {
-			if span/w < maxBuckets {
-				width = w
-				break
-			}
-		}
-	}
-	ch.BucketSeconds = width
+	// The created_at series and the arrival series each get the width
+	// their span needs: a backfill of old episodes spans years of
+	// created_at and minutes of arrival.
+	width, ingestWidth := bucketWidth(summary[0][1], summary[0][2]), bucketWidth(summary[0][5], summary[0][6])
+	ch.BucketSeconds, ch.IngestBucketSeconds = width, ingestWidth
 	bucket := fmt.Sprintf("(us // %d) * %d", width*1_000_000, width)
 	bucketTime := func(v any) string { return time.Unix(asInt(v), 0).UTC().Format(time.RFC3339) }
 
 	// One quantile aggregate with a list of fractions sorts each group once.
-	rows, err := all(ctx, c, `SELECT policy_version, avg(reward), quantile_cont(reward, [0.1, 0.9]), count(*)
-		FROM base WHERE reward IS NOT NULL AND policy_version IS NOT NULL
-		GROUP BY 1 ORDER BY TRY_CAST(policy_version AS DOUBLE) NULLS LAST, policy_version`)
+	rows, err := all(ctx, c, `SELECT policy_version, avg(reward), quantile_cont(reward, [0.1, 0.9]), count(*), min(arr)
+		FROM base WHERE reward IS NOT NULL AND policy_version IS NOT NULL GROUP BY 1`)
 	if err != nil {
 		return err
 	}
 	for _, r := range rows {
-		ch.RewardByPolicyVersion = append(ch.RewardByPolicyVersion, api.PolicyPoint{
-			PolicyVersion: r[0].(string), Mean: asFloat(r[1]), P10: nth(r[2], 0), P90: nth(r[2], 1), Count: asInt(r[3])})
+		p := api.PolicyPoint{PolicyVersion: r[0].(string), Mean: asFloat(r[1]), P10: nth(r[2], 0), P90: nth(r[2], 1), Count: asInt(r[3])}
+		if r[4] != nil {
+			p.FirstSeen = time.UnixMicro(asInt(r[4])).UTC().Format(time.RFC3339Nano)
+		}
+		ch.RewardByPolicyVersion = append(ch.RewardByPolicyVersion, p)
 	}
+	// Natural order: step-2 before step-10 (SQL's order put step-10 first).
+	slices.SortFunc(ch.RewardByPolicyVersion, func(a, b api.PolicyPoint) int { return NaturalCompare(a.PolicyVersion, b.PolicyVersion) })
 
 	// One pass over the time buckets gives the reward band, the ingest rate
 	// and, when every length is in base, the length trend. Aggregates skip
@@ -159,9 +185,15 @@ func aggregate(ctx context.Context, c *duckdb.Conn, ch *Charts) error {
 	if err != nil {
 		return err
 	}
+	arrivals, err := all(ctx, c, `SELECT `+fmt.Sprintf("(arr // %d) * %d", ingestWidth*1_000_000, ingestWidth)+` AS t, count(*) FROM base WHERE arr IS NOT NULL GROUP BY 1 ORDER BY 1`)
+	if err != nil {
+		return err
+	}
+	for _, r := range arrivals {
+		ch.IngestRate = append(ch.IngestRate, api.RatePoint{T: bucketTime(r[0]), Rows: asInt(r[1])})
+	}
 	for _, r := range rows {
 		t := bucketTime(r[0])
-		ch.IngestRate = append(ch.IngestRate, api.RatePoint{T: t, Rows: asInt(r[1])})
 		if n := asInt(r[2]); n > 0 {
 			ch.RewardOverTime = append(ch.RewardOverTime, api.TimePoint{T: t, Mean: asFloat(r[3]), P10: nth(r[4], 0), P90: nth(r[4], 1), Count: n})
 		}
@@ -203,6 +235,21 @@ func aggregate(ctx context.Context, c *duckdb.Conn, ch *Charts) error {
 		ch.LengthOverTime = append(ch.LengthOverTime, api.LengthPoint{T: bucketTime(r[0]), Mean: asFloat(r[1]), P50: nth(r[2], 0), P90: nth(r[2], 1)})
 	}
 	return nil
+}
+
+// bucketWidth is the smallest of bucketWidths giving at most maxBuckets
+// buckets between lo and hi (µs; nil when there are no rows).
+func bucketWidth(lo, hi any) int64 {
+	if lo == nil || hi == nil {
+		return bucketWidths[len(bucketWidths)-1]
+	}
+	span := (asInt(hi) - asInt(lo)) / 1e6
+	for _, w := range bucketWidths {
+		if span/w < maxBuckets {
+			return w
+		}
+	}
+	return bucketWidths[len(bucketWidths)-1]
 }
 
 func exec(ctx context.Context, c *duckdb.Conn, sql string) error {

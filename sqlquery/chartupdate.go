@@ -21,7 +21,7 @@ import (
 )
 
 // chartCols are the base table columns a chart base reads.
-var chartCols = []string{rollout.ColID, "reward", "policy_version", rollout.ColCreatedAt, "num_output_tokens", "content"}
+var chartCols = []string{rollout.ColID, "reward", "policy_version", rollout.ColCreatedAt, "num_output_tokens", "content", rollout.ColRole}
 
 // directScan is what baseFunc reads: fragments of one base table version
 // (frags; nil: every fragment), each row with its address, read from the
@@ -83,6 +83,7 @@ func (s *scanSource) scanDirect() error {
 		opts.Columns = cols
 		return ds.d.Scan(ctx, opts, func(b arrow.RecordBatch) error {
 			ds.note(b)
+			s.read(b.NumRows())
 			if err := s.count(b.NumRows()); err != nil {
 				return err
 			}
@@ -94,10 +95,12 @@ func (s *scanSource) scanDirect() error {
 		Fragments: ds.frags, WithRowAddr: true,
 		Keep: func(b arrow.RecordBatch) ([]int, error) {
 			ds.note(b)
-			if err := s.count(b.NumRows()); err != nil {
+			s.read(b.NumRows())
+			out := keptRows(s.hints, filter, b)
+			if err := s.count(int64(len(out))); err != nil {
 				return nil, err
 			}
-			return keptRows(s.hints, filter, b), nil
+			return out, nil
 		},
 	}, func(b arrow.RecordBatch) error {
 		return s.push(scanBatch{rec: b})
@@ -339,12 +342,12 @@ func fillBase(ctx context.Context, c *duckdb.Conn, q *query, store, verb string)
 		as = " AS "
 	}
 	if err := exec(ctx, c, verb+` cb`+as+`SELECT id, `+rewardExpr+` AS reward, policy_version,
-		epoch_us(created_at) AS us, num_output_tokens::BIGINT AS len, `+table.RowAddrColumn+` AS addr FROM `+src); err != nil {
+		epoch_us(created_at) AS us, `+arrivalExpr+` AS arr, `+lenExpr+` AS len, `+table.RowAddrColumn+` AS addr FROM `+src); err != nil {
 		return err
 	}
-	return hinted(q, []hint{{Column: "num_output_tokens", Op: opIsNull}}, func() error {
+	return hinted(q, clenHints, func() error {
 		return exec(ctx, c, verb+` cc`+as+`SELECT id, epoch_us(created_at) AS us, length(content)::BIGINT AS len,
-			`+table.RowAddrColumn+` AS addr FROM `+src+` WHERE num_output_tokens IS NULL`)
+			`+table.RowAddrColumn+` AS addr FROM `+src+` WHERE `+clenWhere)
 	})
 }
 

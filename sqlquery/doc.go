@@ -62,16 +62,23 @@
 //
 // # Limits
 //
-// Each is configurable (Limits) and named in the LimitError it raises:
+// Each is configurable (Limits) and named in the LimitError it raises,
+// with the setting that raises it (Limits.Settings; the master's LC_SQL_*
+// variables by default):
 //
-//	max_rows_scanned   200,000 rows read from stores by one query (all scans)
+//	max_rows_scanned   100,000,000 rows the scans of one query hand to DuckDB
 //	max_rows_returned  10,000 result rows (Request.MaxRows truncates instead)
 //	max_query_time     30 s, planning included; the query is interrupted
 //	max_memory         512 MB, DuckDB's memory_limit; no spilling to disk
 //
-// The scan and result bounds are those of a browser console; the master
-// reads them from LC_SQL_* variables and gives the charts a larger scan
-// bound.
+// Rows scanned are the rows a scan delivers after its index lookup and scan
+// filters, not the rows of the store: WHERE rollout_id = 'r5' on a store of
+// millions of rows reads the rollout's rows through the base table's BTree
+// index (indexscan.go) and counts those. Rows a statement generates itself
+// (range, generate_series) count too: a plan whose generated source DuckDB
+// expects to exceed the bound is refused before it runs (generated.go).
+// The result bound is a browser console's; the master gives the charts
+// their own scan bound (LC_CHARTS_MAX_ROWS_SCANNED).
 //
 // # Charts
 //

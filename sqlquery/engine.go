@@ -197,6 +197,9 @@ func run(ctx context.Context, c *duckdb.Conn, q *query, req Request, lim Limits,
 		return err
 	}
 	defer stmt.Close()
+	if err := checkGenerated(ctx, c, q, req.SQL); err != nil {
+		return err
+	}
 	rows, err := stmt.QueryContext(ctx, nil)
 	if err != nil {
 		return err
@@ -228,8 +231,8 @@ func run(ctx context.Context, c *duckdb.Conn, q *query, req Request, lim Limits,
 				res.Truncated = true
 				return nil
 			}
-			return &LimitError{Limit: "max_rows_returned", Value: fmt.Sprint(lim.MaxRowsReturned),
-				Hint: "add a LIMIT or an aggregate, or pass max_rows to get the first rows"}
+			return lim.exceeded("max_rows_returned", fmt.Sprint(lim.MaxRowsReturned),
+				"add a LIMIT or an aggregate, or pass max_rows to get the first rows")
 		}
 		out := make([]any, len(row))
 		for i, v := range row {
@@ -365,7 +368,7 @@ func (q *query) classify(parent, qctx context.Context, err error) error {
 		return first
 	}
 	if parent.Err() == nil && errors.Is(qctx.Err(), context.DeadlineExceeded) {
-		return &LimitError{Limit: "max_query_time", Value: q.limits.MaxTime.String(), Hint: "narrow the query (fewer rows or columns) or raise the limit"}
+		return q.limits.exceeded("max_query_time", q.limits.MaxTime.String(), "narrow the query (fewer rows or columns) or raise the limit")
 	}
 	if perr := parent.Err(); perr != nil {
 		return perr
@@ -377,9 +380,9 @@ func (q *query) classify(parent, qctx context.Context, err error) error {
 	if errors.As(err, &de) {
 		switch de.Type {
 		case duckdb.ErrorTypeOutOfMemory:
-			return &LimitError{Limit: "max_memory", Value: fmt.Sprintf("%dMB", q.limits.MaxMemoryMB), Hint: "aggregate more, select fewer columns, or raise the limit"}
+			return q.limits.exceeded("max_memory", fmt.Sprintf("%dMB", q.limits.MaxMemoryMB), "aggregate more, select fewer columns, or raise the limit")
 		case duckdb.ErrorTypeInterrupt:
-			return &LimitError{Limit: "max_query_time", Value: q.limits.MaxTime.String(), Hint: "narrow the query or raise the limit"}
+			return q.limits.exceeded("max_query_time", q.limits.MaxTime.String(), "narrow the query or raise the limit")
 		case duckdb.ErrorTypeFatal, duckdb.ErrorTypeInternal:
 			return fmt.Errorf("sqlquery: engine failure: %w", err)
 		}

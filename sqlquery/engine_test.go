@@ -291,14 +291,15 @@ func TestLimits(t *testing.T) {
 		if !errors.As(err, &le) || le.Limit != limit {
 			t.Fatalf("%s: got %v, want %s", sql, err, limit)
 		}
-		if !strings.Contains(err.Error(), limit+"=") {
-			t.Fatalf("message %q does not name the limit", err)
+		if !strings.Contains(err.Error(), limit+"=") || !strings.Contains(err.Error(), "LC_SQL_") {
+			t.Fatalf("message %q does not name the limit and its setting", err)
 		}
 	}
 	check("SELECT count(*) FROM records", "exp", "max_rows_scanned")
 	check("SELECT * FROM range(11)", "small", "max_rows_returned")
-	check("SELECT count(*) FROM range(1000000000000) a", "small", "max_query_time")
-	check("SELECT list(repeat('x', 1000) || i::VARCHAR) FROM range(10000000) t(i)", "small", "max_memory")
+	// Six generated sources within the scan bound, whose product runs on.
+	check("SELECT count(*) FROM range(90) a, range(90) b, range(90) c, range(90) d, range(90) e, range(90) f", "small", "max_query_time")
+	check("SELECT list(repeat('x', 100000) || i::VARCHAR) FROM range(90) t(i), range(90) u(j)", "small", "max_memory")
 
 	// Under the limits, and with max_rows a truncation, not an error.
 	res, err := f.eng.Query(context.Background(), Request{Store: "small", SQL: "SELECT * FROM range(11)", MaxRows: 5})
@@ -725,5 +726,103 @@ func TestTopNBoundKeepsResults(t *testing.T) {
 		if bounded := st.late && st.RowsKept < unlimited.Scans[0].RowsKept; bounded != tc.bounded {
 			t.Fatalf("%s: bounded %v (late %v, kept %d of %d, without LIMIT %d)", tc.sql, bounded, st.late, st.RowsKept, st.Rows, unlimited.Scans[0].RowsKept)
 		}
+	}
+}
+
+// Regression: rows a query generates (range, generate_series) were never
+// counted, so SELECT count(*) FROM range(100000000000) ran on every engine
+// thread until the time limit. It is refused at planning, naming the
+// limit and its setting.
+func TestRegression_GeneratedRowsRefusedBeforeRunning(t *testing.T) {
+	f := newFixture(t, Limits{})
+	f.store(t, "small", 8, true)
+	for _, sql := range []string{
+		"SELECT count(*) FROM range(100000000000)",
+		"SELECT sum(generate_series) FROM generate_series(1, 100000000000)",
+		"EXPLAIN ANALYZE SELECT count(*) FROM range(100000000000)",
+		"WITH r AS (SELECT * FROM range(100000000000)) SELECT count(*) FROM r JOIN records ON true",
+	} {
+		start := time.Now()
+		_, err := f.eng.Query(context.Background(), Request{Store: "small", SQL: sql})
+		var le *LimitError
+		if !errors.As(err, &le) || le.Limit != "max_rows_scanned" || !strings.Contains(err.Error(), "LC_SQL_MAX_ROWS_SCANNED") {
+			t.Fatalf("%s: got %v, want max_rows_scanned naming LC_SQL_MAX_ROWS_SCANNED", sql, err)
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Fatalf("%s: refused after %v", sql, d)
+		}
+	}
+	// Generated rows under the bound run, and store scans still count as
+	// they run.
+	res := f.query(t, "small", "SELECT count(*) FROM range(1000000) JOIN records ON true", "")
+	if res.Rows[0][0] != int64(8_000_000) || res.RowsScanned != 8 {
+		t.Fatalf("count %v, scanned %d", res.Rows, res.RowsScanned)
+	}
+}
+
+// Regression: on a 250k-row store a filter on an indexed column was refused
+// with max_rows_scanned=200000: every row of the store counted as scanned,
+// though only the rows of one rollout reach the engine. Rows scanned are
+// now the rows the scans deliver after the index lookup and scan filters,
+// and the filter reads through the BTree index.
+func TestRegression_IndexedFilterUnderScanLimit(t *testing.T) {
+	const n = 250_000
+	f := newFixture(t, Limits{MaxRowsScanned: 200_000})
+	ctx := context.Background()
+	s, err := f.cat.Create(ctx, "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := make([]rollout.Record, 0, 50_000)
+	for i := 0; i < n; i++ {
+		recs = append(recs, rollout.Record{ID: fmt.Sprintf("id-%06d", i), RolloutID: fmt.Sprintf("r%d", i%1000), Role: "assistant", Reward: ptr(float32(i % 7))})
+		if len(recs) == cap(recs) {
+			if _, err := s.Append(ctx, recs); err != nil {
+				t.Fatal(err)
+			}
+			recs = recs[:0]
+		}
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Merge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Index(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res := f.query(t, "big", "SELECT count(*), sum(reward) FROM records WHERE rollout_id = 'r5'", "")
+	var want float64
+	for i := 5; i < n; i += 1000 {
+		want += float64(i % 7)
+	}
+	if res.Rows[0][0] != int64(n/1000) || res.Rows[0][1] != want {
+		t.Fatalf("rollout r5: %v, want %d rows summing %v", res.Rows, n/1000, want)
+	}
+	if res.RowsScanned != n/1000 || len(res.Scans) != 1 || res.Scans[0].Rows != n/1000 {
+		t.Fatalf("rows scanned %d, scans %+v: want the %d rows of the index's answer", res.RowsScanned, res.Scans, n/1000)
+	}
+	// The same answer with all (nothing pending: the base alone).
+	if all := f.query(t, "big", "SELECT count(*) FROM records WHERE rollout_id = 'r5'", rollout.SourceAll); all.Rows[0][0] != int64(n/1000) || all.RowsScanned != n/1000 {
+		t.Fatalf("all: %v, scanned %d", all.Rows, all.RowsScanned)
+	}
+	// A filter on a column without an index reads every row but counts
+	// only the rows it keeps.
+	res = f.query(t, "big", "SELECT count(*) FROM records WHERE reward > 2.5 AND reward < 3.5", "")
+	if res.Rows[0][0] != int64(n/7) || res.RowsScanned != int64(n/7) || res.Scans[0].Rows != n {
+		t.Fatalf("reward 3: %v, scanned %d, read %d", res.Rows, res.RowsScanned, res.Scans[0].Rows)
+	}
+	// A whole-store aggregate past the limit is still refused, naming it.
+	_, err = f.eng.Query(ctx, Request{Store: "big", SQL: "SELECT count(*) FROM records"})
+	var le *LimitError
+	if !errors.As(err, &le) || le.Limit != "max_rows_scanned" || !strings.Contains(err.Error(), "LC_SQL_MAX_ROWS_SCANNED") {
+		t.Fatalf("count(*): %v", err)
+	}
+	// Under the default limits it runs.
+	eng := New(FromCatalog(f.cat), Limits{})
+	res, err = eng.Query(ctx, Request{Store: "big", SQL: "SELECT count(*) FROM records"})
+	if err != nil || res.Rows[0][0] != int64(n) {
+		t.Fatalf("default limits: %v %v", res, err)
 	}
 }

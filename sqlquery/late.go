@@ -26,24 +26,6 @@ func (s *scanSource) lateBase() (*table.Dataset, []string) {
 	if len(s.hints) == 0 && s.top == nil {
 		return nil, nil
 	}
-	// all is the base table alone when no generation is pending: checked
-	// on the statistics read at bind, whose base version the base opened
-	// below must match (a merge since then falls back).
-	var wantVersion uint64
-	switch s.source {
-	case rollout.SourceFragments, "":
-	case rollout.SourceAll:
-		if s.stats == nil || s.stats.PendingGenerations != 0 {
-			return nil, nil
-		}
-		wantVersion = s.stats.Version
-	default:
-		return nil, nil
-	}
-	bs, ok := s.table.(baseStore)
-	if !ok {
-		return nil, nil
-	}
 	var filter []string
 	for _, h := range s.hints {
 		if slices.Contains(s.projected, h.Column) && !slices.Contains(filter, h.Column) {
@@ -56,6 +38,37 @@ func (s *scanSource) lateBase() (*table.Dataset, []string) {
 	if len(filter) == 0 || len(filter) == len(s.projected) {
 		return nil, nil
 	}
+	d := s.plainBase()
+	if d == nil {
+		return nil, nil
+	}
+	return d, filter
+}
+
+// plainBase returns the base table the store's own scan would read, when
+// the scan may read it directly: a fragments scan, or an all scan of a
+// store with no pending generation, of a base table holding every
+// projected column in the scan's type (an older or reference table reads
+// through the store's own scan, which converts). nil otherwise.
+func (s *scanSource) plainBase() *table.Dataset {
+	// all is the base table alone when no generation is pending: checked
+	// on the statistics read at bind, whose base version the base opened
+	// below must match (a merge since then falls back).
+	var wantVersion uint64
+	switch s.source {
+	case rollout.SourceFragments, "":
+	case rollout.SourceAll:
+		if s.stats == nil || s.stats.PendingGenerations != 0 {
+			return nil
+		}
+		wantVersion = s.stats.Version
+	default:
+		return nil
+	}
+	bs, ok := s.table.(baseStore)
+	if !ok {
+		return nil
+	}
 	var (
 		d   *table.Dataset
 		err error
@@ -66,22 +79,22 @@ func (s *scanSource) lateBase() (*table.Dataset, []string) {
 		d, err = table.Open(s.q.ctx, bs.Root())
 	}
 	if err != nil || (wantVersion != 0 && d.Version() != wantVersion) {
-		return nil, nil // the store's own scan reports an error
+		return nil // the store's own scan reports an error
 	}
 	for i, name := range s.projected {
 		f := d.Schema().Field(name)
 		if f == nil {
-			return nil, nil
+			return nil
 		}
 		t := f.ArrowField().Type
 		if dt, ok := t.(*arrow.DictionaryType); ok {
 			t = dt.ValueType // read plain
 		}
 		if !arrow.TypeEqual(t, scanColumns[s.proj[i]].Type) {
-			return nil, nil
+			return nil
 		}
 	}
-	return d, filter
+	return d
 }
 
 // scanLate streams the base table's rows the hints keep, and of those the
@@ -95,12 +108,13 @@ func (s *scanSource) scanLate(d *table.Dataset, filter []string) error {
 	return d.ScanLate(s.q.ctx, table.LateScan{
 		Filter: filter, Columns: s.projected, BatchRows: 32 << 10, PlainDictionaries: true,
 		Keep: func(b arrow.RecordBatch) ([]int, error) {
-			if err := s.count(b.NumRows()); err != nil {
-				return nil, err
-			}
+			s.read(b.NumRows())
 			out := keptRows(s.hints, filter, b)
 			if bound != nil {
 				out = bound.prune(s.hints, filter, b, out)
+			}
+			if err := s.count(int64(len(out))); err != nil {
+				return nil, err
 			}
 			return out, nil
 		},

@@ -159,6 +159,7 @@ type scanSource struct {
 	projected []string // columns read, learnt on the first FillChunk
 	proj      []int    // their positions in scanColumns
 	late      bool     // set before done closes: the scan materialized late
+	indexed   bool     // set before done closes: the scan read through a BTree index
 	rows      atomic.Int64
 	kept      atomic.Int64
 	batches   chan scanBatch
@@ -242,15 +243,20 @@ func (s *scanSource) start(chunk duckdb.DataChunk) {
 		var err error
 		if s.direct != nil {
 			err = s.scanDirect()
+		} else if base, eqs := s.indexBase(); base != nil {
+			s.indexed = true
+			err = s.scanIndexed(base, eqs)
 		} else if base, filter := s.lateBase(); base != nil {
 			s.late = true
 			err = s.scanLate(base, filter)
 		} else {
 			err = s.table.Scan(s.q.ctx, rollout.ScanOptions{Source: s.source, Columns: cols}, func(b arrow.RecordBatch) error {
-				if err := s.count(b.NumRows()); err != nil {
+				s.read(b.NumRows())
+				sb := scanBatch{rec: b, sel: selection(s.hints, s.projected, b)}
+				if err := s.count(int64(sb.len())); err != nil {
 					return err
 				}
-				return s.push(scanBatch{rec: b, sel: selection(s.hints, s.projected, b)})
+				return s.push(sb)
 			})
 		}
 		if err != nil {
@@ -260,12 +266,17 @@ func (s *scanSource) start(chunk duckdb.DataChunk) {
 	}()
 }
 
-// count adds n rows read from storage, failing past max_rows_scanned.
+// read notes n rows read from storage (ScanStat.Rows).
+func (s *scanSource) read(n int64) { s.rows.Add(n) }
+
+// count adds n rows the scan hands to DuckDB (after index lookups and scan
+// filters), failing past max_rows_scanned. Rows an index never pointed at,
+// or a scan filter dropped, cost no engine work and do not count: a
+// selective filter on a large store is not refused for the store's size.
 func (s *scanSource) count(n int64) error {
-	s.rows.Add(n)
 	if total := s.q.scanned.Add(n); total > s.q.limits.MaxRowsScanned {
-		return s.q.fail(&LimitError{Limit: "max_rows_scanned", Value: fmt.Sprint(s.q.limits.MaxRowsScanned),
-			Hint: "query a smaller store or source, or raise the limit"})
+		return s.q.fail(s.q.limits.exceeded("max_rows_scanned", fmt.Sprint(s.q.limits.MaxRowsScanned),
+			"filter on an indexed column (id, rollout_id, ...) or a smaller source, aggregate in fewer queries, or raise the limit"))
 	}
 	return nil
 }

@@ -40,11 +40,36 @@ type Limits struct {
 	MaxTime         time.Duration // wall time, planning included
 	MaxMemoryMB     int           // DuckDB memory_limit
 	Threads         int           // DuckDB threads
+	// Settings names, per limit (max_rows_scanned, ...), the setting that
+	// raises it, for the LimitError's message; DefaultSettings fills the
+	// ones missing.
+	Settings map[string]string
 }
 
-// Defaults of Limits: the scan and result bounds of a browser console.
+// DefaultSettings are the environment variables a master reads the query
+// limits from (see `lance-context master --help`).
+var DefaultSettings = map[string]string{
+	"max_rows_scanned":  "LC_SQL_MAX_ROWS_SCANNED",
+	"max_rows_returned": "LC_SQL_MAX_ROWS_RETURNED",
+	"max_query_time":    "LC_SQL_TIMEOUT_SECS",
+	"max_memory":        "LC_SQL_MEMORY_MB",
+}
+
+// exceeded is the LimitError of limit at value, naming its setting.
+func (l Limits) exceeded(limit, value, hint string) *LimitError {
+	setting := l.Settings[limit]
+	if setting == "" {
+		setting = DefaultSettings[limit]
+	}
+	return &LimitError{Limit: limit, Value: value, Setting: setting, Hint: hint}
+}
+
+// Defaults of Limits. Rows scanned are the rows the scans hand to DuckDB
+// after index lookups and scan filters: the default lets an aggregate over
+// a store of tens of millions of rows run, bounded by the time and memory
+// limits; the result bound is a browser console's.
 const (
-	DefaultMaxRowsScanned  = 200_000
+	DefaultMaxRowsScanned  = 100_000_000
 	DefaultMaxRowsReturned = 10_000
 	DefaultMaxTime         = 30 * time.Second
 	DefaultMaxMemoryMB     = 512
@@ -66,6 +91,9 @@ func (l Limits) withDefaults(d Limits) Limits {
 	}
 	if l.Threads <= 0 {
 		l.Threads = d.Threads
+	}
+	if l.Settings == nil {
+		l.Settings = d.Settings
 	}
 	return l
 }
@@ -159,13 +187,17 @@ var ErrInvalid = errors.New("invalid query")
 
 // LimitError is a query stopped by one of its limits.
 type LimitError struct {
-	Limit string // max_rows_scanned, max_rows_returned, max_query_time, max_memory
-	Value string
-	Hint  string
+	Limit   string // max_rows_scanned, max_rows_returned, max_query_time, max_memory
+	Value   string
+	Setting string // the setting that raises it (LC_SQL_MAX_ROWS_SCANNED, ...), or ""
+	Hint    string
 }
 
 func (e *LimitError) Error() string {
-	return fmt.Sprintf("query exceeded %s=%s; %s", e.Limit, e.Value, e.Hint)
+	if e.Setting == "" {
+		return fmt.Sprintf("query exceeded %s=%s; %s", e.Limit, e.Value, e.Hint)
+	}
+	return fmt.Sprintf("query exceeded %s=%s (set by %s); %s", e.Limit, e.Value, e.Setting, e.Hint)
 }
 
 func invalidf(format string, args ...any) error {
