@@ -23,7 +23,18 @@ func explainRecordsError(body []byte, cause error) error {
 	// of distinct keys would cost a map of them on this error path.
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return cause // not one JSON object: the decoder's words say where
+		if err == nil {
+			// A JSON value other than an object: the decoder's words
+			// name Go types ("cannot unmarshal array into Go value of
+			// type struct { Records ... }").
+			hint := ""
+			if t == json.Delim('[') {
+				hint = `: wrap the array as {"records": [...]}`
+			}
+			return httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest,
+				`invalid JSON body: send one object {"records": [...]}, got %s%s`, kindOf(bytes.TrimSpace(body)), hint)
+		}
+		return cause // not JSON: the decoder's words say where
 	}
 	var records json.RawMessage
 	for dec.More() {
@@ -96,11 +107,62 @@ func fieldMessage(err error, record json.RawMessage) string {
 		if json.Unmarshal(record, &m) == nil {
 			if raw, ok := m[topField(field)]; ok {
 				given = kindOf(raw)
+				// An element of an array field: name the element, not the
+				// array ("output_tokens[0] ... got the string "a"", not
+				// "... got an array").
+				if field == topField(field) && te.Type.Kind() != reflect.Slice {
+					if i, elem, ok := badElement(raw, te.Type); ok {
+						field, given = fmt.Sprintf("%s[%d]", field, i), kindOf(elem)
+						raw = elem
+					}
+				}
+				if msg, ok := outOfRange(field, raw, te.Type); ok {
+					return msg
+				}
 			}
 		}
 		return fmt.Sprintf("field %q must be %s, got %s", field, expected(te.Type), given)
 	}
 	return syntaxMessage(err)
+}
+
+// badElement returns the first element of the JSON array raw that does
+// not decode as t, and its index.
+func badElement(raw json.RawMessage, t reflect.Type) (int, json.RawMessage, bool) {
+	var elems []json.RawMessage
+	if json.Unmarshal(raw, &elems) != nil {
+		return 0, nil, false
+	}
+	for i, e := range elems {
+		if json.Unmarshal(e, reflect.New(t).Interface()) != nil {
+			return i, e, true
+		}
+	}
+	return 0, nil, false
+}
+
+// outOfRange words a number too large for its field's type: reward 1e40
+// is a number, and "must be a number, got the number 1e40" said nothing.
+func outOfRange(field string, raw json.RawMessage, t reflect.Type) (string, bool) {
+	var f float64
+	if json.Unmarshal(raw, &f) != nil {
+		return "", false // not a number, or beyond even a float64
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Float32:
+		return fmt.Sprintf("field %q is %s, outside the range of a float32 (magnitude at most 3.4e38)", field, string(raw)), true
+	case reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		bits := t.Bits()
+		lo, hi := int64(-1)<<(bits-1), int64(1)<<(bits-1)-1
+		if f != float64(int64(f)) {
+			return fmt.Sprintf("field %q must be a whole number, got %s", field, string(raw)), true
+		}
+		return fmt.Sprintf("field %q is %s, outside the range of an %s (%d to %d)", field, string(raw), t.Kind(), lo, hi), true
+	}
+	return "", false
 }
 
 // topField is the record field a nested path (relationships.0.weight)
