@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -145,27 +146,34 @@ func ListQuery(r *http.Request, maxLimit int, defaultSource rollout.Source) (rol
 			return o, err
 		}
 	}
+	o.Filters, err = QueryFilters(q, "source", "limit", "offset", "cursor")
+	return o, err
+}
+
+// QueryFilters reads a request's filters: query parameters of their own
+// (rollout_id=r1), or one JSON object (filters={"rollout_id":"r1"}, the
+// reference's form), or both when they name different columns. Parameters
+// named in reserved are the route's own.
+func QueryFilters(q url.Values, reserved ...string) ([]rollout.Filter, error) {
 	filters := map[string]string{}
 	if v := q.Get("filters"); v != "" {
 		if err := jsonFilters(v, filters); err != nil {
-			return o, err
+			return nil, err
 		}
 	}
 	for k, vs := range q {
-		switch k {
-		case "source", "limit", "offset", "cursor", "filters":
+		if k == "filters" || slices.Contains(reserved, k) {
 			continue
 		}
 		if len(vs) != 1 {
-			return o, Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "filter %q given %d times; give it once", k, len(vs))
+			return nil, Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "filter %q given %d times; give it once", k, len(vs))
 		}
 		if _, dup := filters[k]; dup {
-			return o, Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "filter %q given both as a parameter and in filters=; give it once", k)
+			return nil, Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "filter %q given both as a parameter and in filters=; give it once", k)
 		}
 		filters[k] = vs[0]
 	}
-	o.Filters, err = rollout.ParseFilters(filters)
-	return o, err
+	return rollout.ParseFilters(filters)
 }
 
 // jsonFilters reads filters={"column": value, ...}: strings for text

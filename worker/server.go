@@ -137,6 +137,11 @@ func (s *Server) Mount(r chi.Router) {
 			r.Post("/snapshots/{snapshot}/renew", s.renewSnapshot)
 			r.Delete("/snapshots/{snapshot}", s.releaseSnapshot)
 			r.Get("/export", s.export) // export.go
+			r.Get("/feed", s.feed)     // feed.go
+			r.Post("/feed/commit", s.commitFeed)
+			r.Get("/feed/groups", s.feedGroups)
+			r.Get("/feed/groups/{group}", s.feedGroup)
+			r.Delete("/feed/groups/{group}", s.deleteFeedGroup)
 		})
 	})
 }
