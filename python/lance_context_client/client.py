@@ -504,7 +504,8 @@ class Client:
 
         source: "all", "fragments" or "wal"; columns: the columns to export
         (all when None); filters: equality filters as list takes them;
-        params: further query parameters as they are. Retried from the start
+        params: further query parameters as they are (snapshot="tag" or a
+        version number: the store as it was then). Retried from the start
         on 502/503/504 and connection errors (a file object only until its
         first byte).
         """

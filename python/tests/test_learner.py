@@ -17,6 +17,7 @@ import unittest
 
 from _support import Stub, StubCase, envelope, live_client, require_live, route_or_skip, unique
 from feedstub import FeedStub
+from test_query import ipc_messages
 
 from lance_context_client import (
     AsyncClient, Client, FeedBatch, InvalidRequestError, LanceContextError, NotFoundError,
@@ -414,17 +415,34 @@ class LiveLearnerTest(unittest.TestCase):
     # -- export and snapshots ------------------------------------------------------
 
     def test_export_arrow_stream(self):
-        st, _ = self.store_with(20)
+        st = self.lc.connect_or_create(unique("py-export"))
+        st.add([{"rollout_id": f"r{i}", "content": f"row-{i:03d}", "role": "assistant" if i % 2 else "user"}
+                for i in range(20)], flush=True)
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "rows.arrow")
             with route_or_skip(self):
                 n = st.export(path, source="all", columns=["id", "content"], filters={"role": "assistant"})
             with open(path, "rb") as f:
                 data = f.read()
+            self.assertEqual(os.listdir(d), ["rows.arrow"])
         self.assertEqual(n, len(data))
-        self.assertEqual(data[:4], b"\xff\xff\xff\xff", "an Arrow IPC stream")
-        self.assertEqual(data[-8:], b"\xff\xff\xff\xff\x00\x00\x00\x00", "ends with the end-of-stream marker")
-        self.assertIn(b"content", data)
+        msgs = ipc_messages(data)  # checks the framing, to the end-of-stream marker
+        schema = msgs[0][0]
+        self.assertIn(b"content", schema)
+        self.assertNotIn(b"rollout_id", schema, "only the columns asked for")
+        body = b"".join(m[1] for m in msgs[1:])
+        for i in range(20):
+            self.assertEqual(f"row-{i:03d}".encode() in body, bool(i % 2), i)
+        # A tagged version: what the store held then, not what came after.
+        st.merge()
+        st.create_tag("t0")
+        st.add([{"rollout_id": "later", "content": "row-later"}], flush=True)
+        with tempfile.TemporaryFile() as f:
+            st.export(f, columns=["content"], snapshot="t0")
+            f.seek(0)
+            tagged = f.read()
+        self.assertIn(b"row-001", tagged)
+        self.assertNotIn(b"row-later", tagged)
 
     def test_snapshot_lifecycle(self):
         st, _ = self.store_with(5)
