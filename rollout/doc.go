@@ -12,6 +12,7 @@
 //	  _refs/tags/{tag}.json                  Lance's tags (lance/table): cleanup keeps their versions
 //	  _lc_leases/{id}.json                   a lease: {"id","version","expires_at","holder"}; cleanup
 //	                                         keeps the version until expires_at, then deletes the file
+//	  _lc_sample/{group}/{MaxUint64-seq}.json a sampler consumer group's ledger: a put-if-absent chain of served keys (sample_ledger.go)
 //
 // The base table's schema is Schema (columns are only ever added, as
 // nullable). Its manifest config holds, per shard, the merge watermark
@@ -198,6 +199,82 @@
 // compaction_fragments_removed_total, compaction_failures_total, and the
 // generation cache's generation_cache_hits_total, _misses_total,
 // _loaded_bytes_total and generation_cache_bytes (metrics.go).
+//
+// # The feed (feed.go, feedindex.go, feedgroups.go)
+//
+// The feed gives every row once per consumer, each shard's rows in the
+// order they became durable, wherever the row is now: in this process's
+// unsealed memtable, in a pending generation, or in the base table.
+//
+// Where a row is. Each row carries lc_shard (the shard that wrote it,
+// ShardKey) and lc_seq (its sequence number in that shard: the position of
+// its WAL entry << 24 plus its row number in the entry, wal.Seq). The
+// number is fixed when the entry is durable: replay adopts an entry at the
+// position it was written at, positions are dense and never reused, and a
+// seal writes lc_seq into the generation, a merge lc_shard into the base,
+// and compaction copies both. So a row has the same (lc_shard, lc_seq)
+// from its acknowledgement on, whichever tier holds it and whichever
+// process reads it. (Rows merged before the columns existed, and rows
+// another Lance writer added, have none and are not in the feed.)
+//
+// The position. A position is, per shard, the last seq delivered (or
+// passed over by a filter); its text (Position.String) is opaque to
+// clients. A read returns, per shard, rows with seq above the position's,
+// in ascending seq, and the position moves to the last one returned. A
+// consumer group's position is what its consumer committed
+// (_lc_feed/{group}.json); a read commits nothing.
+//
+// Why exactly once. (1) Never twice: a row is returned only if its seq is
+// above the position, and the position handed back is at least the seq of
+// every row returned; positions only move up within a read, and a row's
+// seq never changes. So once a consumer has committed past a row, no read
+// from that position returns it, whether the row is still unsealed, sealed
+// or merged. (2) Never skipped: a read returns, per shard, a prefix of the
+// rows above the position in seq order, so the position never passes a
+// row the read did not see, provided the read sees every row of the shard
+// above the position that exists. It does: a read takes this process's
+// tail first (wal.Writer.Tail: the unsealed rows, including a seal in
+// flight until its manifest is published), then a snapshot (shard
+// manifests, then the base: every generation a manifest lists is pending or
+// in the base, "Snapshots and sources"). Sealed rows are in the snapshot's
+// generations or base; unsealed ones in the tail. If the snapshot's
+// manifest of this shard is older than the tail (a seal committed between
+// the two: the tail's first entry is above replay_after + 1), the read
+// starts again with a fresh snapshot instead of jumping the gap
+// (errTailGap). Rows of another process's shard appear when that process
+// seals them (every 30 s, or at once with flush): before, they are in no
+// snapshot, and a row that is not visible is not passed, because the
+// position moves only through rows read. (3) Acknowledged means findable:
+// an acknowledged row is in a durable entry, which is either in the tail
+// of the owner that wrote it or replayed and sealed by the next owner with
+// the same seq, so a restart of the worker neither loses nor renumbers it.
+//
+// What once means for a row that changes. A rewrite of an id is a new row
+// (a new seq) and is delivered again. A row superseded or deleted before a
+// consumer reached it (a newer write of its id merged over it, row
+// retention, a LanceDB delete) is no longer in the store and is not
+// delivered: a consumer far behind sees each id's latest row, as a
+// compacted Kafka topic shows it. A client that retries an append whose
+// acknowledgement it lost writes the rows again: both copies may be
+// delivered (the store deduplicates ids in reads, not in the log).
+//
+// Finding the rows. Generation rows are in seq order (a seal writes its
+// entries in order), so a read binary-searches each pending generation's
+// lc_seq. In the base, a merge writes a shard's generations into one
+// fragment (newest first) and compaction mixes fragments, so the feed keeps
+// per fragment its rows sorted by (shard, seq) (feedIndex, keyed by data
+// files and deletion file; an LRU bounded by a share of the memory budget)
+// and each fragment's first and last seq per shard, visits the fragments
+// that can hold rows above the position in order of their first seq, and
+// reads only the rows it returns (TakeRows). Reading a fragment's two
+// columns once costs 16 bytes a row; a consumer at the head of the store
+// touches only the newest fragments.
+//
+// Waiting. A read with a wait that finds nothing waits for this process's
+// next acknowledged append (a channel closed by the append path) or
+// re-reads the shard manifests every 200 ms for other processes' seals.
+// A filtered read that passes over rows without a match goes on reading
+// (up to 16 reads without a wait) and answers with the moved position.
 //
 // # Compaction and indexes
 //
