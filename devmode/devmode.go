@@ -119,9 +119,10 @@ func Run(ctx context.Context, o Options) error {
 	r.Use(m.Metrics().Middleware)
 	r.NotFound(httpapi.NotFound)
 	r.MethodNotAllowed(httpapi.MethodNotAllowed)
-	r.Use(httpapi.Auth(wcfg.APIToken, func(p string) bool { return httpapi.IsPublic(p) || len(p) < 5 || p[:5] != "/api/" }))
+	r.Use(httpapi.Auth(wcfg.APIToken, httpapi.UIExempt))
 	ws.Mount(r)
 	m.Mount(r, false)
+	httpapi.MountHealthAliases(r)
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	r.Handle("/*", web.Handler())
 

@@ -108,15 +108,16 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // Auth requires "Authorization: Bearer <token>" on every request whose
-// path is not exempt. An empty token disables auth.
+// path is not exempt. The scheme is matched case-insensitively (RFC 9110
+// 11.1: "bearer" is the same scheme). An empty token disables auth.
 func Auth(token string, exempt func(path string) bool) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		if token == "" {
 			return next
 		}
-		want := []byte("Bearer " + token)
+		want := []byte(token)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if !exempt(r.URL.Path) && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			if !exempt(r.URL.Path) && subtle.ConstantTimeCompare(bearer(r.Header.Get("Authorization")), want) != 1 {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="lance-context"`)
 				WriteError(w, r, Errorf(http.StatusUnauthorized, api.CodeUnauthorized, "missing or wrong bearer token: send Authorization: Bearer <LC_API_TOKEN>"))
 				return
@@ -124,6 +125,23 @@ func Auth(token string, exempt func(path string) bool) func(http.Handler) http.H
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// bearer returns the credentials of a Bearer authorization header, or nil.
+func bearer(h string) []byte {
+	scheme, cred, ok := strings.Cut(strings.TrimSpace(h), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return nil
+	}
+	return []byte(strings.TrimSpace(cred))
+}
+
+// UIExempt is the auth exemption of a service that serves the UI: health,
+// the API document and the UI's own files need no token (the UI asks for
+// it and sends it with its API calls); the API and /metrics (which lists
+// every store) do.
+func UIExempt(path string) bool {
+	return IsPublic(path) || (!strings.HasPrefix(path, "/api/") && path != "/metrics" && !strings.HasPrefix(path, "/metrics/"))
 }
 
 // NewRegistry returns a Prometheus registry with the Go and process
@@ -190,11 +208,32 @@ func (s *statusWriter) WriteHeader(code int) {
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // IsHealth reports whether path is a health check, exempt from auth.
-func IsHealth(path string) bool { return strings.HasSuffix(path, "/health") }
+func IsHealth(path string) bool {
+	return strings.HasSuffix(path, "/health") || path == "/healthz" || path == "/livez" || path == "/readyz"
+}
 
 // IsPublic reports whether path needs no token: health checks and the API
 // document.
 func IsPublic(path string) bool { return IsHealth(path) || path == OpenAPIPath }
+
+// HealthAliases are the probe paths Kubernetes and load balancers ask by
+// habit; MountHealthAliases answers them as /api/v1/health. Before, a
+// service with the UI answered them with the UI's page and 200, which a
+// probe takes for health whatever the service's state.
+var HealthAliases = []string{"/healthz", "/livez", "/readyz"}
+
+// MountHealthAliases serves HealthAliases on r by the route of
+// /api/v1/health that r itself has.
+func MountHealthAliases(r chi.Router) {
+	for _, p := range HealthAliases {
+		r.Get(p, func(w http.ResponseWriter, req *http.Request) {
+			req2 := req.Clone(req.Context())
+			req2.URL.Path, req2.URL.RawPath, req2.RequestURI = "/api/v1/health", "", "/api/v1/health"
+			req2 = req2.WithContext(context.WithValue(req2.Context(), chi.RouteCtxKey, chi.NewRouteContext()))
+			r.ServeHTTP(w, req2)
+		})
+	}
+}
 
 // OpenAPIPath is where both services serve api.OpenAPI.
 const OpenAPIPath = "/api/v1/openapi.json"

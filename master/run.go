@@ -2,7 +2,6 @@ package master
 
 import (
 	"net/http"
-	"strings"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,8 +17,9 @@ func (m *Master) Handler(reg *prometheus.Registry, token string) http.Handler {
 	r.Use(m.metrics.Middleware)
 	r.NotFound(httpapi.NotFound)
 	r.MethodNotAllowed(httpapi.MethodNotAllowed)
-	r.Use(httpapi.Auth(token, func(p string) bool { return httpapi.IsPublic(p) || !strings.HasPrefix(p, "/api/") }))
+	r.Use(httpapi.Auth(token, httpapi.UIExempt))
 	m.Mount(r, true)
+	httpapi.MountHealthAliases(r)
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	r.Handle("/*", web.Handler())
 	return r
