@@ -293,6 +293,22 @@
 // whether a write is safe: that stays the epoch's, above, so a wrong
 // guess (a clock far off, a stalled owner) costs a claim, never a write.
 //
+// # Sequence numbers
+//
+// Every acknowledged row has a sequence number in its shard (seq.go): its
+// entry's position << SeqShift (24), plus its row number within the entry
+// across the entry's batches. Positions are dense, never reused, and a
+// replayed entry is adopted at its own position, so the number is fixed
+// when the entry becomes durable and survives seals, claims and restarts.
+// The memtable keeps each batch's first number; a seal writes them into
+// Options.SeqColumn of the generation (after dropping rows a newer write
+// of the same key replaced), so a generation's rows are in ascending
+// sequence order. An entry holds at most MaxEntryRows rows (an append of
+// more is refused; the group commit starts a new entry before it would
+// pass the bound). Writer.Tail serves the acknowledged rows not yet in a
+// published generation, with their numbers, for readers that must see a
+// row as soon as it is acknowledged (package rollout's feed).
+//
 // # Reading generations: newest wins
 //
 // A generation is an immutable Lance data file of the rows of one sealed
