@@ -35,12 +35,18 @@ import (
 // names).
 type SampleOptions = api.SampleRequest
 
+// PolicyWindow is SampleOptions' window of policy versions.
+type PolicyWindow = api.PolicyWindow
+
 // Limits of one sample.
 const (
 	SampleMaxGroups   = 10_000  // n
 	SampleMaxRows     = 100_000 // rows of one batch
 	SampleMaxVersions = 10_000  // policy_versions.in / .last
 )
+
+// sampleMaxRows is SampleMaxRows (tests lower it).
+var sampleMaxRows = SampleMaxRows
 
 // The weightings.
 const (
@@ -676,8 +682,8 @@ func (s *Store) fillSample(ctx context.Context, snap *snapshot, res *SampleResul
 	for _, g := range chosen {
 		total += len(g.rows)
 	}
-	if total > SampleMaxRows {
-		return invalid("n: the %d groups drawn hold %d rows, more than %d a batch may hold; ask for fewer groups", len(chosen), total, SampleMaxRows)
+	if total > sampleMaxRows {
+		return invalid("n: the %d groups drawn hold %d rows, more than %d a batch may hold; ask for fewer groups", len(chosen), total, sampleMaxRows)
 	}
 	var addrs []table.RowAddr
 	for _, g := range chosen {
