@@ -248,12 +248,61 @@ func run(ctx context.Context, c *duckdb.Conn, q *query, req Request, lim Limits,
 var readKeywords = map[string]bool{"select": true, "with": true, "from": true, "values": true, "explain": true,
 	"describe": true, "show": true, "summarize": true, "": true}
 
+// statementKeywords start DuckDB's statements that are not reads: refused
+// as writes or settings. Any other first word is not a statement.
+var statementKeywords = map[string]bool{"insert": true, "update": true, "delete": true, "create": true, "drop": true,
+	"alter": true, "copy": true, "attach": true, "detach": true, "pragma": true, "set": true, "reset": true, "install": true,
+	"load": true, "call": true, "export": true, "import": true, "begin": true, "commit": true, "rollback": true, "abort": true,
+	"start": true, "end": true, "checkpoint": true, "force": true, "vacuum": true, "analyze": true, "prepare": true,
+	"execute": true, "deallocate": true, "use": true, "truncate": true, "merge": true, "upsert": true, "replace": true,
+	"comment": true, "update_extensions": true}
+
+// notAStatement words a statement whose first word is no SQL keyword,
+// suggesting the read keyword it is closest to.
+func notAStatement(kw string) string {
+	best, bestD := "", 3
+	for k := range readKeywords {
+		if d := editDistance(strings.ToLower(kw), k); k != "" && (d < bestD || d == bestD && k < best) {
+			best, bestD = k, d
+		}
+	}
+	if best != "" {
+		return fmt.Sprintf("syntax error at %q: did you mean %s? Send one SELECT statement (or WITH, FROM, VALUES, EXPLAIN, DESCRIBE, SHOW, SUMMARIZE)", kw, strings.ToUpper(best))
+	}
+	return fmt.Sprintf("syntax error at %q, which is not a SQL statement: send one SELECT statement (or WITH, FROM, VALUES, EXPLAIN, DESCRIBE, SHOW, SUMMARIZE)", kw)
+}
+
+// editDistance is the Levenshtein distance of two short ASCII words.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
 // prepareSelect prepares text if it is one SELECT, or an EXPLAIN of one,
 // and refuses anything else. It prepares without executing: the driver's
 // context-aware prepare would run all but the last of several statements.
 func prepareSelect(c *duckdb.Conn, text string) (*duckdb.Stmt, error) {
 	kw, _ := word(skipSpace(text))
 	if !readKeywords[strings.ToLower(kw)] {
+		if !statementKeywords[strings.ToLower(kw)] {
+			// Not a statement at all (SELEC): a typo, not a write.
+			return nil, invalidf("%s", notAStatement(kw))
+		}
 		return nil, invalidf("only SELECT statements are allowed (got %s); the engine is read-only", strings.ToUpper(kw))
 	}
 	ds, err := c.Prepare(text)
