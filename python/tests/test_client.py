@@ -18,7 +18,7 @@ from _support import ROOT, Stub, StubCase, envelope, live_client, require_live, 
 
 from lance_context_client import (
     AlreadyExistsError, Client, ConnectionFailedError, InvalidRequestError, LanceContextError, NotFoundError,
-    OverloadedError, StorageUnavailableError, Store, uuid7,
+    StorageUnavailableError, Store, uuid7,
 )
 from lance_context_client.errors import ERROR_CLASSES
 

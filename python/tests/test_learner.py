@@ -7,7 +7,6 @@ route") skips its test, naming the route.
 """
 
 import asyncio
-import json
 import os
 import statistics
 import tempfile
