@@ -1,6 +1,8 @@
 package worker
 
 import (
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -28,5 +30,33 @@ func TestRegression_RecordErrorMessages(t *testing.T) {
 				t.Fatalf("got %v, want a message with %q", err, c.want)
 			}
 		})
+	}
+}
+
+// Regression: POST .../checkout {} answered 404 "version 0": a missing
+// version is bad input, a 400 saying to send one.
+func TestRegression_CheckoutWithoutVersion(t *testing.T) {
+	_, url := lifecycleWorker(t)
+	post := func(path, body string) (int, string) {
+		resp, err := http.Post(url+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := post("/api/v1/rollouts", `{"name":"c"}`); code != http.StatusCreated {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	for _, body := range []string{`{}`, `{"version":0}`} {
+		code, msg := post("/api/v1/rollouts/c/checkout", body)
+		if code != http.StatusBadRequest || !strings.Contains(msg, `version is required: send {\"version\": N}`) {
+			t.Fatalf("checkout %s: %d %s", body, code, msg)
+		}
+	}
+	// A version that does not exist is still a 404.
+	if code, msg := post("/api/v1/rollouts/c/checkout", `{"version":99}`); code != http.StatusNotFound {
+		t.Fatalf("checkout 99: %d %s", code, msg)
 	}
 }

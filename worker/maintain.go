@@ -100,6 +100,12 @@ func (s *Server) checkout(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, r, err)
 		return
 	}
+	if body.Version == 0 {
+		// Versions start at 1; {} used to answer 404 "version 0".
+		httpapi.WriteError(w, r, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest,
+			`version is required: send {"version": N}, a base table version >= 1 (GET .../rollouts/{name} shows the current one)`))
+		return
+	}
 	v, err := st.Checkout(r.Context(), body.Version)
 	if err != nil {
 		httpapi.WriteError(w, r, err)
