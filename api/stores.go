@@ -158,4 +158,16 @@ type TaskResult struct {
 	VersionsRemoved int   `json:"versions_removed,omitempty"`
 	BytesRemoved    int64 `json:"bytes_removed,omitempty"`
 	RowsExpired     int64 `json:"rows_expired,omitempty"` // by the store's row retention
+	// An index task's report, one entry per indexed column.
+	Indexes []IndexColumnResult `json:"indexes,omitempty"`
+}
+
+// IndexColumnResult is what an index task did to one column's BTree index.
+type IndexColumnResult struct {
+	Column   string `json:"column"`
+	Built    bool   `json:"built"`    // a new index was committed
+	Index    string `json:"index"`    // uuid of the index now covering the column
+	Version  uint64 `json:"version"`  // table version committed (0 when nothing changed)
+	NewRows  int64  `json:"new_rows"` // rows of fragments newly covered
+	Replaced int    `json:"replaced"` // index segments replaced
 }

@@ -247,7 +247,10 @@ func (m *Master) runTask(ctx context.Context, t *coord.Task) {
 	case coord.KindIndex:
 		var st *rollout.Store
 		if st, err = m.catalog.Open(ctx, t.Store); err == nil {
-			result, err = st.Index(ctx)
+			var ir *rollout.IndexResult
+			if ir, err = st.Index(ctx); err == nil {
+				result = indexTaskResult(ir)
+			}
 		}
 	default:
 		err = fmt.Errorf("unknown task kind %q", t.Kind)
@@ -262,6 +265,19 @@ func (m *Master) runTask(ctx context.Context, t *coord.Task) {
 		m.log.Warn("finish task", "id", t.ID, "err", ferr)
 	}
 	_, _ = m.refreshStore(ctx, t.Store)
+}
+
+// indexTaskResult is an index pass in the task results' shape (snake_case
+// keys, as every other task's; the index package's own result type had
+// none, so the task list showed Column, Built, NewRows).
+func indexTaskResult(ir *rollout.IndexResult) api.TaskResult {
+	res := api.TaskResult{Passes: 1, Indexes: []api.IndexColumnResult{}}
+	for _, c := range ir.Columns {
+		res.Indexes = append(res.Indexes, api.IndexColumnResult{Column: c.Column, Built: c.Built, Index: c.Index,
+			Version: c.Version, NewRows: c.NewRows, Replaced: c.Replaced})
+		res.Version = max(res.Version, c.Version)
+	}
+	return res
 }
 
 // mergeStore merges every shard of a store with pending generations: a
