@@ -38,10 +38,14 @@ type Options struct {
 
 // StartEtcd starts an embedded single-member etcd in dir on free loopback
 // ports and returns it and its client URL.
-func StartEtcd(dir string) (*embed.Etcd, string, error) {
+func StartEtcd(dir string) (*embed.Etcd, string, error) { return startEtcd(dir, etcdLogger(os.Stderr)) }
+
+// startEtcd is StartEtcd with etcd's logger built by logger.
+func startEtcd(dir string, logger func(*embed.Config) error) (*embed.Etcd, string, error) {
 	cfg := embed.NewConfig()
 	cfg.Dir = dir
 	cfg.LogLevel = "error"
+	cfg.ZapLoggerBuilder = logger
 	client, err := freeURL()
 	if err != nil {
 		return nil, "", err
