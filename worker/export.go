@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bufio"
+	"context"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -108,7 +109,9 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request) {
 		iw = ipc.NewWriter(bw, ipc.WithSchema(schema))
 	}
 	start := time.Now()
-	err = st.Export(r.Context(), o, func(b arrow.RecordBatch) error {
+	err = pipelined(r.Context(), func(ctx context.Context, fn func(arrow.RecordBatch) error) error {
+		return st.Export(ctx, o, fn)
+	}, func(b arrow.RecordBatch) error {
 		if iw == nil {
 			begin()
 		}
@@ -135,4 +138,44 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set(api.ExportRowsTrailer, strconv.FormatInt(rows, 10))
 	s.log.Info("export", "store", st.Name(), "source", o.Source, "version", o.Version, "columns", len(o.Columns), "rows", rows, "seconds", time.Since(start).Seconds())
+}
+
+// exportAhead is how many batches the scan may read ahead of the writer.
+const exportAhead = 2
+
+// pipelined runs scan in a goroutine, handing its batches to write through
+// a channel of exportAhead: reading the next batch overlaps encoding and
+// sending this one, and memory holds at most exportAhead+2 batches.
+func pipelined(ctx context.Context, scan func(context.Context, func(arrow.RecordBatch) error) error, write func(arrow.RecordBatch) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ch := make(chan arrow.RecordBatch, exportAhead)
+	errc := make(chan error, 1)
+	go func() {
+		defer close(ch)
+		errc <- scan(ctx, func(b arrow.RecordBatch) error {
+			b.Retain()
+			select {
+			case ch <- b:
+				return nil
+			case <-ctx.Done():
+				b.Release()
+				return ctx.Err()
+			}
+		})
+	}()
+	var werr error
+	for b := range ch {
+		if werr == nil {
+			werr = write(b)
+			if werr != nil {
+				cancel() // stop the scan; drain what it sent
+			}
+		}
+		b.Release()
+	}
+	if err := <-errc; werr == nil && err != nil {
+		return err
+	}
+	return werr
 }

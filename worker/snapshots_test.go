@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +19,9 @@ import (
 
 	"github.com/lance-context/lance-context/api"
 	"github.com/lance-context/lance-context/client"
+	"github.com/lance-context/lance-context/lance/table"
+	"github.com/lance-context/lance-context/objstore"
+	"github.com/lance-context/lance-context/rollout"
 )
 
 func exportIDs(t *testing.T, c *client.Client, store string, o client.ExportOptions) ([]string, *arrow.Schema) {
@@ -165,4 +170,58 @@ func TestSnapshotsAndExportOverHTTP(t *testing.T) {
 	if len(none) != 0 || sch != nil {
 		t.Fatalf("empty export: %v %v", none, sch)
 	}
+}
+
+// TestExportCutMidStreamIsAnError: a storage failure after the first batch
+// was sent aborts the response: the Go client reports an error, never a
+// short stream that looks whole (the trailer never comes).
+func TestExportCutMidStreamIsAnError(t *testing.T) {
+	ctx := context.Background()
+	cfg, err := FromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.IndexColumns = []string{}
+	mem := objstore.NewMemory()
+	srv := httptest.NewServer(NewServer(cfg, rollout.NewCatalog(mem, rollout.ShardID("t"), cfg.StoreOptions()), NewRegistry()).Handler())
+	defer srv.Close()
+	c := client.New(srv.URL, client.WithRetry(client.RetryPolicy{MaxAttempts: 1}))
+	if _, err := c.CreateStore(ctx, "cut"); err != nil {
+		t.Fatal(err)
+	}
+	filler := strings.Repeat("x", 200)
+	for f := range 2 { // two merges: two fragments, the first larger than the response's buffer
+		var recs []api.Record
+		for i := range 8000 - 7900*f {
+			recs = append(recs, api.Record{ID: fmt.Sprintf("f%d-%05d", f, i), RolloutID: "r", Content: &filler})
+		}
+		if _, err := c.Append(ctx, "cut", recs, client.AppendOptions{Flush: true}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Merge(ctx, "cut"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root := objstore.Sub(mem, "cut.rollout.lance/")
+	d, err := table.Open(ctx, root)
+	if err != nil || len(d.Fragments()) != 2 {
+		t.Fatalf("fragments: %v %v", d, err)
+	}
+	if err := root.Delete(ctx, "data/"+d.Fragments()[1].GetFiles()[0].GetPath()); err != nil {
+		t.Fatal(err)
+	}
+	var got int64
+	n, err := c.Export(ctx, "cut", client.ExportOptions{Source: api.SourceFragments}, func(b arrow.RecordBatch) error {
+		got += b.NumRows()
+		return nil
+	})
+	if err == nil {
+		t.Fatalf("an export missing a fragment's file read as whole: %d rows", n)
+	}
+	// The stream had begun (200, bytes sent): the reader, not the request,
+	// found the cut.
+	if !strings.Contains(err.Error(), `export of "cut" after`) && !errors.Is(err, client.ErrExportCut) {
+		t.Fatalf("the failure came before the stream began (%v): the test needs it after", err)
+	}
+	t.Logf("cut after %d rows: %v", got, err)
 }
