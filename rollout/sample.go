@@ -202,19 +202,62 @@ func (s *Store) Sample(ctx context.Context, o SampleOptions) (*SampleResult, err
 	return res, err
 }
 
-// candRow is one row of a candidate group: a base row (its address) or a
-// pending row (pend >= 0: index into the call's pending rows).
-type candRow struct {
-	addr   uint64
-	pend   int32
-	reward float32 // NaN: null
+// rewardStats are the count, mean, sum of squared deviations, minimum and
+// maximum of non-null rewards, mergeable (Chan et al.'s pairwise update),
+// so that a group's statistics come from its parts' without a pass over
+// its rows.
+type rewardStats struct {
+	n        int
+	mean, m2 float64
+	lo, hi   float64
 }
 
-// candGroup is a group of the window.
+func (a *rewardStats) add(r float32) {
+	if math.IsNaN(float64(r)) {
+		return
+	}
+	x := float64(r)
+	if a.n == 0 {
+		a.lo, a.hi = x, x
+	}
+	a.n++
+	d := x - a.mean
+	a.mean += d / float64(a.n)
+	a.m2 += d * (x - a.mean)
+	a.lo, a.hi = min(a.lo, x), max(a.hi, x)
+}
+
+func (a *rewardStats) merge(b rewardStats) {
+	switch {
+	case b.n == 0:
+		return
+	case a.n == 0:
+		*a = b
+		return
+	}
+	n := a.n + b.n
+	d := b.mean - a.mean
+	a.m2 += b.m2 + d*d*float64(a.n)*float64(b.n)/float64(n)
+	a.mean += d * float64(b.n) / float64(n)
+	a.n = n
+	a.lo, a.hi = min(a.lo, b.lo), max(a.hi, b.hi)
+}
+
+// partRef is a group's rows in one base fragment and version (vr: the
+// version's rank in the window, 0 = newest).
+type partRef struct {
+	fid uint64
+	p   *groupPart
+	vr  int
+}
+
+// candGroup is a group of the window: its base parts and pending rows.
 type candGroup struct {
 	key   string
-	rows  []candRow
-	newer int // window versions newer than the group's newest (recency)
+	parts []partRef
+	pend  []int32 // indices into the call's pending rows
+	newer int     // window versions newer than the group's newest (recency)
+	st    rewardStats
 	mean  float64
 	std   float64
 	zero  bool // zero variance: fewer than two rewards, or all equal
@@ -289,18 +332,6 @@ func (s *Store) sample(ctx context.Context, snap *snapshot, o *SampleOptions, se
 		return r, ok
 	}
 
-	// The window's groups: base rows through the fragments' summaries,
-	// then the pending rows.
-	groups := map[string]*candGroup{}
-	add := func(key string, r candRow, vr int) {
-		g := groups[key]
-		if g == nil {
-			g = &candGroup{key: key, newer: math.MaxInt}
-			groups[key] = g
-		}
-		g.rows = append(g.rows, r)
-		g.newer = min(g.newer, vr)
-	}
 	var need []int // fragments holding a version of the window
 	for i := range frags {
 		for v := range stats[i].first {
@@ -317,20 +348,55 @@ func (s *Store) sample(ctx context.Context, snap *snapshot, o *SampleOptions, se
 	if err != nil {
 		return nil, err
 	}
+	// The window's groups in the base (cached per base version, key
+	// column and window), then what the pending tier changes: its rows,
+	// and the base rows it rewrites. Groups it touches are copies.
+	ranks := make([]string, 0, len(rank))
+	for v, r := range rank {
+		ranks = append(ranks, v+"\x00"+strconv.Itoa(r))
+	}
+	slices.Sort(ranks)
+	wkey := fmt.Sprintf("w:%d:%s:%t:%s", snap.base.Version(), o.GroupBy, o.PolicyVersions == nil, strings.Join(ranks, "\x01"))
+	combo := sc.baseGroups(s.root, wkey, frags, need, parts, inWindow)
+	touched := map[string]*candGroup{}
+	var isTouched []bool
+	touch := func(key string) *candGroup {
+		if g, ok := touched[key]; ok {
+			return g
+		}
+		g := &candGroup{key: key}
+		if i, ok := combo.byKey[key]; ok {
+			if isTouched == nil {
+				isTouched = make([]bool, len(combo.groups))
+			}
+			isTouched[i] = true
+			g.parts = slices.Clone(combo.groups[i].parts)
+		}
+		touched[key] = g
+		return g
+	}
 	for k, i := range need {
 		fid := frags[i].GetId()
 		fsup := sup[fid]
+		if fsup == nil {
+			continue
+		}
 		for _, vp := range parts[k].vers {
 			vr, ok := inWindow(vp.version, vp.null)
 			if !ok {
 				continue
 			}
 			for _, p := range vp.parts {
-				for j, off := range p.offs {
-					if fsup != nil && fsup.Contains(off) {
-						continue
-					}
-					add(p.key, candRow{addr: fid<<32 | uint64(off), pend: -1, reward: p.rewards[j]}, vr)
+				q := p.without(fsup)
+				if q == p {
+					continue
+				}
+				g := touch(p.key)
+				j := slices.IndexFunc(g.parts, func(r partRef) bool { return r.fid == fid && r.p == p })
+				if q == nil {
+					g.parts = slices.Delete(g.parts, j, j+1)
+				} else {
+					g.parts[j] = partRef{fid, q, vr}
 				}
 			}
 		}
@@ -339,14 +405,24 @@ func (s *Store) sample(ctx context.Context, snap *snapshot, o *SampleOptions, se
 		if r.keyNull {
 			continue
 		}
-		vr, ok := inWindow(r.version, r.versionNull)
-		if !ok {
-			continue
+		if _, ok := inWindow(r.version, r.versionNull); ok {
+			g := touch(r.key)
+			g.pend = append(g.pend, int32(i))
 		}
-		add(r.key, candRow{pend: int32(i), reward: r.reward}, vr)
 	}
-	for _, g := range groups {
-		g.stats()
+	for _, g := range touched {
+		g.newer, g.st = math.MaxInt, rewardStats{}
+		for _, p := range g.parts {
+			g.st.merge(p.p.st)
+			g.newer = min(g.newer, p.vr)
+		}
+		for _, i := range g.pend {
+			r := pend.rows[i]
+			g.st.add(r.reward)
+			vr, _ := inWindow(r.version, r.versionNull)
+			g.newer = min(g.newer, vr)
+		}
+		g.finish()
 	}
 
 	res := &SampleResult{GroupBy: o.GroupBy, Window: window, Seed: seed, Version: snap.base.Version()}
@@ -356,16 +432,19 @@ func (s *Store) sample(ctx context.Context, snap *snapshot, o *SampleOptions, se
 	if res.Window == nil {
 		res.Window = []string{}
 	}
-	// Eligibility without the consumer group's counts, in key order (the
-	// draw does not depend on it; messages and tests do).
-	var cands []*candGroup
-	for _, g := range groups {
-		if o.DropZeroVariance && g.zero {
-			continue
+	// Eligibility without the consumer group's counts (in no order: the
+	// draw does not depend on one).
+	cands := make([]*candGroup, 0, len(combo.groups)+len(touched))
+	for i := range combo.groups {
+		if g := &combo.groups[i]; !(o.DropZeroVariance && g.zero) && (isTouched == nil || !isTouched[i]) {
+			cands = append(cands, g)
 		}
-		cands = append(cands, g)
 	}
-	slices.SortFunc(cands, func(a, b *candGroup) int { return strings.Compare(a.key, b.key) })
+	for _, g := range touched {
+		if !(o.DropZeroVariance && g.zero) && g.rows() > 0 {
+			cands = append(cands, g)
+		}
+	}
 
 	draw := func(served func(key string) bool) ([]*candGroup, int) {
 		eligible := cands
@@ -411,33 +490,29 @@ func (s *Store) sample(ctx context.Context, snap *snapshot, o *SampleOptions, se
 	return res, nil
 }
 
-// stats computes the reward mean, standard deviation and zero variance of
-// a group over its non-null rewards.
-func (g *candGroup) stats() {
-	n := 0
-	var mean, m2 float64
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, r := range g.rows {
-		if math.IsNaN(float64(r.reward)) {
-			continue
-		}
-		x := float64(r.reward)
-		n++
-		d := x - mean
-		mean += d / float64(n)
-		m2 += d * (x - mean)
-		lo, hi = min(lo, x), max(hi, x)
-	}
+// finish computes the reward mean, standard deviation and zero variance
+// of a group over its non-null rewards.
+func (g *candGroup) finish() {
+	st := g.st
 	// Exactly equal rewards are zero variance, whatever rounding left in m2.
-	g.zero = n < 2 || lo == hi
-	if n == 0 {
+	g.zero = st.n < 2 || st.lo == st.hi
+	if st.n == 0 {
 		g.mean, g.std = math.NaN(), math.NaN()
 		return
 	}
-	g.mean = mean
+	g.mean = st.mean
 	if !g.zero {
-		g.std = math.Sqrt(m2 / float64(n))
+		g.std = math.Sqrt(max(st.m2, 0) / float64(st.n))
 	}
+}
+
+// rows is the group's row count.
+func (g *candGroup) rows() int {
+	n := len(g.pend)
+	for _, p := range g.parts {
+		n += len(p.p.offs)
+	}
+	return n
 }
 
 // weight is a group's weight under a weighting.
@@ -680,16 +755,16 @@ func (s *Store) fillSample(ctx context.Context, snap *snapshot, res *SampleResul
 	res.Groups = make([]SampledGroup, len(chosen))
 	total := 0
 	for _, g := range chosen {
-		total += len(g.rows)
+		total += g.rows()
 	}
 	if total > sampleMaxRows {
 		return invalid("n: the %d groups drawn hold %d rows, more than %d a batch may hold; ask for fewer groups", len(chosen), total, sampleMaxRows)
 	}
 	var addrs []table.RowAddr
 	for _, g := range chosen {
-		for _, r := range g.rows {
-			if r.pend < 0 {
-				addrs = append(addrs, table.RowAddr{Fragment: r.addr >> 32, Offset: uint32(r.addr)})
+		for _, p := range g.parts {
+			for _, off := range p.p.offs {
+				addrs = append(addrs, table.RowAddr{Fragment: p.fid, Offset: off})
 			}
 		}
 	}
@@ -716,18 +791,15 @@ func (s *Store) fillSample(ctx context.Context, snap *snapshot, res *SampleResul
 	pendAt := map[int32]int{} // pending row -> its row in the concatenation
 	n := len(addrs)
 	for _, g := range chosen {
-		for _, r := range g.rows {
-			if r.pend < 0 {
-				continue
-			}
-			w := pend.rows[r.pend].w
+		for _, pi := range g.pend {
+			w := pend.rows[pi].w
 			full, err := project(w.gen.Rec, listColumns)
 			if err != nil {
 				return err
 			}
 			parts = append(parts, full.NewSlice(int64(w.row), int64(w.row)+1))
 			full.Release()
-			pendAt[r.pend] = n
+			pendAt[pi] = n
 			n++
 		}
 	}
@@ -743,14 +815,14 @@ func (s *Store) fillSample(ctx context.Context, snap *snapshot, res *SampleResul
 	idx := make([]int64, 0, total)
 	for gi, g := range chosen {
 		start := len(idx)
-		for _, r := range g.rows {
-			if r.pend >= 0 {
-				idx = append(idx, int64(pendAt[r.pend]))
-				continue
+		for _, p := range g.parts {
+			for _, off := range p.p.offs {
+				i, _ := slices.BinarySearchFunc(addrs, table.RowAddr{Fragment: p.fid, Offset: off}, table.RowAddr.Compare)
+				idx = append(idx, int64(i))
 			}
-			a := table.RowAddr{Fragment: r.addr >> 32, Offset: uint32(r.addr)}
-			i, _ := slices.BinarySearchFunc(addrs, a, func(x, y table.RowAddr) int { return x.Compare(y) })
-			idx = append(idx, int64(i))
+		}
+		for _, pi := range g.pend {
+			idx = append(idx, int64(pendAt[pi]))
 		}
 		rows := idx[start:]
 		slices.SortFunc(rows, func(a, b int64) int {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -262,11 +263,35 @@ func projectWithAddr(b arrow.RecordBatch, cols []string) (arrow.RecordBatch, *ar
 	return p, addrs, err
 }
 
-// groupPart is the rows of one key in one fragment and version.
+// groupPart is the rows of one key in one fragment and version, and the
+// statistics of their rewards.
 type groupPart struct {
 	key     string
 	offs    []uint32
 	rewards []float32 // NaN: null
+	st      rewardStats
+}
+
+// without returns p without the rows in skip: p itself when it has none
+// of them, nil when it has only them.
+func (p *groupPart) without(skip *offsetSet) *groupPart {
+	first := slices.IndexFunc(p.offs, skip.Contains)
+	if first < 0 {
+		return p
+	}
+	out := &groupPart{key: p.key}
+	for i, off := range p.offs {
+		if i >= first && skip.Contains(off) {
+			continue
+		}
+		out.offs = append(out.offs, off)
+		out.rewards = append(out.rewards, p.rewards[i])
+		out.st.add(p.rewards[i])
+	}
+	if len(out.offs) == 0 {
+		return nil
+	}
+	return out
 }
 
 // versionParts is a fragment's rows of one policy version (or of none:
@@ -365,6 +390,7 @@ func scanGroupParts(ctx context.Context, base *table.Dataset, f *pb.DataFragment
 			}
 			gp.offs = append(gp.offs, uint32(addrs.Value(i)))
 			gp.rewards = append(gp.rewards, r)
+			gp.st.add(r)
 		}
 		return nil
 	})
@@ -385,6 +411,60 @@ func scanGroupParts(ctx context.Context, base *table.Dataset, f *pb.DataFragment
 		fg.bytes += int64(len(vk.v)) + 48
 	}
 	return fg, nil
+}
+
+// baseCombo is the window's groups in the base table alone (the parts of
+// every fragment, merged by key, with their statistics), immutable once
+// built: sample copies a group before changing it.
+type baseCombo struct {
+	groups []candGroup
+	byKey  map[string]int32
+}
+
+// baseGroups returns the window's base groups, from the cache when the
+// same base version, key column and window (wkey) were sampled before.
+func (sc *storeSampler) baseGroups(root objstore.Store, wkey string, frags []*pb.DataFragment, need []int, parts []*fragGroups, inWindow func(v string, null bool) (int, bool)) *baseCombo {
+	k := sampleCacheKey{root, wkey}
+	if v, ok := sampleLRU.get(k); ok {
+		return v.(*baseCombo)
+	}
+	hint := 0
+	for _, fg := range parts {
+		for _, vp := range fg.vers {
+			if _, ok := inWindow(vp.version, vp.null); ok {
+				hint += len(vp.parts)
+			}
+		}
+	}
+	c := &baseCombo{groups: make([]candGroup, 0, hint), byKey: make(map[string]int32, hint)}
+	for k, i := range need {
+		fid := frags[i].GetId()
+		for _, vp := range parts[k].vers {
+			vr, ok := inWindow(vp.version, vp.null)
+			if !ok {
+				continue
+			}
+			for _, p := range vp.parts {
+				gi, ok := c.byKey[p.key]
+				if !ok {
+					gi = int32(len(c.groups))
+					c.groups = append(c.groups, candGroup{key: p.key, newer: math.MaxInt})
+					c.byKey[p.key] = gi
+				}
+				g := &c.groups[gi]
+				g.parts = append(g.parts, partRef{fid, p, vr})
+				g.st.merge(p.st)
+				g.newer = min(g.newer, vr)
+			}
+		}
+	}
+	bytes := int64(len(wkey)) + 64
+	for i := range c.groups {
+		c.groups[i].finish()
+		bytes += 160 + 24*int64(cap(c.groups[i].parts)) + int64(len(c.groups[i].key))
+	}
+	sampleLRU.put(k, c, bytes)
+	return c
 }
 
 // genSuperseded returns the addresses of the base rows whose id the
