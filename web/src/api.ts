@@ -406,14 +406,17 @@ export interface Band {
 }
 
 export interface Charts {
-  reward_by_policy_version: (Band & { policy_version: string | number | null })[];
+  /** In natural order (step-2 before step-10); first_seen is the arrival of a version's first row. */
+  reward_by_policy_version: (Band & { policy_version: string | number | null; first_seen?: string })[];
   reward_over_time: (Band & { t: string | number })[];
   length_hist: { lo: number; hi: number; count: number }[];
   length_over_time: { t: string | number; mean: number | null; p50: number | null; p90: number | null }[];
   ingest_rate: { t: string | number; rows: number }[];
   pending: { wal_rows: number; generations: number };
-  /** Width of the time buckets, in seconds. */
+  /** Width of the time buckets (by created_at), in seconds. */
   bucket_seconds?: number;
+  /** Width of the ingest rate's buckets (by arrival), in seconds; older servers send only bucket_seconds. */
+  ingest_bucket_seconds?: number;
   rows_scanned?: number;
   elapsed_ms?: number;
 }

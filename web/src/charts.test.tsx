@@ -167,7 +167,7 @@ describe('chart grid', () => {
 
   it('draws the mean line over a p10-p90 band, skipping null points', () => {
     render(<ChartGrid charts={{ ...MANY, bucket_seconds: 60 }} />);
-    expect(screen.getByTestId('chart-ingest').textContent).toContain('rows per 1 min');
+    expect(screen.getByTestId('chart-ingest').textContent).toContain('rows arrived per 1 min');
     const card = screen.getByTestId('chart-reward-version');
     // Three of four versions have a mean; the null one is skipped, not drawn as 0.
     expect(within(card).getAllByTestId('chart-dot')).toHaveLength(3);

@@ -1,4 +1,5 @@
 // The overview's charts, drawn from the answer of GET .../charts (see Charts.tsx for the fetch).
+import { useState } from 'react';
 import type { Charts } from '../api';
 import { ChartCard, Histogram, LegendItem, NoData, SeriesChart, toMillis } from '../charts';
 import { fmtInt, fmtNum } from '../format';
@@ -49,17 +50,47 @@ export function fillRateGaps(points: IngestPoint[], bucketSeconds: number | unde
   return out.reduce((n, p) => n + p.rows, 0) === points.reduce((n, p) => n + p.rows, 0) ? out : points;
 }
 
+export type VersionOrder = 'natural' | 'first';
+
+/** Policy versions in the order asked: natural (as the server sends them: step-2 before step-10)
+ * or by first appearance (first_seen; versions without one keep their natural place at the end). */
+export function orderVersions(points: RewardPoint[], order: VersionOrder): RewardPoint[] {
+  if (order === 'natural') return points;
+  const at = (p: RewardPoint) => (p.first_seen ? Date.parse(p.first_seen) : Number.POSITIVE_INFINITY);
+  return points
+    .map((p, i) => ({ p, i }))
+    .sort((a, b) => at(a.p) - at(b.p) || a.i - b.i)
+    .map((x) => x.p);
+}
+
 export function ChartGrid({ charts }: { charts: Charts }) {
-  const byVersion = charts.reward_by_policy_version ?? [];
+  const [order, setOrder] = useState<VersionOrder>('natural');
+  const byVersion = orderVersions(charts.reward_by_policy_version ?? [], order);
   const overTime = charts.reward_over_time ?? [];
   const hist = charts.length_hist ?? [];
   const lenTime = charts.length_over_time ?? [];
-  const ingest = fillRateGaps(charts.ingest_rate ?? [], charts.bucket_seconds);
-  const per = charts.bucket_seconds ? fmtSeconds(charts.bucket_seconds) : 'interval';
+  const ingestSeconds = charts.ingest_bucket_seconds ?? charts.bucket_seconds;
+  const ingest = fillRateGaps(charts.ingest_rate ?? [], ingestSeconds);
+  const per = ingestSeconds ? fmtSeconds(ingestSeconds) : 'interval';
   const pending = charts.pending ?? { wal_rows: 0, generations: 0 };
   return (
     <div className="chart-grid">
-      <ChartCard title="Reward by policy_version" testId="chart-reward-version" legend={rewardLegend}>
+      <ChartCard
+        title="Reward by policy_version"
+        testId="chart-reward-version"
+        subtitle={
+          <select
+            aria-label="Order of policy versions"
+            data-testid="version-order"
+            value={order}
+            onChange={(e) => setOrder(e.target.value as VersionOrder)}
+          >
+            <option value="natural">natural order</option>
+            <option value="first">first seen</option>
+          </select>
+        }
+        legend={rewardLegend}
+      >
         {byVersion.length ? (
           <SeriesChart<RewardPoint>
             label="Mean reward by policy version with the p10 to p90 band"
@@ -89,7 +120,7 @@ export function ChartGrid({ charts }: { charts: Charts }) {
           <NoData>No rewards yet</NoData>
         )}
       </ChartCard>
-      <ChartCard title="Response length" subtitle="(output tokens or characters)" testId="chart-length-hist">
+      <ChartCard title="Response length" subtitle="(assistant rows: output tokens or characters)" testId="chart-length-hist">
         {hist.length ? <Histogram bins={hist} label="Distribution of response lengths" /> : <NoData>No responses yet</NoData>}
       </ChartCard>
       <ChartCard
@@ -121,10 +152,10 @@ export function ChartGrid({ charts }: { charts: Charts }) {
           <NoData>No responses yet</NoData>
         )}
       </ChartCard>
-      <ChartCard title="Ingest rate" subtitle={`(rows per ${per}, UTC)`} testId="chart-ingest">
+      <ChartCard title="Ingest rate" subtitle={`(rows arrived per ${per}, UTC)`} testId="chart-ingest">
         {ingest.length ? (
           <SeriesChart<IngestPoint>
-            label="Rows written per time interval"
+            label="Rows arrived per time interval"
             data={ingest}
             xKind="time"
             x={(d) => d.t}
