@@ -558,3 +558,43 @@ func TestSampleTooManyRowsCountsNothing(t *testing.T) {
 		t.Fatalf("a refused batch stored %d ledger entries", len(objs))
 	}
 }
+
+// The window's base groups are cached and shared: what pending rows add
+// to a group (and the base rows they rewrite) goes into a copy, never
+// into the cached group, or the next call (another pending tier, another
+// consumer) would see rows twice or lose them.
+func TestRegression_SampleOverlayLeavesCachedGroupsAlone(t *testing.T) {
+	f := newSampleFixture(t)
+	win := &PolicyWindowOpt{In: []string{"v1"}} // merged: base only
+	count := func() int {
+		_, groups := sample(t, f.s, SampleOptions{N: 1000, PolicyVersions: win})
+		for _, g := range groups {
+			if g[0].ProblemID == "p1-v1" {
+				return len(g)
+			}
+		}
+		return 0
+	}
+	if n := count(); n != 4 {
+		t.Fatalf("p1-v1: %d rows, want 4", n)
+	}
+	// One more row of p1-v1 (pending) and a rewrite of one of its base
+	// rows under another problem.
+	more := groupRecs("p1-v1", "v1", 1, 5, varied)[4:]
+	more[0].ID = "p1-v1-extra"
+	moved := groupRecs("p1-v1", "v1", 1, 1, varied)
+	moved[0].ProblemID = "elsewhere"
+	appendFlush(t, f.s, append(more, moved...))
+	for range 3 {
+		if n := count(); n != 4 { // +1 pending, -1 rewritten away
+			t.Fatalf("p1-v1 with the pending tier: %d rows, want 4", n)
+		}
+	}
+	for _, v := range sampleLRU.entries {
+		if c, ok := v.Value.(*sampleCacheEntry).v.(*baseCombo); ok {
+			if i, ok := c.byKey["p1-v1"]; ok && (c.groups[i].rows() != 4 || len(c.groups[i].pend) != 0) {
+				t.Fatalf("the cached base group changed: %d rows, %d pending", c.groups[i].rows(), len(c.groups[i].pend))
+			}
+		}
+	}
+}
