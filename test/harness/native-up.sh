@@ -10,7 +10,7 @@ state="${LC_HARNESS_DIR:-$root/.harness}"
 mkdir -p "$state"
 state="$(cd "$state" && pwd)"
 
-[ -x bin/etcd ] && [ -x bin/versitygw ] || scripts/tools.sh
+if [ ! -x bin/etcd ] || [ ! -x bin/versitygw ]; then scripts/tools.sh; fi
 go build -o bin/lance-context ./cmd/lance-context
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
