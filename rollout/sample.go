@@ -625,6 +625,18 @@ type pendingSampleRow struct {
 }
 
 func (s *Store) pendingSampleRows(ctx context.Context, snap *snapshot, groupBy string) (*pendingSample, error) {
+	// Generations are immutable: their rows, as the sampler reads them,
+	// are cached per set of pending generations and key column.
+	refs := snap.pendingRefs()
+	var kb strings.Builder
+	kb.WriteString("p:" + groupBy)
+	for _, r := range refs {
+		kb.WriteString("|" + r.Key())
+	}
+	ck := sampleCacheKey{s.root, kb.String()}
+	if v, ok := sampleLRU.get(ck); ok {
+		return v.(*pendingSample), nil
+	}
 	gens, err := s.loadPending(ctx, snap)
 	if err != nil {
 		return nil, err
@@ -633,6 +645,13 @@ func (s *Store) pendingSampleRows(ctx context.Context, snap *snapshot, groupBy s
 	if len(gens) == 0 {
 		return out, nil
 	}
+	defer func() {
+		bytes := int64(kb.Len()) + 96*int64(len(out.rows))
+		for _, g := range gens {
+			bytes += g.Bytes() // held here too, whatever the generation cache evicts
+		}
+		sampleLRU.put(ck, out, bytes)
+	}()
 	rows, _ := wal.NewestRows(gens)
 	keyCol := slices.Index(listColumns, groupBy)
 	verCol := slices.Index(listColumns, "policy_version")
