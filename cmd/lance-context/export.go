@@ -184,10 +184,10 @@ func (p *parquetOut) write(b arrow.RecordBatch) error {
 }
 func (p *parquetOut) close() error { return p.fw.Close() }
 
-type jsonlOut struct{ w *bufio.Writer }
+type jsonlOut struct{ w io.Writer }
 
 func (j *jsonlOut) write(b arrow.RecordBatch) error { return array.RecordToJSON(b, j.w) }
-func (j *jsonlOut) close() error                    { return j.w.Flush() }
+func (j *jsonlOut) close() error                    { return nil }
 
 type arrowOut struct{ fw *ipc.FileWriter }
 
@@ -205,7 +205,7 @@ func newFormatWriter(format string, schema *arrow.Schema, w io.Writer) (formatWr
 		}
 		return &parquetOut{fw}, nil
 	case "jsonl":
-		return &jsonlOut{bufio.NewWriterSize(w, 1<<20)}, nil
+		return &jsonlOut{w}, nil
 	case "arrow":
 		fw, err := ipc.NewFileWriter(w, ipc.WithSchema(schema))
 		if err != nil {
@@ -239,7 +239,8 @@ func runExport(ctx context.Context, c *client.Client, store, format, out string,
 		}
 	}()
 	cw := &countingWriter{w: sk}
-	fw, err := newFormatWriter(format, st.Schema(), cw)
+	bw := bufio.NewWriterSize(cw, 1<<20) // the writers' many small writes
+	fw, err := newFormatWriter(format, st.Schema(), bw)
 	if err != nil {
 		return nil, err
 	}
@@ -261,6 +262,9 @@ func runExport(ctx context.Context, c *client.Client, store, format, out string,
 		return nil, err
 	}
 	if err := fw.close(); err != nil {
+		return nil, fmt.Errorf("export to %s: %w", out, err)
+	}
+	if err := bw.Flush(); err != nil {
 		return nil, fmt.Errorf("export to %s: %w", out, err)
 	}
 	if err := sk.Close(); err != nil {
