@@ -44,6 +44,8 @@ func main() {
 	flag.Float64Var(&c.Resend, "resend", 0.05, "fraction of acknowledged appends sent again as they were")
 	flag.IntVar(&c.ContentBytes, "content", 200, "bytes of content per record")
 	flag.IntVar(&c.Readers, "readers", 2, "concurrent readers (get, page by cursor, trajectory)")
+	flag.IntVar(&c.Consumers, "consumers", 2, "feed consumer groups")
+	flag.Float64Var(&c.ConsumerCrash, "consumer-crash", 0.1, "chance a consumer dies around each commit (before it, or with its answer lost)")
 	flag.DurationVar(&c.MergeEvery, "merge-every", 3*time.Second, "time between explicit merges")
 	flag.DurationVar(&c.CompactEvery, "compact-every", 45*time.Second, "time between compactions (0: none)")
 	flag.DurationVar(&c.CleanupEvery, "cleanup-every", time.Minute, "time between cleanups (0: none)")

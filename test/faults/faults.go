@@ -63,6 +63,10 @@ type Config struct {
 	Resend       float64 // fraction of acknowledged appends sent again as they were (a client that lost the answer)
 	ContentBytes int     // bytes of content per record
 	Readers      int     // concurrent readers (get, page by cursor, trajectory)
+	// Consumers are feed consumer groups (feed.go), each of which crashes
+	// with probability ConsumerCrash per batch (before or around its commit).
+	Consumers     int
+	ConsumerCrash float64
 
 	MergeEvery   time.Duration // between explicit merges
 	CompactEvery time.Duration // between compactions (0: none)
@@ -158,6 +162,14 @@ type Summary struct {
 	FragmentsDuplicated int64 `json:"fragments_duplicated"`
 	FragmentsWrong      int64 `json:"fragments_wrong_content"`
 
+	// The feed, summed over the consumer groups (feed.go).
+	FeedDelivered   int64 `json:"feed_delivered"`
+	FeedDuplicated  int64 `json:"feed_duplicated"`   // a (shard, seq) committed twice by a group: must be 0
+	FeedOutOfOrder  int64 `json:"feed_out_of_order"` // a shard's seq not above the group's last: must be 0
+	FeedMissing     int64 `json:"feed_missing"`      // a row the store holds at the end, never delivered: must be 0
+	FeedPhantom     int64 `json:"feed_phantom"`
+	ConsumerCrashes int   `json:"consumer_crashes"`
+
 	ReadMissing int64 `json:"read_missing"` // a get did not find an id acknowledged with flush: must be 0
 	PageErrors  int64 `json:"page_errors"`  // a page or trajectory listed an id twice or out of order: must be 0
 
@@ -215,6 +227,10 @@ func (s *Summary) Failures() []string {
 	add(s.FragmentsLost, "acknowledged ids missing from fragments after merging everything")
 	add(s.FragmentsDuplicated, "ids listed more than once in fragments")
 	add(s.FragmentsWrong, "ids with the wrong content in fragments")
+	add(s.FeedDuplicated, "rows a feed consumer group got twice")
+	add(s.FeedOutOfOrder, "feed rows out of their shard's order")
+	add(s.FeedMissing, "rows in the store a feed consumer group never got")
+	add(s.FeedPhantom, "feed rows never sent")
 	add(s.ReadMissing, "gets that did not find an id acknowledged with flush")
 	add(s.PageErrors, "pages or trajectories with an id twice or out of order")
 	add(int64(s.Crashes), "worker exits that were not kills")
@@ -232,6 +248,7 @@ type run struct {
 	seen    *countingTransport
 	writers []*writer
 	seq     atomic.Uint64
+	feeds   []*consumer
 
 	appendsOK, recordsOK, retries, resent, abandoned atomic.Int64
 	merges, compactions, cleanups                    atomic.Int64
@@ -347,6 +364,11 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	}
 	for k := range cfg.Readers {
 		wg.Go(func() { r.reader(loadCtx, k) })
+	}
+	for k := range cfg.Consumers {
+		c := &consumer{group: fmt.Sprintf("learners-%d", k)}
+		r.feeds = append(r.feeds, c)
+		wg.Go(func() { r.consume(loadCtx, c, cfg.ConsumerCrash, cfg.Seed+uint64(k)) })
 	}
 	wg.Go(func() { r.maintenance(loadCtx) })
 	wg.Go(func() { r.killer(loadCtx, began) })
@@ -849,6 +871,24 @@ func (r *run) finalCheck(ctx context.Context, s *Summary) error {
 	s.Phantom, s.Unacked, s.Rows = ta.phantom, ta.unacked, ta.rows
 	for k, v := range ta.examples {
 		s.Examples[k] = v
+	}
+	for _, c := range r.feeds {
+		step = time.Now()
+		if err := r.drainFeed(ctx, c); err != nil {
+			return fmt.Errorf("faults: drain feed group %s: %w", c.group, err)
+		}
+		ft := checkFeed(r.writers, c, all, func(kind, ex string) {
+			if len(s.Examples[kind]) < 5 {
+				s.Examples[kind] = append(s.Examples[kind], ex)
+			}
+		})
+		s.FeedDelivered += ft.delivered
+		s.FeedDuplicated += ft.duplicated
+		s.FeedOutOfOrder += ft.outOfOrder
+		s.FeedMissing += ft.missing
+		s.FeedPhantom += ft.phantom
+		s.ConsumerCrashes += c.crashes
+		r.cfg.Logf("final check: feed group %s: %d rows delivered (%d reads, %d consumer crashes), drained in %.1f s", c.group, ft.delivered, c.reads, c.crashes, time.Since(step).Seconds())
 	}
 	all = nil
 	step = time.Now()

@@ -69,10 +69,12 @@ func (s *syncBuffer) tail(n int) string {
 // versitygw behind the fault proxy (5% 503s, dropped connections, torn
 // bodies, 2 s stalls), four appenders (JSON and Arrow, some flushed,
 // failed appends sent again with the same ids, some acknowledged ones sent
-// twice), readers, merges, compactions and cleanups for 40 s, and two
-// SIGKILLs with restarts on the same INSTANCE_ID. Then, faults off, every
-// acknowledged id is listed exactly once with its newest acknowledged
-// write, in source=all and, after merging everything, in fragments.
+// twice), readers, two feed consumer groups that die around one commit in
+// ten, merges, compactions and cleanups for 40 s, and two SIGKILLs with
+// restarts on the same INSTANCE_ID. Then, faults off, every acknowledged
+// id is listed exactly once with its newest acknowledged write, in
+// source=all and, after merging everything, in fragments; and each
+// consumer group, drained to the end, got every row once, in shard order.
 // bench/faultsoak runs the same campaign for minutes.
 func TestFaultSuiteNoAckLost(t *testing.T) {
 	if testing.Short() {
@@ -85,21 +87,23 @@ func TestFaultSuiteNoAckLost(t *testing.T) {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	cfg := Config{
-		Bin:          bin,
-		DataDir:      strings.TrimRight(dataURL, "/") + "/faultsuite-" + hex.EncodeToString(b),
-		Endpoint:     endpoint,
-		Duration:     40 * time.Second,
-		Appenders:    4,
-		Batch:        25,
-		Rewrite:      0.3,
-		FlushRate:    0.5,
-		Resend:       0.05,
-		ContentBytes: 200,
-		Readers:      2,
-		MergeEvery:   2 * time.Second,
-		CompactEvery: 11 * time.Second,
-		CleanupEvery: 17 * time.Second,
-		Kills:        2,
+		Bin:           bin,
+		DataDir:       strings.TrimRight(dataURL, "/") + "/faultsuite-" + hex.EncodeToString(b),
+		Endpoint:      endpoint,
+		Duration:      40 * time.Second,
+		Appenders:     4,
+		Batch:         25,
+		Rewrite:       0.3,
+		FlushRate:     0.5,
+		Resend:        0.05,
+		ContentBytes:  200,
+		Readers:       2,
+		Consumers:     2,
+		ConsumerCrash: 0.1,
+		MergeEvery:    2 * time.Second,
+		CompactEvery:  11 * time.Second,
+		CleanupEvery:  17 * time.Second,
+		Kills:         2,
 		Faults: latencyproxy.Faults{Seed: 1, Error503: 0.05, Reset: 0.005, Tear: 0.01,
 			Stall: 0.003, StallFor: 2 * time.Second},
 		Seed:        1,

@@ -1,0 +1,208 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+
+	"github.com/lance-context/lance-context/api"
+)
+
+// Feed consumers: each is a consumer group that reads the feed (Arrow, to
+// see each row's lc_shard and lc_seq) and commits, and "crashes" at random
+// between a read and its commit, or with a commit whose answer it never
+// saw. Its ledger holds the rows of the batches it committed: a batch
+// counts once its commit is known to have landed (a consumer that lost the
+// answer reads its group's position back, as a restarted one would). The
+// final check wants every (shard, seq) once per group, each shard's in
+// ascending order, and every row the store holds at the end delivered.
+
+// fedRow is one row a consumer group processed.
+type fedRow struct {
+	shard, seq int64
+	id         string
+	write      uint64 // the write sequence in its content
+}
+
+type consumer struct {
+	group   string
+	mu      sync.Mutex
+	rows    []fedRow
+	crashes int
+	reads   int
+}
+
+// feedBatch reads one answer of the feed for a group (from its committed
+// position) as Arrow.
+func (r *run) feedBatch(ctx context.Context, group string, limit int) ([]fedRow, string, error) {
+	q := url.Values{"group": {group}, "limit": {fmt.Sprint(limit)}, "wait_ms": {"500"}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.proc.url+"/api/v1/rollouts/"+store+"/feed?"+q.Encode(), nil)
+	if err != nil {
+		return nil, "", err
+	}
+	req.Header.Set("Accept", api.ArrowStream)
+	resp, err := (&http.Client{Transport: r.seen, Timeout: time.Minute}).Do(req)
+	if err != nil {
+		return nil, "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, "", fmt.Errorf("feed: status %d", resp.StatusCode)
+	}
+	pos := resp.Header.Get(api.FeedPositionHeader)
+	rd, err := ipc.NewReader(resp.Body)
+	if err != nil {
+		return nil, "", err
+	}
+	defer rd.Release()
+	var out []fedRow
+	for rd.Next() {
+		b := rd.RecordBatch()
+		col := func(name string) int { return b.Schema().FieldIndices(name)[0] }
+		ids := b.Column(col("id")).(*array.String)
+		contents := b.Column(col("content")).(interface{ Value(int) string }) // large_utf8
+		shards := b.Column(col("lc_shard")).(*array.Int64)
+		seqs := b.Column(col("lc_seq")).(*array.Int64)
+		for i := 0; i < ids.Len(); i++ {
+			w, _ := seqOf(contents.Value(i))
+			out = append(out, fedRow{shards.Value(i), seqs.Value(i), ids.Value(i), w})
+		}
+	}
+	if err := rd.Err(); err != nil {
+		return nil, "", err
+	}
+	return out, pos, nil
+}
+
+// consume runs one consumer group until ctx ends.
+func (r *run) consume(ctx context.Context, c *consumer, crash float64, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 5000))
+	for ctx.Err() == nil {
+		if _, err := r.consumeOnce(ctx, c, rng, crash); err != nil && ctx.Err() == nil {
+			r.fail("feed", err, 0)
+			sleep(ctx, 200*time.Millisecond)
+		}
+	}
+}
+
+// consumeOnce reads and commits one batch; it returns the rows committed.
+func (r *run) consumeOnce(ctx context.Context, c *consumer, rng *rand.Rand, crash float64) (int, error) {
+	rows, pos, err := r.feedBatch(ctx, c.group, 50+rng.IntN(300))
+	if err != nil {
+		return 0, err
+	}
+	c.mu.Lock()
+	c.reads++
+	c.mu.Unlock()
+	if len(rows) == 0 {
+		return 0, nil
+	}
+	if rng.Float64() < crash {
+		// Killed after reading, before committing: the rows come again.
+		c.mu.Lock()
+		c.crashes++
+		c.mu.Unlock()
+		return 0, nil
+	}
+	_, err = r.cl.CommitFeed(ctx, store, c.group, pos)
+	if err != nil || rng.Float64() < crash {
+		// The answer is lost (or the consumer died right after the call):
+		// the group's position says whether the commit landed.
+		c.mu.Lock()
+		c.crashes++
+		c.mu.Unlock()
+		var g *api.FeedGroup
+		if rerr := retry(ctx, func() (err error) {
+			gs, err := r.cl.FeedGroups(ctx, store)
+			for i := range gs {
+				if gs[i].Group == c.group {
+					g = &gs[i]
+				}
+			}
+			return err
+		}); rerr != nil {
+			return 0, errors.Join(err, rerr)
+		}
+		if g == nil || g.Position != pos {
+			return 0, nil
+		}
+	}
+	c.mu.Lock()
+	c.rows = append(c.rows, rows...)
+	c.mu.Unlock()
+	return len(rows), nil
+}
+
+// drainFeed reads a group to the end of the store (faults off, after the
+// final flush), committing as it goes.
+func (r *run) drainFeed(ctx context.Context, c *consumer) error {
+	rng := rand.New(rand.NewPCG(1, 6000))
+	for empty := 0; empty < 2; {
+		n, err := r.consumeOnce(ctx, c, rng, 0)
+		if err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			sleep(ctx, 200*time.Millisecond)
+			continue
+		}
+		if n == 0 {
+			empty++
+		} else {
+			empty = 0
+		}
+	}
+	return nil
+}
+
+// feedTally is the final check of one group.
+type feedTally struct {
+	delivered, duplicated, outOfOrder, missing, phantom int64
+}
+
+// checkFeed compares a group's ledger with the store's rows at the end
+// (id -> contents of the source=all walk).
+func checkFeed(ws []*writer, c *consumer, all map[string][]string, example func(kind, s string)) feedTally {
+	var t feedTally
+	seen := map[[2]int64]bool{}
+	last := map[int64]int64{}
+	got := map[string]map[uint64]bool{}
+	for _, row := range c.rows {
+		t.delivered++
+		k := [2]int64{row.shard, row.seq}
+		if seen[k] {
+			t.duplicated++
+			example("feed_duplicated", fmt.Sprintf("%s: %s (shard %x seq %d) delivered twice", c.group, row.id, row.shard, row.seq))
+		}
+		seen[k] = true
+		if row.seq <= last[row.shard] {
+			t.outOfOrder++
+			example("feed_out_of_order", fmt.Sprintf("%s: shard %x seq %d after %d", c.group, row.shard, row.seq, last[row.shard]))
+		}
+		last[row.shard] = max(last[row.shard], row.seq)
+		if g, i, ok := parseID(row.id); !ok || g >= len(ws) || i >= ws[g].sent() {
+			t.phantom++
+			example("feed_phantom", c.group+": "+row.id)
+		}
+		if got[row.id] == nil {
+			got[row.id] = map[uint64]bool{}
+		}
+		got[row.id][row.write] = true
+	}
+	for id, contents := range all {
+		w, ok := seqOf(contents[0])
+		if !ok || !got[id][w] {
+			t.missing++
+			example("feed_missing", fmt.Sprintf("%s: %s write %d is in the store, never delivered", c.group, id, w))
+		}
+	}
+	return t
+}
