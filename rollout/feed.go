@@ -157,6 +157,16 @@ type FeedOptions struct {
 	Wait time.Duration
 }
 
+// FeedSchema is the schema of the feed's rows (the records listing's
+// columns, then lc_shard and lc_seq), with meta.
+func FeedSchema(meta arrow.Metadata) *arrow.Schema {
+	fields := make([]arrow.Field, len(feedColumns))
+	for i, c := range feedColumns {
+		fields[i] = Schema.Field(schemaIndex[c])
+	}
+	return arrow.NewSchema(fields, &meta)
+}
+
 // FeedResult is one read of the feed: rows of feedColumns (no payload;
 // lc_shard and lc_seq set), each shard's in seq order, and the
 // position after them (and after rows the filters passed over).
