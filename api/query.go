@@ -1,5 +1,10 @@
 package api
 
+import (
+	"encoding/json"
+	"fmt"
+)
+
 // ArrowStream is the media type of an Arrow IPC stream: the body of an
 // Arrow append, and a query result when the client sends it in Accept.
 const ArrowStream = "application/vnd.apache.arrow.stream"
@@ -21,6 +26,28 @@ type QueryRequest struct {
 	SQL     string `json:"sql"`
 	Source  Source `json:"source,omitempty"`
 	MaxRows int    `json:"max_rows,omitempty"`
+	// Version reads the store (table records) at that base version alone,
+	// as a checkout of it does, without changing what other readers see: a
+	// number or a tag name.
+	Version VersionRef `json:"version,omitempty"`
+}
+
+// VersionRef names a base version: a number (12, or "12") or a tag name.
+type VersionRef string
+
+// UnmarshalJSON takes a JSON number or string.
+func (v *VersionRef) UnmarshalJSON(b []byte) error {
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err == nil {
+		*v = VersionRef(n.String())
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("version must be a number or a tag name, got %s", b)
+	}
+	*v = VersionRef(s)
+	return nil
 }
 
 // QueryColumn names a result column and its DuckDB type.

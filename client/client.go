@@ -572,6 +572,9 @@ type ListOptions struct {
 	// Cursor continues a listing after the page whose NextCursor it is:
 	// following cursors returns every row exactly once, merges or not.
 	Cursor string
+	// Version reads base version Version alone (a number or a tag name),
+	// as a checkout of it does, without pinning the worker.
+	Version string
 }
 
 func (o ListOptions) query() url.Values {
@@ -590,6 +593,9 @@ func (o ListOptions) query() url.Values {
 	}
 	if o.Cursor != "" {
 		q.Set("cursor", o.Cursor)
+	}
+	if o.Version != "" {
+		q.Set("version", o.Version)
 	}
 	return q
 }

@@ -29,9 +29,26 @@ func (h RecordReads) store(r *http.Request) (*rollout.Store, error) {
 	return h.Catalog.Open(r.Context(), PathParam(r, "name"))
 }
 
+// storeAt opens the request's store and reads its version= parameter (a
+// base version number or a tag name; absent: 0, the latest): a read at a
+// version answers from that base version alone, as a checkout of it would,
+// without changing what other readers see.
+func (h RecordReads) storeAt(r *http.Request) (*rollout.Store, uint64, error) {
+	st, err := h.store(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	ref := r.URL.Query().Get("version")
+	if ref == "" {
+		return st, 0, nil
+	}
+	v, err := st.ResolveVersion(r.Context(), ref)
+	return st, v, err
+}
+
 // List serves GET .../records?source=&limit=&offset=&cursor=&filters=&<column>=.
 func (h RecordReads) List(w http.ResponseWriter, r *http.Request) {
-	st, err := h.store(r)
+	st, v, err := h.storeAt(r)
 	if err != nil {
 		WriteError(w, r, err)
 		return
@@ -41,6 +58,7 @@ func (h RecordReads) List(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, err)
 		return
 	}
+	o.Version = v
 	res, err := st.List(r.Context(), o)
 	if err != nil {
 		WriteError(w, r, err)
@@ -58,12 +76,12 @@ func (h RecordReads) List(w http.ResponseWriter, r *http.Request) {
 // full union} or {"record": null} when no record has the id (the
 // reference's contract: a miss is an answer, not an error).
 func (h RecordReads) Get(w http.ResponseWriter, r *http.Request) {
-	st, err := h.store(r)
+	st, v, err := h.storeAt(r)
 	if err != nil {
 		WriteError(w, r, err)
 		return
 	}
-	rec, err := st.Get(r.Context(), PathParam(r, "id"))
+	rec, err := st.GetAt(r.Context(), PathParam(r, "id"), v)
 	if err != nil && !(isNotFound(err) && rec == nil) {
 		WriteError(w, r, err)
 		return
@@ -76,13 +94,13 @@ func isNotFound(err error) bool { return Classify(err).Status == http.StatusNotF
 
 // Blob serves GET .../records/{id}/blob as a download named after the id.
 func (h RecordReads) Blob(w http.ResponseWriter, r *http.Request) {
-	st, err := h.store(r)
+	st, v, err := h.storeAt(r)
 	if err != nil {
 		WriteError(w, r, err)
 		return
 	}
 	id := PathParam(r, "id")
-	data, ctype, err := st.Blob(r.Context(), id)
+	data, ctype, err := st.BlobAt(r.Context(), id, v)
 	if err != nil {
 		WriteError(w, r, err)
 		return
@@ -97,13 +115,13 @@ func (h RecordReads) Blob(w http.ResponseWriter, r *http.Request) {
 // Trajectory serves GET .../trajectories/{rollout_id}: the rollout's
 // records in (sequence_order, id) order, from the full union.
 func (h RecordReads) Trajectory(w http.ResponseWriter, r *http.Request) {
-	st, err := h.store(r)
+	st, v, err := h.storeAt(r)
 	if err != nil {
 		WriteError(w, r, err)
 		return
 	}
 	id := PathParam(r, "rollout_id")
-	recs, err := st.Trajectory(r.Context(), id)
+	recs, err := st.TrajectoryAt(r.Context(), id, v)
 	if err != nil {
 		WriteError(w, r, err)
 		return
@@ -146,7 +164,7 @@ func ListQuery(r *http.Request, maxLimit int, defaultSource rollout.Source) (rol
 			return o, err
 		}
 	}
-	o.Filters, err = QueryFilters(q, "source", "limit", "offset", "cursor")
+	o.Filters, err = QueryFilters(q, "source", "limit", "offset", "cursor", "version")
 	return o, err
 }
 

@@ -159,7 +159,7 @@ func (m *Master) engines() *sqlEngines {
 func (m *Master) query(w http.ResponseWriter, r *http.Request) {
 	name := httpapi.PathParam(r, "name")
 	var body api.QueryRequest
-	if err := httpapi.DecodeJSON(w, r, maxQueryBody, &body, `{"sql": "SELECT ...", "source": "fragments|wal|all", "max_rows": n}`); err != nil {
+	if err := httpapi.DecodeJSON(w, r, maxQueryBody, &body, `{"sql": "SELECT ...", "source": "fragments|wal|all", "max_rows": n, "version": 12 or "tag"}`); err != nil {
 		writeQueryError(w, r, err)
 		return
 	}
@@ -172,9 +172,17 @@ func (m *Master) query(w http.ResponseWriter, r *http.Request) {
 		writeQueryError(w, r, err)
 		return
 	}
-	if _, err := m.catalog.Open(r.Context(), name); err != nil {
+	st, err := m.catalog.Open(r.Context(), name)
+	if err != nil {
 		writeQueryError(w, r, err)
 		return
+	}
+	var version uint64
+	if body.Version != "" {
+		if version, err = st.ResolveVersion(r.Context(), string(body.Version)); err != nil {
+			writeQueryError(w, r, err)
+			return
+		}
 	}
 	release, err := acquireSQL(r)
 	if err != nil {
@@ -182,7 +190,7 @@ func (m *Master) query(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	res, err := m.engines().query.Query(r.Context(), sqlquery.Request{Store: name, SQL: body.SQL, Source: src, MaxRows: body.MaxRows})
+	res, err := m.engines().query.Query(r.Context(), sqlquery.Request{Store: name, SQL: body.SQL, Source: src, MaxRows: body.MaxRows, Version: version})
 	if err != nil {
 		writeQueryError(w, r, err)
 		return

@@ -86,6 +86,9 @@ type ListOptions struct {
 	Limit   int    // default 25
 	Offset  int    // rows to skip after After
 	After   string // an id: list the ids above it (DecodeCursor reads a cursor)
+	// Version, when not 0, reads that base version alone, as a checkout
+	// of it does, without changing what other reads see.
+	Version uint64
 }
 
 // ListResult is one page. NextCursor continues after it; empty on the last
@@ -118,9 +121,17 @@ func (s *Store) snapshot(ctx context.Context, withWAL bool, plan readPlan) (*sna
 // names what the read opens first in the base (openBase), for reads that
 // go on to read rows.
 func (s *Store) snapshotLimit(ctx context.Context, withWAL bool, limit int, plan readPlan) (*snapshot, error) {
-	if v := s.pinned.Load(); v != 0 && !plan.latest {
-		// A checkout: the base at that version, without the WAL tier.
+	v := plan.version
+	if p := s.pinned.Load(); v == 0 && p != 0 && !plan.latest {
+		v = p
+	}
+	if v != 0 {
+		// A read at a version, or a checkout: the base at that version,
+		// without the WAL tier.
 		base, err := table.Checkout(ctx, s.root, v)
+		if errors.Is(err, objstore.ErrNotFound) {
+			return nil, fmt.Errorf("%w: version %d of store %s (cleaned up, or never committed)", ErrNotFound, v, s.name)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -299,9 +310,13 @@ func (s *Store) List(ctx context.Context, o ListOptions) (*ListResult, error) {
 }
 
 // Get returns the newest version of a record from the full union.
-func (s *Store) Get(ctx context.Context, id string) (*Record, error) {
+func (s *Store) Get(ctx context.Context, id string) (*Record, error) { return s.GetAt(ctx, id, 0) }
+
+// GetAt is Get from base version v alone (0: the latest, with the tier),
+// as a checkout of v reads it, without changing what other reads see.
+func (s *Store) GetAt(ctx context.Context, id string, v uint64) (*Record, error) {
 	var out *Record
-	err := s.readRetry(ctx, true, planGet, func(snap *snapshot) error {
+	err := s.readRetry(ctx, true, planGet.at(v), func(snap *snapshot) error {
 		var err error
 		out, err = s.get(ctx, snap, id)
 		return err
@@ -399,9 +414,14 @@ func (s *Store) findPending(ctx context.Context, snap *snapshot, id string) (pen
 // Blob returns a record's payload and content type. ErrNotFound when the
 // record or its payload is absent.
 func (s *Store) Blob(ctx context.Context, id string) ([]byte, string, error) {
+	return s.BlobAt(ctx, id, 0)
+}
+
+// BlobAt is Blob from base version v alone (0: the latest).
+func (s *Store) BlobAt(ctx context.Context, id string, v uint64) ([]byte, string, error) {
 	var data []byte
 	var ctype string
-	err := s.readRetry(ctx, true, planGet, func(snap *snapshot) error {
+	err := s.readRetry(ctx, true, planGet.at(v), func(snap *snapshot) error {
 		var err error
 		data, ctype, err = s.blob(ctx, snap, id)
 		return err
@@ -457,8 +477,13 @@ const maxTrajectory = 100_000
 // Trajectory returns the records of a rollout (full union) ordered by
 // sequence_order, then id.
 func (s *Store) Trajectory(ctx context.Context, rolloutID string) ([]Record, error) {
+	return s.TrajectoryAt(ctx, rolloutID, 0)
+}
+
+// TrajectoryAt is Trajectory from base version v alone (0: the latest).
+func (s *Store) TrajectoryAt(ctx context.Context, rolloutID string, v uint64) ([]Record, error) {
 	var out []Record
-	err := s.readRetry(ctx, true, planTrajectory, func(snap *snapshot) error {
+	err := s.readRetry(ctx, true, planTrajectory.at(v), func(snap *snapshot) error {
 		var err error
 		out, err = s.trajectory(ctx, snap, rolloutID)
 		return err

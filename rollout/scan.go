@@ -21,6 +21,9 @@ type ScanOptions struct {
 	Source    Source   // "" means SourceFragments
 	Columns   []string // from ScanColumns, in any order; empty means every one
 	BatchRows int      // rows per batch read from the base table; default 8192
+	// Version, when not 0, reads that base version alone (as a checkout
+	// of it does).
+	Version uint64
 }
 
 // Scan streams every row of the chosen tier to fn, in the order List
@@ -60,7 +63,7 @@ func (s *Store) Scan(ctx context.Context, o ScanOptions, fn func(arrow.RecordBat
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
 		var snap *snapshot
-		if snap, err = s.snapshot(ctx, o.Source != SourceFragments, readPlan{files: true, fresh: attempt > 0}); err != nil {
+		if snap, err = s.snapshot(ctx, o.Source != SourceFragments, readPlan{files: true, fresh: attempt > 0, version: o.Version}); err != nil {
 			return err
 		}
 		err = s.scan(ctx, snap, o.Source, cols, o.BatchRows, emit)

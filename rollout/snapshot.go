@@ -94,6 +94,13 @@ type readPlan struct {
 	indexes []string // the columns whose BTree indexes it looks up
 	fresh   bool     // revalidate even within the read consistency interval
 	latest  bool     // the latest version even under a checkout pin (the feed)
+	version uint64   // read this base version alone (0: the latest, or the pin)
+}
+
+// at is p reading base version v (0: unchanged).
+func (p readPlan) at(v uint64) readPlan {
+	p.version = v
+	return p
 }
 
 // The plans of the reads: each opens ahead only the index it uses (a get
@@ -107,9 +114,9 @@ var (
 // and the indexes of its filter columns.
 func planList(o ListOptions) readPlan {
 	if o.Source == SourceWAL {
-		return readPlan{} // no base row is read
+		return readPlan{version: o.Version} // no base row is read
 	}
-	p := readPlan{files: true, indexes: []string{ColID}}
+	p := readPlan{files: true, indexes: []string{ColID}, version: o.Version}
 	for _, f := range o.Filters {
 		p.indexes = append(p.indexes, f.Column)
 	}

@@ -88,6 +88,9 @@ func (e *Engine) Query(ctx context.Context, req Request) (*Result, error) {
 	lim := req.Limits.withDefaults(e.limits)
 	res := &Result{}
 	q, err := e.session(ctx, req.Store, src, lim, func(qctx context.Context, c *duckdb.Conn, q *query) error {
+		if req.Version != 0 {
+			q.open = atVersion(q.open, req.Store, req.Version)
+		}
 		return run(qctx, c, q, req, lim, res)
 	})
 	if err != nil {

@@ -146,6 +146,10 @@ type Request struct {
 	Store  string         // the store named records
 	SQL    string         // one SELECT (or EXPLAIN of one)
 	Source rollout.Source // tier of every store read; "" is fragments
+	// Version, when not 0, reads the store named records at that base
+	// version alone (as a checkout of it does, without changing what other
+	// readers see); other stores are read at their latest.
+	Version uint64
 	// MaxRows, when > 0, truncates the result to that many rows (at most
 	// the engine's MaxRowsReturned) and sets Truncated. When 0, a result
 	// larger than MaxRowsReturned is an error naming the limit.
