@@ -20,7 +20,9 @@ func authServer(token string) http.Handler {
 		httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	r.Get("/api/v1/experiments", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
-	r.Get("/metrics", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("store_rows{store=\"secret\"} 1\n")) })
+	r.Get("/metrics", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("store_rows{store=\"secret\"} 1\n"))
+	})
 	httpapi.MountHealthAliases(r)
 	r.Get("/*", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("<html>ui</html>")) })
 	return r

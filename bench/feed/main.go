@@ -277,7 +277,7 @@ func catchUp(ctx context.Context, cl *client.Client, base, dir, interop string, 
 		return err
 	}
 	start := time.Now()
-	const per = 50_000
+	const per = 10_000 // the worker's records per request
 	for i := 0; i < n; i += per {
 		rec := rows("c", i, min(per, n-i), content)
 		_, err := cl.AppendArrow(ctx, store, rec, true)
@@ -285,7 +285,7 @@ func catchUp(ctx context.Context, cl *client.Client, base, dir, interop string, 
 		if err != nil {
 			return err
 		}
-		if (i/per)%20 == 19 {
+		if (i/per)%100 == 99 {
 			if _, err := cl.Merge(ctx, store); err != nil {
 				return err
 			}
