@@ -153,15 +153,37 @@ type FeedOptions struct {
 	After   Position
 	Limit   int // rows; default 100
 	Filters []Filter
+	// Columns are the columns of the listing to return (nil: all);
+	// lc_shard and lc_seq always come last.
+	Columns []string
 	// Wait is how long to wait for a row when there is none yet.
 	Wait time.Duration
 }
 
-// FeedSchema is the schema of the feed's rows (the records listing's
-// columns, then lc_shard and lc_seq), with meta.
-func FeedSchema(meta arrow.Metadata) *arrow.Schema {
-	fields := make([]arrow.Field, len(feedColumns))
-	for i, c := range feedColumns {
+// FeedColumns checks cols (columns of the records listing; nil: all) and
+// returns the feed's columns for them: cols, then lc_shard and lc_seq.
+func FeedColumns(cols []string) ([]string, error) {
+	if len(cols) == 0 {
+		return feedColumns, nil
+	}
+	out := make([]string, 0, len(cols)+2)
+	for _, c := range cols {
+		if !slices.Contains(listColumns, c) {
+			return nil, invalid("no column %q in the feed; columns: %s", clip(c, 40), strings.Join(listColumns, ", "))
+		}
+		if slices.Contains(out, c) {
+			return nil, invalid("column %q named twice", c)
+		}
+		out = append(out, c)
+	}
+	return append(out, ColShard, ColSeq), nil
+}
+
+// FeedSchema is the schema of the feed's rows of columns cols (FeedColumns
+// made them), with meta.
+func FeedSchema(cols []string, meta arrow.Metadata) *arrow.Schema {
+	fields := make([]arrow.Field, len(cols))
+	for i, c := range cols {
 		fields[i] = Schema.Field(schemaIndex[c])
 	}
 	return arrow.NewSchema(fields, &meta)
@@ -171,6 +193,7 @@ func FeedSchema(meta arrow.Metadata) *arrow.Schema {
 // lc_shard and lc_seq set), each shard's in seq order, and the
 // position after them (and after rows the filters passed over).
 type FeedResult struct {
+	Columns  []string // of the batches (FeedColumns)
 	Batches  []arrow.RecordBatch
 	Rows     int
 	Position Position
@@ -428,9 +451,20 @@ func (s *Store) feedRead(ctx context.Context, after Position, o FeedOptions, fre
 		}
 	}
 
-	// Share the limit among the shards, then read the rows.
+	// Share the limit among the shards, then read the rows: the columns
+	// asked for and those the filters need.
+	out, err := FeedColumns(o.Columns)
+	if err != nil {
+		return nil, 0, err
+	}
+	read := out
+	for _, f := range o.Filters {
+		if !slices.Contains(read, f.Column) {
+			read = append(slices.Clone(read), f.Column)
+		}
+	}
 	quota := shareLimit(order, shards, limit)
-	res := &FeedResult{Position: after.clone()}
+	res := &FeedResult{Position: after.clone(), Columns: out}
 	passed := 0
 	for _, k := range order {
 		sh := shards[k]
@@ -441,7 +475,7 @@ func (s *Store) feedRead(ctx context.Context, after Position, o FeedOptions, fre
 			}
 			n := min(take, len(p.seqs))
 			take -= n
-			rec, err := s.feedRows(ctx, snap, p, n, k)
+			rec, err := s.feedRows(ctx, snap, p, n, k, read)
 			if err != nil {
 				res.Release()
 				return nil, 0, err
@@ -456,6 +490,15 @@ func (s *Store) feedRead(ctx context.Context, after Position, o FeedOptions, fre
 				}
 				passed += n - int(kept.NumRows())
 				rec = kept
+			}
+			if len(read) != len(out) {
+				projected, err := project(rec, out)
+				rec.Release()
+				if err != nil {
+					res.Release()
+					return nil, 0, err
+				}
+				rec = projected
 			}
 			if rec.NumRows() == 0 {
 				rec.Release()
@@ -521,20 +564,20 @@ func shareLimit(order []int64, shards map[int64]*feedShard, limit int) map[int64
 	return quota
 }
 
-// feedRows reads the first n rows of a part as a batch of feedColumns with
+// feedRows reads the first n rows of a part as a batch of cols with
 // lc_shard and lc_seq set.
-func (s *Store) feedRows(ctx context.Context, snap *snapshot, p feedPart, n int, k int64) (arrow.RecordBatch, error) {
+func (s *Store) feedRows(ctx context.Context, snap *snapshot, p feedPart, n int, k int64, cols []string) (arrow.RecordBatch, error) {
 	var rec arrow.RecordBatch
 	if p.base != nil {
 		addrs := make([]table.RowAddr, n)
 		for i := range addrs {
 			addrs[i] = p.base[i].addr
 		}
-		b, err := snap.base.TakeRows(ctx, addrs, baseColumns(snap.base, feedColumns))
+		b, err := snap.base.TakeRows(ctx, addrs, baseColumns(snap.base, cols))
 		if err != nil {
 			return nil, err
 		}
-		rec, err = project(b, feedColumns)
+		rec, err = project(b, cols)
 		b.Release()
 		if err != nil {
 			return nil, err
@@ -542,7 +585,7 @@ func (s *Store) feedRows(ctx context.Context, snap *snapshot, p feedPart, n int,
 	} else {
 		sl := p.rec.NewSlice(int64(p.from), int64(p.from+n))
 		var err error
-		rec, err = project(sl, feedColumns)
+		rec, err = project(sl, cols)
 		sl.Release()
 		if err != nil {
 			return nil, err
@@ -551,9 +594,9 @@ func (s *Store) feedRows(ctx context.Context, snap *snapshot, p feedPart, n int,
 	// Generations and the tail do not carry lc_shard (a merge sets it),
 	// the tail not lc_seq either.
 	seqs := p.seqs[:n]
-	withSeq := setInt64(rec, slices.Index(feedColumns, ColSeq), func(i int) int64 { return seqs[i] })
+	withSeq := setInt64(rec, slices.Index(cols, ColSeq), func(i int) int64 { return seqs[i] })
 	rec.Release()
-	out := setInt64(withSeq, slices.Index(feedColumns, ColShard), func(int) int64 { return k })
+	out := setInt64(withSeq, slices.Index(cols, ColShard), func(int) int64 { return k })
 	withSeq.Release()
 	return out, nil
 }
@@ -562,8 +605,15 @@ func (s *Store) feedRows(ctx context.Context, snap *snapshot, p feedPart, n int,
 func filterBatch(ctx context.Context, rec arrow.RecordBatch, fs []Filter) (arrow.RecordBatch, error) {
 	keep := make([]bool, rec.NumRows())
 	all := true
+	idx := make([]int, len(fs))
+	for j, f := range fs {
+		idx[j] = rec.Schema().FieldIndices(f.Column)[0]
+	}
 	for i := range keep {
-		keep[i] = rowMatches(rec, i, fs)
+		keep[i] = true
+		for j, f := range fs {
+			keep[i] = keep[i] && valueMatches(rec.Column(idx[j]), i, f.Value)
+		}
 		all = all && keep[i]
 	}
 	if all {

@@ -259,24 +259,26 @@ func (w walRow) matches(fs []Filter) bool { return rowMatches(w.gen.Rec, w.row, 
 // filter.
 func rowMatches(rec arrow.RecordBatch, row int, fs []Filter) bool {
 	for _, f := range fs {
-		col := rec.Column(slices.Index(listColumns, f.Column))
-		if col.IsNull(row) {
-			return false
-		}
-		switch c := col.(type) {
-		case *array.String:
-			if c.Value(row) != f.Value {
-				return false
-			}
-		case *array.Boolean:
-			if c.Value(row) != (f.Value == "true") {
-				return false
-			}
-		default:
+		if !valueMatches(rec.Column(slices.Index(listColumns, f.Column)), row, f.Value) {
 			return false
 		}
 	}
 	return true
+}
+
+// valueMatches reports whether row of col equals a filter's value: a
+// string, or "true"/"false" for a bool column. Null matches nothing.
+func valueMatches(col arrow.Array, row int, value string) bool {
+	if col.IsNull(row) {
+		return false
+	}
+	switch c := col.(type) {
+	case *array.String:
+		return c.Value(row) == value
+	case *array.Boolean:
+		return c.Value(row) == (value == "true")
+	}
+	return false
 }
 
 func (w walRow) record() (Record, error) {

@@ -82,8 +82,14 @@ func (s *Server) feedRequest(r *http.Request, st *rollout.Store, kind string) (g
 		}
 		o.Wait = time.Duration(ms) * time.Millisecond
 	}
-	if o.Filters, err = httpapi.QueryFilters(q, "group", "position", "limit", "wait_ms"); err != nil {
+	if o.Filters, err = httpapi.QueryFilters(q, "group", "position", "limit", "wait_ms", "columns"); err != nil {
 		return "", o, err
+	}
+	if v := q.Get("columns"); v != "" {
+		o.Columns = strings.Split(v, ",")
+		if _, err = rollout.FeedColumns(o.Columns); err != nil {
+			return "", o, err
+		}
 	}
 	if q.Has("position") {
 		o.After, err = rollout.ParsePosition(q.Get("position"))
@@ -141,7 +147,7 @@ func feedBody(res *rollout.FeedResult, group string) (*api.FeedResponse, error) 
 // it in a header and in the schema's metadata.
 func writeFeedArrow(w http.ResponseWriter, r *http.Request, res *rollout.FeedResult) {
 	pos := res.Position.String()
-	schema := rollout.FeedSchema(arrow.NewMetadata([]string{api.FeedPositionKey}, []string{pos}))
+	schema := rollout.FeedSchema(res.Columns, arrow.NewMetadata([]string{api.FeedPositionKey}, []string{pos}))
 	w.Header().Set("Content-Type", api.ArrowStream)
 	w.Header().Set(api.FeedPositionHeader, pos)
 	w.Header().Set("X-Feed-Rows", strconv.Itoa(res.Rows))

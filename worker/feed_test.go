@@ -144,6 +144,30 @@ func TestFeedOverHTTP(t *testing.T) {
 		t.Fatalf("arrow %v, json %v", arrowIDs, jsonIDs)
 	}
 
+	// A projection: the columns asked for, then lc_shard and lc_seq; the
+	// filter's column is read but not returned.
+	resp = feedGet(t, base, "limit=100&rollout_id=roll1&columns=id,reward", api.ArrowStream)
+	if resp.StatusCode != 200 {
+		t.Fatalf("arrow columns: %d %s", resp.StatusCode, readAll(resp))
+	}
+	rd, err = ipc.NewReader(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range rd.Schema().Fields() {
+		names = append(names, f.Name)
+	}
+	rows := 0
+	for rd.Next() {
+		rows += int(rd.RecordBatch().NumRows())
+	}
+	rd.Release()
+	resp.Body.Close()
+	if fmt.Sprint(names) != "[id reward lc_shard lc_seq]" || rows != len(jsonIDs) {
+		t.Fatalf("columns=id,reward: %v, %d rows", names, rows)
+	}
+
 	for _, accept := range []string{"application/x-ndjson", "text/event-stream"} {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/rollouts/fd/feed?limit=100&rollout_id=roll1&wait_ms=200", nil)
@@ -195,6 +219,7 @@ func TestFeedOverHTTP(t *testing.T) {
 		{"wait_ms=-1", "wait_ms must be"},
 		{"group=bad%2Fname", "consumer group"},
 		{"reward=1", "cannot filter on"},
+		{"columns=id,nope", "no column"},
 	} {
 		resp := feedGet(t, base, c.query, "")
 		body := readAll(resp)

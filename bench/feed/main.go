@@ -47,6 +47,7 @@ func main() {
 		dur                      time.Duration
 		batch, content           int
 		catchup, catchupLimit    int
+		catchupCols              string
 		appenders                int
 	)
 	flag.StringVar(&bin, "bin", "", "the lance-context binary (default: built from this module into a temporary directory)")
@@ -58,15 +59,16 @@ func main() {
 	flag.IntVar(&content, "content", 200, "bytes of content per row")
 	flag.IntVar(&catchup, "catchup", 0, "rows of the catch-up store (0: no catch-up run)")
 	flag.IntVar(&catchupLimit, "catchup-limit", 100_000, "rows per feed answer when catching up")
+	flag.StringVar(&catchupCols, "catchup-columns", "", "columns the catch-up reads (feed columns=, and LanceDB's select): empty is every column")
 	flag.StringVar(&interop, "interop", "test/interop", "the directory of scan.mjs and its node_modules (for LanceDB's scan)")
 	flag.Parse()
-	if err := run(bin, dir, rates, interop, dur, batch, appenders, content, catchup, catchupLimit); err != nil {
+	if err := run(bin, dir, rates, interop, catchupCols, dur, batch, appenders, content, catchup, catchupLimit); err != nil {
 		fmt.Fprintln(os.Stderr, "feed:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin, dir, rates, interop string, dur time.Duration, batch, appenders, content, catchup, catchupLimit int) error {
+func run(bin, dir, rates, interop, cols string, dur time.Duration, batch, appenders, content, catchup, catchupLimit int) error {
 	tmp, err := os.MkdirTemp("", "feedbench")
 	if err != nil {
 		return err
@@ -117,7 +119,7 @@ func run(bin, dir, rates, interop string, dur time.Duration, batch, appenders, c
 		}
 	}
 	if catchup > 0 {
-		return catchUp(ctx, cl, base, dir, interop, catchup, catchupLimit, content)
+		return catchUp(ctx, cl, base, dir, interop, cols, catchup, catchupLimit, content)
 	}
 	return nil
 }
@@ -271,7 +273,7 @@ func latency(ctx context.Context, cl *client.Client, base string, rate int, dur 
 	return nil
 }
 
-func catchUp(ctx context.Context, cl *client.Client, base, dir, interop string, n, limit, content int) error {
+func catchUp(ctx context.Context, cl *client.Client, base, dir, interop, cols string, n, limit, content int) error {
 	store := "feedcatchup"
 	if _, err := cl.CreateStore(ctx, store); err != nil {
 		return err
@@ -304,6 +306,9 @@ func catchUp(ctx context.Context, cl *client.Client, base, dir, interop string, 
 	// Warm both readers' page cache alike: one untimed pass each is not
 	// done; the feed goes first, LanceDB second, on a store just written.
 	q := url.Values{"limit": {strconv.Itoa(limit)}}
+	if cols != "" {
+		q.Set("columns", cols)
+	}
 	start = time.Now()
 	total := 0
 	for {
@@ -318,10 +323,14 @@ func catchUp(ctx context.Context, cl *client.Client, base, dir, interop string, 
 		q.Set("position", pos)
 	}
 	secs := time.Since(start).Seconds()
-	b, _ := json.Marshal(map[string]any{"feed_catchup_rows": total, "secs": secs, "rows_per_s": int(float64(total) / secs), "limit": limit})
+	b, _ := json.Marshal(map[string]any{"feed_catchup_rows": total, "secs": secs, "rows_per_s": int(float64(total) / secs), "limit": limit, "columns": cols})
 	fmt.Println(string(b))
 	abs, _ := filepath.Abs(interop)
-	cmd := exec.Command("node", filepath.Join(abs, "scan.mjs"), dir, store+".rollout")
+	args := []string{filepath.Join(abs, "scan.mjs"), dir, store + ".rollout"}
+	if cols != "" {
+		args = append(args, strings.Split(cols, ",")...)
+	}
+	cmd := exec.Command("node", args...)
 	cmd.Dir = abs
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
