@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -250,5 +251,57 @@ func TestPositionText(t *testing.T) {
 	}
 	if z, err := ParsePosition(""); err != nil || len(z.seqs) != 0 {
 		t.Fatal("empty position")
+	}
+}
+
+// TestRegression_LateFeedCommitCannotUndoANewerOne: a commit whose write
+// reaches storage after a newer commit (a stalled put, a worker killed
+// with it on the wire) fails instead of moving the group back; a plain
+// overwrite let it, and the fault suite's consumers got rows twice.
+func TestRegression_LateFeedCommitCannotUndoANewerOne(t *testing.T) {
+	ctx := context.Background()
+	s := mustStore(t, newCatalog(t, objstore.NewMemory(), "w", Options{}), "feedc")
+	var p1, p2 Position
+	p1.advance(1, 10)
+	p2.advance(1, 20)
+	if _, err := s.CommitFeed(ctx, "g", p1); err != nil {
+		t.Fatal(err)
+	}
+	late, err := s.root.Get(ctx, feedKey("g", 1)) // commit 1's bytes, as a late duplicate of its put
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CommitFeed(ctx, "g", p2); err != nil {
+		t.Fatal(err)
+	}
+	// The late put of an existing name fails; of a deleted old one, it
+	// lands below the newest.
+	if err := s.root.PutIfAbsent(ctx, feedKey("g", 2), late); !errors.Is(err, objstore.ErrExists) {
+		t.Fatalf("late put over commit 2: %v", err)
+	}
+	for range feedKeep + 2 {
+		if _, err := s.CommitFeed(ctx, "g", p2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.root.PutIfAbsent(ctx, feedKey("g", 1), late); err != nil {
+		t.Fatalf("late put of a collected name: %v", err)
+	}
+	got, err := s.FeedGroupPosition(ctx, "g")
+	if err != nil || got.After(1) != 20 {
+		t.Fatalf("position after the late puts: %v %v", got, err)
+	}
+	infos, _ := s.root.List(ctx, feedDir+"g/")
+	if len(infos) > feedKeep+1 {
+		t.Fatalf("%d commits kept", len(infos))
+	}
+	if gs, err := s.FeedGroups(ctx); err != nil || len(gs) != 1 || gs[0].Group != "g" {
+		t.Fatalf("groups %v %v", gs, err)
+	}
+	if err := s.DeleteFeedGroup(ctx, "g"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.FeedGroup(ctx, "g"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("deleted group: %v", err)
 	}
 }

@@ -5,16 +5,29 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/lance-context/lance-context/api"
 	"github.com/lance-context/lance-context/objstore"
 )
 
-// feedDir holds a consumer group's committed position per group, beside
-// the table: _lc_feed/{group}.json is the wire type FeedGroup.
+// A consumer group's commits are a chain of objects beside the table,
+// _lc_feed/{group}/{20 digits of MaxUint64-n}.json for commit n (1, 2, ...),
+// each the wire type FeedGroup: the newest sorts first, so ListFirst finds
+// it in one request. Commit n+1 is written put-if-absent, so a commit whose
+// write was delayed (a stalled request, a worker killed while its put was
+// on the wire) can never land over a newer one: its name is taken, and it
+// fails. A plain overwrite would let such a put move the group back and
+// deliver rows again (the fault suite caught it). Older commits are
+// deleted, keeping feedKeep; a late put of a deleted name lands below the
+// newest and is never read.
 const feedDir = "_lc_feed/"
+
+// feedKeep is how many of a group's newest commits stay.
+const feedKeep = 3
 
 // FeedGroup is a consumer group's committed position.
 type FeedGroup = api.FeedGroup
@@ -27,10 +40,52 @@ func validGroup(g string) error {
 	return nil
 }
 
+func feedKey(group string, n uint64) string {
+	return fmt.Sprintf("%s%s/%020d.json", feedDir, group, math.MaxUint64-n)
+}
+
+// feedCommitNumber reads n back from a commit's key.
+func feedCommitNumber(key string) (uint64, bool) {
+	i := strings.LastIndexByte(key, '/')
+	v, err := strconv.ParseUint(strings.TrimSuffix(key[i+1:], ".json"), 10, 64)
+	return math.MaxUint64 - v, err == nil
+}
+
+// feedCommit is a group's newest commit and its number (0: none).
+func (s *Store) feedCommit(ctx context.Context, group string) (*FeedGroup, uint64, error) {
+	for attempt := 0; ; attempt++ {
+		infos, err := objstore.ListFirst(ctx, s.root, feedDir+group+"/", 1)
+		if err != nil {
+			return nil, 0, fmt.Errorf("rollout: feed group %s of store %s: %w", group, s.name, err)
+		}
+		if len(infos) == 0 {
+			return nil, 0, nil
+		}
+		n, ok := feedCommitNumber(infos[0].Key)
+		if !ok {
+			return nil, 0, fmt.Errorf("rollout: feed group %s of store %s: unexpected object %s", group, s.name, infos[0].Key)
+		}
+		b, err := s.root.Get(ctx, infos[0].Key)
+		if errors.Is(err, objstore.ErrNotFound) && attempt < 3 {
+			continue // deleted with its group meanwhile
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		var g FeedGroup
+		if err := json.Unmarshal(b, &g); err != nil {
+			return nil, 0, fmt.Errorf("rollout: consumer group %s of store %s is damaged (%s): %w", group, s.name, infos[0].Key, err)
+		}
+		return &g, n, nil
+	}
+}
+
 // CommitFeed records pos as group's position: a consumer that restarts,
 // here or in another process, resumes after it. Committing the same
 // position again changes nothing but the time; a position may move back
-// (to read again), as a Kafka consumer may seek.
+// (to read again), as a Kafka consumer may seek. Commits take effect in
+// the order they reach storage, and one that reaches it late fails rather
+// than undo a newer one.
 func (s *Store) CommitFeed(ctx context.Context, group string, pos Position) (*FeedGroup, error) {
 	if err := validGroup(group); err != nil {
 		return nil, err
@@ -40,10 +95,28 @@ func (s *Store) CommitFeed(ctx context.Context, group string, pos Position) (*Fe
 	if err != nil {
 		return nil, err
 	}
-	if err := s.root.Put(ctx, feedDir+group+".json", b); err != nil {
-		return nil, fmt.Errorf("rollout: commit feed group %s of store %s: %w", group, s.name, err)
+	for attempt := 0; attempt < 16; attempt++ {
+		cur, n, err := s.feedCommit(ctx, group)
+		if err != nil {
+			return nil, err
+		}
+		if cur != nil && cur.Position == g.Position && cur.CommittedAt.Equal(g.CommittedAt) {
+			return g, nil // an earlier attempt of ours landed
+		}
+		err = s.root.PutIfAbsent(ctx, feedKey(group, n+1), b)
+		if errors.Is(err, objstore.ErrExists) {
+			continue // another commit took n+1 (or ours did, ambiguously): read again
+		}
+		if err != nil {
+			return nil, fmt.Errorf("rollout: commit feed group %s of store %s: %w", group, s.name, err)
+		}
+		if n+1 > feedKeep {
+			// Best effort: a leftover costs a listing entry, not a wrong read.
+			_ = s.root.Delete(ctx, feedKey(group, n+1-feedKeep))
+		}
+		return g, nil
 	}
-	return g, nil
+	return nil, fmt.Errorf("%w: consumer group %s of store %s: commits keep racing; commit from one consumer at a time", ErrConflict, group, s.name)
 }
 
 // FeedGroup returns a group's committed position; ErrNotFound for a group
@@ -52,18 +125,14 @@ func (s *Store) FeedGroup(ctx context.Context, group string) (*FeedGroup, error)
 	if err := validGroup(group); err != nil {
 		return nil, err
 	}
-	b, err := s.root.Get(ctx, feedDir+group+".json")
-	if errors.Is(err, objstore.ErrNotFound) {
-		return nil, fmt.Errorf("%w: consumer group %s of store %s has committed no position", ErrNotFound, group, s.name)
-	}
+	g, _, err := s.feedCommit(ctx, group)
 	if err != nil {
 		return nil, err
 	}
-	var g FeedGroup
-	if err := json.Unmarshal(b, &g); err != nil {
-		return nil, fmt.Errorf("rollout: consumer group %s of store %s is damaged: %w", group, s.name, err)
+	if g == nil {
+		return nil, fmt.Errorf("%w: consumer group %s of store %s has committed no position", ErrNotFound, group, s.name)
 	}
-	return &g, nil
+	return g, nil
 }
 
 // FeedGroupPosition is where group reads next: its committed position, or
@@ -85,22 +154,24 @@ func (s *Store) FeedGroups(ctx context.Context) ([]FeedGroup, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rollout: list feed groups of store %s: %w", s.name, err)
 	}
-	out := []FeedGroup{}
+	var names []string
 	for _, o := range infos {
-		name, ok := strings.CutSuffix(strings.TrimPrefix(o.Key, feedDir), ".json")
-		if !ok {
-			continue
+		name, _, ok := strings.Cut(strings.TrimPrefix(o.Key, feedDir), "/")
+		if ok && !slices.Contains(names, name) {
+			names = append(names, name)
 		}
-		g, err := s.FeedGroup(ctx, name)
-		if errors.Is(err, ErrNotFound) {
-			continue // deleted meanwhile
-		}
+	}
+	slices.Sort(names)
+	out := []FeedGroup{}
+	for _, name := range names {
+		g, _, err := s.feedCommit(ctx, name)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, *g)
+		if g != nil {
+			out = append(out, *g)
+		}
 	}
-	slices.SortFunc(out, func(a, b FeedGroup) int { return strings.Compare(a.Group, b.Group) })
 	return out, nil
 }
 
@@ -110,5 +181,14 @@ func (s *Store) DeleteFeedGroup(ctx context.Context, group string) error {
 	if _, err := s.FeedGroup(ctx, group); err != nil {
 		return err
 	}
-	return s.root.Delete(ctx, feedDir+group+".json")
+	infos, err := s.root.List(ctx, feedDir+group+"/")
+	if err != nil {
+		return err
+	}
+	for _, o := range infos {
+		if err := s.root.Delete(ctx, o.Key); err != nil && !errors.Is(err, objstore.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
 }

@@ -115,23 +115,32 @@ func (r *run) consumeOnce(ctx context.Context, c *consumer, rng *rand.Rand, cras
 	_, err = r.cl.CommitFeed(ctx, store, c.group, pos)
 	if err != nil || rng.Float64() < crash {
 		// The answer is lost (or the consumer died right after the call):
-		// the group's position says whether the commit landed.
+		// the group's position says whether the commit landed, once no
+		// late write of it can land any more. Committing the position
+		// read takes the next commit's name, which a late put of ours
+		// then finds taken (rollout/feedgroups.go), so what was read
+		// stays true.
 		c.mu.Lock()
 		c.crashes++
 		c.mu.Unlock()
-		var g *api.FeedGroup
-		if rerr := retry(ctx, func() (err error) {
+		var now string
+		if rerr := retry(ctx, func() error {
 			gs, err := r.cl.FeedGroups(ctx, store)
+			if err != nil {
+				return err
+			}
+			now = ""
 			for i := range gs {
 				if gs[i].Group == c.group {
-					g = &gs[i]
+					now = gs[i].Position
 				}
 			}
+			_, err = r.cl.CommitFeed(ctx, store, c.group, now)
 			return err
 		}); rerr != nil {
 			return 0, errors.Join(err, rerr)
 		}
-		if g == nil || g.Position != pos {
+		if now != pos {
 			return 0, nil
 		}
 	}
