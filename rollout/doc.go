@@ -13,6 +13,8 @@
 //	  _lc_leases/{id}.json                   a lease: {"id","version","expires_at","holder"}; cleanup
 //	                                         keeps the version until expires_at, then deletes the file
 //	  _lc_sample/{group}/{MaxUint64-seq}.json a sampler consumer group's ledger: a put-if-absent chain of served keys (sample_ledger.go)
+//	  _lc_feed/{group}/{MaxUint64-n}.json  a feed consumer group's commit n: {"group","position",
+//	                                         "committed_at"}, put-if-absent, newest first, three kept
 //
 // The base table's schema is Schema (columns are only ever added, as
 // nullable). Its manifest config holds, per shard, the merge watermark
@@ -221,8 +223,11 @@
 // passed over by a filter); its text (Position.String) is opaque to
 // clients. A read returns, per shard, rows with seq above the position's,
 // in ascending seq, and the position moves to the last one returned. A
-// consumer group's position is what its consumer committed
-// (_lc_feed/{group}.json); a read commits nothing.
+// consumer group's position is what its consumer committed last; a read
+// commits nothing. Commits are a put-if-absent chain (feedgroups.go): a
+// commit whose write reaches storage after a newer one finds its name
+// taken and fails, so a stalled or orphaned request never moves a group
+// back (which would deliver rows again).
 //
 // Why exactly once. (1) Never twice: a row is returned only if its seq is
 // above the position, and the position handed back is at least the seq of
