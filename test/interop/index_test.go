@@ -3,6 +3,7 @@ package interop
 import (
 	"context"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"sync/atomic"
@@ -193,9 +194,22 @@ func TestGoUsesLanceDBBuiltIndex(t *testing.T) {
 		if err := file.WaitPrefetches(ctx); err != nil {
 			t.Fatal(err)
 		}
-		cs.bytes.Store(0)
-		got := goLookup(t, d, "id", ixID(i), f)
-		viaIndex := cs.bytes.Load()
+		// The least of three lookups: an offsets read that a lookup starts
+		// in the background (lance/file's prefetch) may land inside the
+		// next one's count on a loaded machine (1 run in 4 here).
+		var got []int64
+		viaIndex := int64(math.MaxInt64)
+		for range 3 {
+			if err := file.WaitPrefetches(ctx); err != nil {
+				t.Fatal(err)
+			}
+			cs.bytes.Store(0)
+			got = goLookup(t, d, "id", ixID(i), f)
+			viaIndex = min(viaIndex, cs.bytes.Load())
+		}
+		if err := file.WaitPrefetches(ctx); err != nil {
+			t.Fatal(err)
+		}
 		cs.bytes.Store(0)
 		want := goLookup(t, d, "id", ixID(i), nil)
 		viaScan := cs.bytes.Load()
