@@ -161,28 +161,19 @@ func (s *Store) export(ctx context.Context, snap *snapshot, o ExportOptions, fn 
 		}
 		exclude = ids // every pending id hides its base row, filtered or not
 		// Runs of consecutive matching rows of one generation go out as
-		// zero-copy slices of the cached generation.
-		for i := 0; i < len(rows); {
-			if !rows[i].matches(o.Filters) {
-				i++
-				continue
+		// zero-copy slices of the cached generation (a row left out ends
+		// a run).
+		if len(o.Filters) > 0 {
+			kept := rows[:0:0]
+			for _, r := range rows {
+				if r.matches(o.Filters) {
+					kept = append(kept, r)
+				}
 			}
-			j := i + 1
-			for j < len(rows) && rows[j].gen == rows[i].gen && rows[j].row == rows[j-1].row+1 && rows[j].matches(o.Filters) {
-				j++
-			}
-			full, err := project(rows[i].gen.Rec, o.Columns)
-			if err != nil {
-				return err
-			}
-			b := full.NewSlice(int64(rows[i].row), int64(rows[j-1].row)+1)
-			full.Release()
-			err = fn(b)
-			b.Release()
-			if err != nil {
-				return err
-			}
-			i = j
+			rows = kept
+		}
+		if err := emitRuns(rows, o.Columns, fn); err != nil {
+			return err
 		}
 	}
 	if o.Source == SourceWAL {

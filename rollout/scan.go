@@ -87,23 +87,8 @@ func (s *Store) scan(ctx context.Context, snap *snapshot, src Source, cols []str
 		exclude = ids
 		// Runs of consecutive winning rows of one generation are zero-copy
 		// slices of the cached generation.
-		for i := 0; i < len(rows); {
-			j := i + 1
-			for j < len(rows) && rows[j].gen == rows[i].gen && rows[j].row == rows[j-1].row+1 {
-				j++
-			}
-			full, err := project(rows[i].gen.Rec, cols)
-			if err != nil {
-				return err
-			}
-			b := full.NewSlice(int64(rows[i].row), int64(rows[j-1].row)+1)
-			full.Release()
-			err = fn(b)
-			b.Release()
-			if err != nil {
-				return err
-			}
-			i = j
+		if err := emitRuns(rows, cols, fn); err != nil {
+			return err
 		}
 	}
 	if src == SourceWAL {
@@ -122,4 +107,28 @@ func (s *Store) scan(ctx context.Context, snap *snapshot, src Source, cols []str
 		defer out.Release()
 		return fn(out)
 	})
+}
+
+// emitRuns hands rows (pending rows in generation and row order) to fn as
+// batches of cols, one per run of consecutive rows of one generation.
+func emitRuns(rows []walRow, cols []string, fn func(arrow.RecordBatch) error) error {
+	for i := 0; i < len(rows); {
+		j := i + 1
+		for j < len(rows) && rows[j].gen == rows[i].gen && rows[j].row == rows[j-1].row+1 {
+			j++
+		}
+		full, err := project(rows[i].gen.Rec, cols)
+		if err != nil {
+			return err
+		}
+		b := full.NewSlice(int64(rows[i].row), int64(rows[j-1].row)+1)
+		full.Release()
+		err = fn(b)
+		b.Release()
+		if err != nil {
+			return err
+		}
+		i = j
+	}
+	return nil
 }

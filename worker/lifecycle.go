@@ -130,6 +130,16 @@ func (s *Server) deleteTag(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// leaseHolder reads a new lease's time to live (leaseTTL) and checks its
+// holder's name: what taking a lease and a snapshot share.
+func leaseHolder(secs int64, holder string) (time.Duration, error) {
+	ttl, err := leaseTTL(secs)
+	if err == nil && len(holder) > 256 {
+		err = httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "holder is %d bytes; at most 256", len(holder))
+	}
+	return ttl, err
+}
+
 // leaseTTL reads a lease request's time to live (default an hour).
 func leaseTTL(secs int64) (time.Duration, error) {
 	switch {
@@ -147,10 +157,7 @@ func (s *Server) takeLease(w http.ResponseWriter, r *http.Request) {
 	if st == nil {
 		return
 	}
-	ttl, err := leaseTTL(body.TTLSeconds)
-	if err == nil && len(body.Holder) > 256 {
-		err = httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "holder is %d bytes; at most 256", len(body.Holder))
-	}
+	ttl, err := leaseHolder(body.TTLSeconds, body.Holder)
 	var l *rollout.Lease
 	if err == nil {
 		l, err = st.TakeLease(r.Context(), body.Version, ttl, body.Holder)

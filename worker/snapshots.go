@@ -38,10 +38,7 @@ func (s *Server) createSnapshot(w http.ResponseWriter, r *http.Request) {
 	if st == nil {
 		return
 	}
-	ttl, err := leaseTTL(body.TTLSeconds)
-	if err == nil && len(body.Holder) > 256 {
-		err = httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "holder is %d bytes; at most 256", len(body.Holder))
-	}
+	ttl, err := leaseHolder(body.TTLSeconds, body.Holder)
 	if err != nil {
 		httpapi.WriteError(w, r, err)
 		return
