@@ -36,8 +36,9 @@ func newRootCmd() *cobra.Command {
 	}
 	root.AddCommand(newVersionCmd(), newDevCmd(), newWorkerCmd(), newMasterCmd(), newInspectCmd(), bench.Command(), newWALCmd())
 	root.AddCommand(clientCmds()...)
-	root.AddCommand(newSQLCmd())    // sql.go
-	root.AddCommand(newExportCmd()) // export.go
+	root.AddCommand(newSQLCmd())      // sql.go
+	root.AddCommand(newExportCmd())   // export.go
+	root.AddCommand(newSnapshotCmd()) // snapshot.go
 	return root
 }
 
