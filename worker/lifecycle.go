@@ -2,6 +2,7 @@ package worker
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/lance-context/lance-context/api"
@@ -103,6 +104,10 @@ func (s *Server) createTag(w http.ResponseWriter, r *http.Request) {
 	if st == nil {
 		return
 	}
+	if err := userTag(body.Name, st.Name(), false); err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
 	t, err := st.CreateTag(r.Context(), body.Name, body.Version)
 	if err != nil {
 		httpapi.WriteError(w, r, err)
@@ -126,8 +131,32 @@ func (s *Server) getTag(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) deleteTag(w http.ResponseWriter, r *http.Request) {
 	if st := s.storeFor(w, r, nil, false); st != nil {
-		writeResult(w, r, http.StatusNoContent, nil, st.DeleteTag(r.Context(), httpapi.PathParam(r, "tag")))
+		tag := httpapi.PathParam(r, "tag")
+		if err := userTag(tag, st.Name(), true); err != nil {
+			httpapi.WriteError(w, r, err)
+			return
+		}
+		writeResult(w, r, http.StatusNoContent, nil, st.DeleteTag(r.Context(), tag))
 	}
+}
+
+// userTag refuses, on the tags routes, a tag name in the snapshots'
+// reserved space (api.SnapshotTagPrefix): a user's tag there would be
+// deleted by the next cleanup as an expired snapshot's, and deleting a
+// snapshot's tag would leave its lease keeping a version nothing names.
+func userTag(name, store string, deleting bool) error {
+	id, ok := strings.CutPrefix(name, api.SnapshotTagPrefix)
+	if !ok {
+		return nil
+	}
+	if deleting {
+		return httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest,
+			"tag %s is snapshot %s's (names starting with %q are reserved for snapshots): release the snapshot instead, "+
+				"DELETE /api/v1/rollouts/%s/snapshots/%s (lance-context snapshot release %s %s)", name, id, api.SnapshotTagPrefix, store, id, store, id)
+	}
+	return httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest,
+		"tag names starting with %q are reserved for snapshots, whose tags cleanup deletes when their lease ends; "+
+			"choose another name, or make a snapshot: POST /api/v1/rollouts/%s/snapshots", api.SnapshotTagPrefix, store)
 }
 
 // leaseHolder reads a new lease's time to live (leaseTTL) and checks its

@@ -225,3 +225,85 @@ func TestExportCutMidStreamIsAnError(t *testing.T) {
 	}
 	t.Logf("cut after %d rows: %v", got, err)
 }
+
+// TestSnapshotTagPrefixReserved: the tags routes refuse a name in the
+// snapshots' reserved space (api.SnapshotTagPrefix) with a 400 saying why
+// and what to do instead, and change nothing: a user's tag there would be
+// deleted by the next cleanup as an expired snapshot's, and deleting a
+// snapshot's tag by hand would leave its lease keeping a version no tag
+// names. Other names are untouched; a snapshot's tag is still read.
+func TestSnapshotTagPrefixReserved(t *testing.T) {
+	ctx := context.Background()
+	c, base := lifecycleWorker(t)
+	if _, err := c.CreateStore(ctx, "res"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Append(ctx, "res", []api.Record{{ID: "a", RolloutID: "r"}}, client.AppendOptions{Flush: true}); err != nil {
+		t.Fatal(err)
+	}
+	sn, err := c.CreateSnapshot(ctx, "res", 600, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	do := func(method, path, body string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, string(raw)
+	}
+	for _, tc := range []struct {
+		method, path, body string
+		want               []string
+	}{
+		{"POST", "/api/v1/rollouts/res/tags", `{"name":"lc-snapshot-mine"}`, []string{"INVALID_REQUEST", "reserved for snapshots", "/api/v1/rollouts/res/snapshots"}},
+		{"POST", "/api/v1/rollouts/res/tags", `{"name":"lc-snapshot-"}`, []string{"reserved for snapshots"}},
+		{"POST", "/api/v1/rollouts/res/tags", `{"name":"` + sn.Tag + `","version":1}`, []string{"reserved for snapshots"}},
+		{"DELETE", "/api/v1/rollouts/res/tags/" + sn.Tag, "", []string{"INVALID_REQUEST", "is snapshot " + sn.ID + "'s", "DELETE /api/v1/rollouts/res/snapshots/" + sn.ID}},
+		{"DELETE", "/api/v1/rollouts/res/tags/lc-snapshot-nosuch", "", []string{"reserved for snapshots"}},
+	} {
+		status, raw := do(tc.method, tc.path, tc.body)
+		if status != http.StatusBadRequest {
+			t.Errorf("%s %s %s: %d %s, want 400", tc.method, tc.path, tc.body, status, raw)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(raw, w) {
+				t.Errorf("%s %s %s: %s lacks %q", tc.method, tc.path, tc.body, raw, w)
+			}
+		}
+	}
+	// Nothing changed: the snapshot's tag is still there, at its version,
+	// and no other tag was made.
+	tags, err := c.Tags(ctx, "res")
+	if err != nil || len(tags) != 1 || tags[0].Name != sn.Tag || tags[0].Version != sn.Version {
+		t.Fatalf("tags after the refusals: %+v %v", tags, err)
+	}
+	if status, raw := do("GET", "/api/v1/rollouts/res/tags/"+sn.Tag, ""); status != http.StatusOK || !strings.Contains(raw, sn.Tag) {
+		t.Fatalf("GET a snapshot's tag: %d %s", status, raw)
+	}
+	// Names that only look alike are anyone's.
+	for _, name := range []string{"lc-snapshot", "my-lc-snapshot-1", "LC-SNAPSHOT-x"} {
+		if _, err := c.CreateTag(ctx, "res", name, 0); err != nil {
+			t.Fatalf("tag %s: %v", name, err)
+		}
+		if err := c.DeleteTag(ctx, "res", name); err != nil {
+			t.Fatalf("delete tag %s: %v", name, err)
+		}
+	}
+	if err := c.ReleaseSnapshot(ctx, "res", sn.ID); err != nil {
+		t.Fatal(err)
+	}
+	if tags, err := c.Tags(ctx, "res"); err != nil || len(tags) != 0 {
+		t.Fatalf("tags after release: %+v %v", tags, err)
+	}
+}
