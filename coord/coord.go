@@ -10,6 +10,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -44,6 +45,10 @@ func ConfigFromEnv() Config {
 type Coord struct {
 	cli    *clientv3.Client
 	prefix string
+
+	mu       sync.Mutex
+	clock    func() time.Time // cooldowns' clock; nil: time.Now
+	cooldown CooldownPolicy   // zero: DefaultCooldownPolicy
 }
 
 // Connect dials etcd.
