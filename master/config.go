@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/lance-context/lance-context/coord"
 	"github.com/lance-context/lance-context/rollout"
 )
 
@@ -30,6 +31,19 @@ type Config struct {
 	Retention            rollout.CleanupOptions
 	WorkerLeaseTTLSecond int
 	APIToken             string // LC_API_TOKEN: sent to workers when asking them to merge
+	// TaskConcurrency is how many tasks this master runs at once
+	// (LC_TASK_CONCURRENCY, or the reference's TASK_CONCURRENCY; default
+	// 1). Two tasks of one store never run at once, whatever it is.
+	TaskConcurrency int
+	// Cooldown says when the scheduler leaves a failing (kind, store)
+	// alone: LC_TASK_COOLDOWN_AFTER_FAILURES (3), LC_TASK_COOLDOWN_BASE_SECS
+	// (600) and LC_TASK_COOLDOWN_MAX_SECS (21600), or the reference's names
+	// without LC_.
+	Cooldown coord.CooldownPolicy
+	// StatsPersistEvery is how often unchanged statistics of a store are
+	// written to etcd again (changed ones are written at once), so that a
+	// restarted master serves them before it has read every store.
+	StatsPersistEvery time.Duration
 	// Store tunes the stores the master opens (to read statistics, merge
 	// orphan shards, compact and index): the ROLLOUT_* and LC_INDEX_COLUMNS
 	// variables, as rollout.OptionsFromEnv reads them.
@@ -40,7 +54,10 @@ type Config struct {
 // (8), LC_MERGE_AFTER_AGE_SECS (60), LC_COMPACT_MIN_FRAGMENTS (16),
 // LC_CLEANUP_EVERY_SECS (3600), LC_CLEANUP_OLDER_THAN_SECS (7200),
 // LC_CLEANUP_READ_GRACE_SECS (180), LC_STATS_REFRESH_SECS (10),
-// LC_API_TOKEN and the store options (rollout.OptionsFromEnv).
+// LC_TASK_CONCURRENCY (1), LC_TASK_COOLDOWN_AFTER_FAILURES (3),
+// LC_TASK_COOLDOWN_BASE_SECS (600), LC_TASK_COOLDOWN_MAX_SECS (21600) (the
+// last four also under the reference's names, without LC_), LC_API_TOKEN
+// and the store options (rollout.OptionsFromEnv).
 func ConfigFromEnv() (Config, error) {
 	c := Config{Maintenance: os.Getenv("LC_MAINTENANCE") != "off", APIToken: os.Getenv("LC_API_TOKEN")}
 	var err error
@@ -53,12 +70,26 @@ func ConfigFromEnv() (Config, error) {
 		c.MergeAfterAge = -1
 	}
 	c.CleanupEvery = time.Duration(envInt("LC_CLEANUP_EVERY_SECS", 3600)) * time.Second
+	c.TaskConcurrency = envInt2("LC_TASK_CONCURRENCY", "TASK_CONCURRENCY", 1)
+	c.Cooldown = coord.CooldownPolicy{
+		AfterFailures: envInt2("LC_TASK_COOLDOWN_AFTER_FAILURES", "TASK_COOLDOWN_AFTER_FAILURES", 3),
+		Base:          time.Duration(envInt2("LC_TASK_COOLDOWN_BASE_SECS", "TASK_COOLDOWN_BASE_SECS", 600)) * time.Second,
+		Max:           time.Duration(envInt2("LC_TASK_COOLDOWN_MAX_SECS", "TASK_COOLDOWN_MAX_SECS", 21600)) * time.Second,
+	}
 	ret, rerr := rollout.RetentionFromEnv()
 	if err == nil {
 		err = rerr
 	}
 	c.Retention = ret
 	return c, err
+}
+
+// envInt2 reads name, else the reference's alt, else def.
+func envInt2(name, alt string, def int) int {
+	if os.Getenv(name) == "" {
+		name = alt
+	}
+	return envInt(name, def)
 }
 
 func envInt(name string, def int) int {
@@ -93,5 +124,11 @@ func (c *Config) setDefaults() {
 	}
 	if c.CleanupEvery <= 0 {
 		c.CleanupEvery = time.Hour
+	}
+	if c.TaskConcurrency <= 0 {
+		c.TaskConcurrency = 1
+	}
+	if c.StatsPersistEvery <= 0 {
+		c.StatsPersistEvery = time.Minute
 	}
 }

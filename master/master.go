@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -43,6 +44,9 @@ type Master struct {
 
 	maint   *rollout.Maintainer  // compaction and cleanup of the tasks
 	cleaned map[string]time.Time // when the scheduler last enqueued a cleanup, by store
+
+	leading  atomic.Bool // this master leads the scheduler now
+	loadOnce sync.Once   // statistics restored from etcd (stats.go)
 }
 
 // New returns a master. catalog reads the stores (the master never appends).
@@ -58,6 +62,9 @@ func New(cfg Config, c *coord.Coord, catalog *rollout.Catalog, reg prometheus.Re
 	m.tasksRun = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lc_master_tasks_total", Help: "Maintenance tasks run, by kind and result."}, []string{"kind", "result"})
 	m.isLeader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "lc_master_leader", Help: "1 while this master leads the scheduler."})
 	reg.MustRegister(m.tasksRun, m.isLeader)
+	if c != nil {
+		c.SetCooldownPolicy(cfg.Cooldown)
+	}
 	return m
 }
 
@@ -67,11 +74,14 @@ func (m *Master) Metrics() *httpapi.Metrics { return m.metrics }
 // Run refreshes statistics and, while leader, schedules and runs tasks,
 // until ctx ends.
 func (m *Master) Run(ctx context.Context) {
+	m.restoreStats(ctx)
 	go m.refreshLoop(ctx)
 	m.coord.Lead(ctx, m.cfg.ID, func(lctx context.Context) {
 		m.log.Info("leading the scheduler", "id", m.cfg.ID)
 		m.isLeader.Set(1)
+		m.leading.Store(true)
 		defer m.isLeader.Set(0)
+		defer m.leading.Store(false)
 		m.lead(lctx)
 	})
 }
@@ -95,15 +105,23 @@ func (m *Master) Mount(r chi.Router, withHealth bool) {
 		r.Get("/records/{id}/blob", reads.Blob)
 		r.Get("/trajectories/{rollout_id}", reads.Trajectory)
 		r.Post("/compact", m.enqueueFor(coord.KindCompact))
+		r.Get("/compact/status", m.compactStatus) // master/ops.go
+		r.Post("/rescan", m.rescanOne)
 		r.Post("/merge", m.enqueueFor(coord.KindMerge))
 		r.Post("/index", m.enqueueFor(coord.KindIndex))
 		r.Post("/cleanup", m.enqueueFor(coord.KindCleanup))
+		r.Post("/repair", m.enqueueFor(coord.KindRepair))
 		r.Post("/query", m.query)  // master/query.go
 		r.Get("/charts", m.charts) // master/query.go
 	})
 	r.Get("/api/v1/tasks", m.listTasks)
 	r.Post("/api/v1/tasks", m.postTask)
 	r.Get("/api/v1/tasks/{id}", m.getTask)
+	r.Post("/api/v1/rescan", m.rescanAll)                // master/ops.go
+	r.Get("/api/v1/merge-progress", m.mergeProgress)     // master/ops.go
+	r.Get("/api/v1/scheduler/cooldowns", m.cooldowns)    // master/ops.go
+	r.Get("/api/v1/scheduler/repairs", m.repairs)        // master/ops.go
+	r.Get("/api/v1/scheduler/demand", m.schedulerDemand) // master/ops.go
 	r.Get("/api/v1/workers", m.listWorkers)
 	r.Get("/api/v1/workers/storage", m.workerStorage) // master/storage.go
 }

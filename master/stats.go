@@ -2,7 +2,9 @@ package master
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"sort"
 	"strconv"
@@ -19,13 +21,95 @@ type statsEntry struct {
 	stats   *rollout.Stats
 	fetched time.Time
 	err     error
+	// restored: the figures come from etcd (a previous master's), not yet
+	// read again by this one; they are served marked stale.
+	restored bool
+	// persisted is when this master last wrote them to etcd, and what.
+	persisted    time.Time
+	persistedSig string
+}
+
+// persistedStats is what etcd keeps of a store's statistics.
+type persistedStats struct {
+	Stats     *rollout.Stats `json:"stats"`
+	FetchedAt time.Time      `json:"fetched_at"`
+}
+
+// statsSig is what, changed, makes statistics worth writing to etcd at
+// once (the merge lag changes with the clock alone).
+func statsSig(s *rollout.Stats) string {
+	sig := fmt.Sprintf("%d/%d/%d/%d/%d", s.Version, s.Rows, s.Fragments, s.PendingGenerations, s.PendingRows)
+	if s.LastCompaction != nil {
+		sig += "/" + s.LastCompaction.String()
+	}
+	return sig
+}
+
+// restoreStats loads the statistics kept in etcd into the cache, once:
+// a restarted master lists every store at once (stale) instead of reading
+// each before it can answer.
+func (m *Master) restoreStats(ctx context.Context) {
+	m.loadOnce.Do(func() {
+		if m.coord == nil {
+			return
+		}
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		docs, err := m.coord.LoadStats(lctx)
+		if err != nil {
+			m.log.Warn("restore statistics", "err", err)
+			return
+		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		for name, b := range docs {
+			var p persistedStats
+			if json.Unmarshal(b, &p) != nil || p.Stats == nil {
+				continue
+			}
+			if _, ok := m.stats[name]; ok {
+				continue // read by this master already
+			}
+			m.stats[name] = &statsEntry{stats: p.Stats, fetched: p.FetchedAt, restored: true,
+				persisted: p.FetchedAt, persistedSig: statsSig(p.Stats)}
+		}
+	})
+}
+
+// persistStats writes a store's statistics to etcd when they changed, or
+// when the last write is older than StatsPersistEvery.
+func (m *Master) persistStats(ctx context.Context, name string, stats *rollout.Stats, fetched time.Time) {
+	if m.coord == nil {
+		return
+	}
+	sig := statsSig(stats)
+	m.mu.Lock()
+	e := m.stats[name]
+	due := e != nil && (e.persistedSig != sig || time.Since(e.persisted) >= m.cfg.StatsPersistEvery)
+	m.mu.Unlock()
+	if !due {
+		return
+	}
+	b, err := json.Marshal(persistedStats{Stats: stats, FetchedAt: fetched.UTC()})
+	if err != nil {
+		return
+	}
+	if err := m.coord.PutStats(ctx, name, b); err != nil {
+		m.log.Debug("persist statistics", "store", name, "err", err)
+		return
+	}
+	m.mu.Lock()
+	if e := m.stats[name]; e != nil {
+		e.persisted, e.persistedSig = time.Now(), sig
+	}
+	m.mu.Unlock()
 }
 
 func (m *Master) refreshLoop(ctx context.Context) {
 	t := time.NewTicker(m.cfg.RefreshInterval)
 	defer t.Stop()
 	for {
-		m.refreshAll(ctx)
+		_, _ = m.refreshAll(ctx)
 		select {
 		case <-ctx.Done():
 			return
@@ -67,11 +151,11 @@ func (m *Master) storeNames(ctx context.Context) ([]string, error) {
 
 // refreshAll re-reads every store's statistics, each with a timeout, so a
 // slow store keeps its previous figures (marked stale) instead of blocking.
-func (m *Master) refreshAll(ctx context.Context) {
+func (m *Master) refreshAll(ctx context.Context) (int, error) {
 	names, err := m.storeNames(ctx)
 	if err != nil {
 		m.log.Warn("list stores", "err", err)
-		return
+		return 0, err
 	}
 	sem := make(chan struct{}, 8)
 	var wg sync.WaitGroup
@@ -90,13 +174,21 @@ func (m *Master) refreshAll(ctx context.Context) {
 	for _, n := range names {
 		keep[n] = true
 	}
+	var gone []string
 	for n := range m.stats {
 		if !keep[n] {
 			delete(m.stats, n)
+			gone = append(gone, n)
 		}
 	}
 	m.refreshed = time.Now()
 	m.mu.Unlock()
+	for _, n := range gone {
+		if m.coord != nil {
+			_ = m.coord.DeleteStats(ctx, n)
+		}
+	}
+	return len(names), nil
 }
 
 func (m *Master) refreshStore(ctx context.Context, name string) (*statsEntry, error) {
@@ -108,12 +200,15 @@ func (m *Master) refreshStore(ctx context.Context, name string) (*statsEntry, er
 		stats, err = st.Stats(sctx)
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	e := m.stats[name]
 	if errors.Is(err, rollout.ErrNotFound) {
 		// No entry for a store that does not exist: it would be listed, and
 		// served, as an empty experiment.
 		delete(m.stats, name)
+		m.mu.Unlock()
+		if e != nil && m.coord != nil {
+			_ = m.coord.DeleteStats(context.WithoutCancel(ctx), name)
+		}
 		return &statsEntry{err: err}, err
 	}
 	if e == nil {
@@ -122,9 +217,13 @@ func (m *Master) refreshStore(ctx context.Context, name string) (*statsEntry, er
 	}
 	e.err = err
 	if err == nil {
-		e.stats, e.fetched = stats, time.Now()
+		e.stats, e.fetched, e.restored = stats, time.Now(), false
 	}
 	c := *e
+	m.mu.Unlock()
+	if err == nil {
+		m.persistStats(ctx, name, stats, c.fetched)
+	}
 	return &c, err
 }
 
@@ -152,6 +251,21 @@ type Experiment struct {
 	StatsFetchedAt  *time.Time `json:"stats_fetched_at"`
 	StatsAgeSeconds float64    `json:"stats_age_seconds"`
 	Error           string     `json:"error,omitempty"`
+
+	// The reference's ExperimentSummary names of the same figures:
+	// row_count (rows), fragment_count (fragments), pending_wal_generations
+	// (pending_generations), scanned_at (stats_fetched_at, Unix ms; 0 when
+	// never read), and compacted: whether the store was ever compacted
+	// (last_compaction has when).
+	RowCount              int64 `json:"row_count"`
+	FragmentCount         int   `json:"fragment_count"`
+	PendingWALGenerations int   `json:"pending_wal_generations"`
+	ScannedAt             int64 `json:"scanned_at"`
+	Compacted             bool  `json:"compacted"`
+	// Restored is true while the figures are the ones kept in etcd by a
+	// master before this one restarted, not yet read again (stale is true
+	// as well).
+	Restored bool `json:"restored,omitempty"`
 }
 
 func (m *Master) experiment(name string, e *statsEntry) Experiment {
@@ -165,11 +279,15 @@ func (m *Master) experiment(name string, e *statsEntry) Experiment {
 			x.MergeLagSeconds = s.MergeLagSeconds + max(0, time.Since(e.fetched).Seconds())
 		}
 	}
-	x.Stale = e.stats == nil || e.err != nil || time.Since(e.fetched) > 2*m.cfg.RefreshInterval
+	x.Stale = e.stats == nil || e.err != nil || e.restored || time.Since(e.fetched) > 2*m.cfg.RefreshInterval
+	x.Restored = e.restored
 	if !e.fetched.IsZero() {
 		t := e.fetched.UTC()
 		x.StatsFetchedAt, x.StatsAgeSeconds = &t, time.Since(e.fetched).Seconds()
+		x.ScannedAt = t.UnixMilli()
 	}
+	x.RowCount, x.FragmentCount, x.PendingWALGenerations = x.Rows, x.Fragments, x.PendingGenerations
+	x.Compacted = x.LastCompaction != nil
 	if e.err != nil {
 		x.Error = e.err.Error()
 	}
@@ -196,6 +314,7 @@ func (m *Master) listExperiments(w http.ResponseWriter, r *http.Request) {
 		offset = n
 	}
 	search := strings.ToLower(q.Get("search"))
+	m.restoreStats(r.Context())
 	// The registry is cheap to read and always current; statistics come from
 	// the cache (a store not yet refreshed shows as stale and is fetched in
 	// the background).
@@ -256,6 +375,7 @@ func (m *Master) listExperiments(w http.ResponseWriter, r *http.Request) {
 
 func (m *Master) getExperiment(w http.ResponseWriter, r *http.Request) {
 	name := httpapi.PathParam(r, "name")
+	m.restoreStats(r.Context())
 	m.mu.Lock()
 	e, ok := m.stats[name]
 	var cached statsEntry

@@ -2,9 +2,12 @@ package master
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/client/v3/concurrency"
@@ -36,23 +39,78 @@ func (m *Master) enqueueFor(kind string) http.HandlerFunc {
 	}
 }
 
+// listTasks answers GET /api/v1/tasks: newest first, limit (1-500,
+// default 200) from offset, with the total kept.
 func (m *Master) listTasks(w http.ResponseWriter, r *http.Request) {
-	ts, err := m.coord.ListTasks(r.Context(), 200)
+	limit, offset, err := pageParams(r, 200, 500)
 	if err != nil {
 		httpapi.WriteError(w, r, err)
 		return
 	}
-	if ts == nil {
-		ts = []*coord.Task{}
+	ts, err := m.coord.ListTasks(r.Context(), offset+limit)
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
 	}
-	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"tasks": ts})
+	total, err := m.coord.CountTasks(r.Context())
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	page := []*coord.Task{}
+	if offset < len(ts) {
+		page = ts[offset:]
+	}
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"tasks": page, "total": total, "limit": limit, "offset": offset})
+}
+
+// pageParams reads limit (1 to maxLimit, default def) and offset (>= 0).
+func pageParams(r *http.Request, def, maxLimit int) (limit, offset int, err error) {
+	q := r.URL.Query()
+	limit = def
+	if v := q.Get("limit"); v != "" {
+		n, perr := strconv.Atoi(v)
+		if perr != nil || n < 1 || n > maxLimit {
+			return 0, 0, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "limit must be an integer from 1 to %d, got %q", maxLimit, v)
+		}
+		limit = n
+	}
+	if v := q.Get("offset"); v != "" {
+		n, perr := strconv.Atoi(v)
+		if perr != nil || n < 0 {
+			return 0, 0, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "offset must be a non-negative integer, got %q", v)
+		}
+		offset = n
+	}
+	return limit, offset, nil
+}
+
+// dependsOn is the depends_on of a task request: one task id, or a list
+// of them (the reference sends a list).
+type dependsOn []string
+
+func (d *dependsOn) UnmarshalJSON(b []byte) error {
+	var one string
+	if err := json.Unmarshal(b, &one); err == nil {
+		if one != "" {
+			*d = dependsOn{one}
+		}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return errors.New("depends_on must be a task id or a list of task ids")
+	}
+	*d = many
+	return nil
 }
 
 func (m *Master) postTask(w http.ResponseWriter, r *http.Request) {
 	var body struct {
-		Kind   string `json:"kind"`
-		Store  string `json:"store"`
-		Target string `json:"target"` // the reference's name for store
+		Kind      string    `json:"kind"`
+		Store     string    `json:"store"`
+		Target    string    `json:"target"` // the reference's name for store
+		DependsOn dependsOn `json:"depends_on"`
 	}
 	if err := httpapi.DecodeJSON(w, r, 1<<16, &body, ""); err != nil {
 		httpapi.WriteError(w, r, err)
@@ -71,15 +129,27 @@ func (m *Master) postTask(w http.ResponseWriter, r *http.Request) {
 	case "index_id":
 		body.Kind = coord.KindIndex
 	}
-	if body.Kind != coord.KindMerge && body.Kind != coord.KindCompact && body.Kind != coord.KindIndex && body.Kind != coord.KindCleanup {
-		httpapi.WriteError(w, r, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "kind must be \"merge\" (merge_wal), \"compact\", \"index\" (index_id) or \"cleanup\", got %q", body.Kind))
+	switch body.Kind {
+	case coord.KindMerge, coord.KindCompact, coord.KindIndex, coord.KindCleanup, coord.KindRepair:
+	default:
+		httpapi.WriteError(w, r, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "kind must be \"merge\" (merge_wal), \"compact\", \"index\" (index_id), \"cleanup\" or \"repair\", got %q", body.Kind))
 		return
+	}
+	for _, d := range body.DependsOn {
+		if d == "" || len(d) > 128 {
+			httpapi.WriteError(w, r, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "depends_on must name tasks by id, got %q", d))
+			return
+		}
 	}
 	if _, err := m.catalog.Open(r.Context(), body.Store); err != nil {
 		httpapi.WriteError(w, r, err)
 		return
 	}
-	t, created, err := m.coord.Enqueue(r.Context(), body.Kind, body.Store, "api")
+	t, created, err := m.coord.EnqueueOpts(r.Context(), body.Kind, body.Store, "api", coord.EnqueueOptions{DependsOn: body.DependsOn})
+	if errors.Is(err, coord.ErrNoTask) {
+		httpapi.WriteError(w, r, httpapi.Errorf(http.StatusNotFound, "NOT_FOUND", "%v", err))
+		return
+	}
 	if err != nil {
 		httpapi.WriteError(w, r, err)
 		return
@@ -116,6 +186,12 @@ func (m *Master) lead(ctx context.Context) {
 	defer sched.Stop()
 	poll := time.NewTicker(time.Second)
 	defer poll.Stop()
+	// Up to TaskConcurrency tasks at once; the claim takes the store's lock,
+	// so two tasks of one store never run at once. Leaving waits for them:
+	// the session (their claims) ends after.
+	slots := make(chan struct{}, m.cfg.TaskConcurrency)
+	var running sync.WaitGroup
+	defer running.Wait()
 	for {
 		select {
 		case <-ctx.Done():
@@ -131,12 +207,18 @@ func (m *Master) lead(ctx context.Context) {
 			}
 		case <-poll.C:
 			_ = m.coord.RequeueOrphans(ctx)
-			for {
+			for len(slots) < cap(slots) {
 				t, err := m.coord.Claim(ctx, sess.Lease())
 				if err != nil || t == nil {
 					break
 				}
-				m.runTask(ctx, t)
+				slots <- struct{}{}
+				running.Add(1)
+				go func() {
+					defer running.Done()
+					defer func() { <-slots }()
+					m.runTask(ctx, t)
+				}()
 			}
 		}
 	}
@@ -213,7 +295,7 @@ func (m *Master) runTask(ctx context.Context, t *coord.Task) {
 	switch t.Kind {
 	case coord.KindMerge:
 		var passes []*rollout.MergeResult
-		passes, err = m.mergeStore(ctx, t.Store)
+		passes, err = m.mergeStore(ctx, t.Store, m.progressReporter(ctx, t))
 		res := api.TaskResult{Passes: len(passes)}
 		for _, p := range passes {
 			res.Generations += p.Generations
@@ -244,6 +326,11 @@ func (m *Master) runTask(ctx context.Context, t *coord.Task) {
 					BytesRemoved: cr.BytesRemoved, RowsExpired: cr.RowsExpired, Version: cr.Latest}
 			}
 		}
+	case coord.KindRepair:
+		var rec *api.RepairRecord
+		if rec, err = m.repairStore(ctx, t.Store, t.ID); err == nil {
+			result = rec
+		}
 	case coord.KindIndex:
 		var st *rollout.Store
 		if st, err = m.catalog.Open(ctx, t.Store); err == nil {
@@ -261,6 +348,9 @@ func (m *Master) runTask(ctx context.Context, t *coord.Task) {
 		m.log.Warn("task failed", "id", t.ID, "kind", t.Kind, "store", t.Store, "err", err)
 	}
 	m.tasksRun.WithLabelValues(t.Kind, outcome).Inc()
+	if err == nil {
+		t.Detail = taskDetail(t.Kind, result)
+	}
 	if ferr := m.coord.Finish(context.WithoutCancel(ctx), t, result, err); ferr != nil {
 		m.log.Warn("finish task", "id", t.ID, "err", ferr)
 	}
@@ -283,7 +373,7 @@ func indexTaskResult(ir *rollout.IndexResult) api.TaskResult {
 // mergeStore merges every shard of a store with pending generations: a
 // shard with a live owner is asked to merge itself; an orphan shard is
 // merged here, fenced by its storage epoch.
-func (m *Master) mergeStore(ctx context.Context, name string) ([]*rollout.MergeResult, error) {
+func (m *Master) mergeStore(ctx context.Context, name string, report func(api.MergeProgressDetail)) ([]*rollout.MergeResult, error) {
 	st, err := m.catalog.Open(ctx, name)
 	if err != nil {
 		return nil, err
@@ -302,10 +392,19 @@ func (m *Master) mergeStore(ctx context.Context, name string) ([]*rollout.MergeR
 	}
 	var out []*rollout.MergeResult
 	var errs []error
+	prog := api.MergeProgressDetail{StartedAtMS: time.Now().UnixMilli()}
+	for _, sh := range stats.Shards {
+		if sh.PendingGenerations > 0 {
+			prog.ShardsTotal++
+			prog.PendingGenerations += sh.PendingGenerations
+		}
+	}
+	report(prog)
 	for _, sh := range stats.Shards {
 		if sh.PendingGenerations == 0 {
 			continue
 		}
+		prog.CurrentShard = sh.ShardID
 		for pass := 0; pass < 1000; pass++ {
 			var res *rollout.MergeResult
 			if w, ok := owner[sh.ShardID]; ok {
@@ -318,11 +417,18 @@ func (m *Master) mergeStore(ctx context.Context, name string) ([]*rollout.MergeR
 				break
 			}
 			out = append(out, res)
+			prog.Passes++
+			prog.Generations += res.Generations
+			prog.Rows += res.Rows
+			report(prog)
 			if res.Remaining == 0 {
 				break
 			}
 		}
+		prog.ShardsDone++
 	}
+	prog.CurrentShard = ""
+	report(prog)
 	return out, errors.Join(errs...)
 }
 
@@ -335,4 +441,44 @@ func (m *Master) askWorker(ctx context.Context, w coord.WorkerInfo, store string
 		return nil, fmt.Errorf("ask worker %s to merge: %w", w.InstanceID, err)
 	}
 	return res, nil
+}
+
+// progressReporter records a merge task's progress in etcd, where
+// GET /api/v1/merge-progress reads it (from any master).
+func (m *Master) progressReporter(ctx context.Context, t *coord.Task) func(api.MergeProgressDetail) {
+	return func(p api.MergeProgressDetail) {
+		p.UpdatedAtMS = time.Now().UnixMilli()
+		if err := m.coord.SetProgress(ctx, t.ID, p); err != nil {
+			m.log.Debug("merge progress", "id", t.ID, "err", err)
+		}
+	}
+}
+
+// taskDetail is a one-line summary of a finished task's result.
+func taskDetail(kind string, result any) string {
+	switch r := result.(type) {
+	case api.TaskResult:
+		switch kind {
+		case coord.KindMerge:
+			if r.Generations == 0 {
+				return "nothing to merge"
+			}
+			return fmt.Sprintf("merged %d generations, %d rows in %d passes (version %d)", r.Generations, r.Rows, r.Passes, r.Version)
+		case coord.KindCompact:
+			return fmt.Sprintf("removed %d / added %d fragments", r.FragmentsRemoved, r.FragmentsAdded)
+		case coord.KindCleanup:
+			return fmt.Sprintf("removed %d versions, %d files, %d bytes", r.VersionsRemoved, r.FilesRemoved, r.BytesRemoved)
+		case coord.KindIndex:
+			built := 0
+			for _, c := range r.Indexes {
+				if c.Built {
+					built++
+				}
+			}
+			return fmt.Sprintf("%d of %d indexes updated", built, len(r.Indexes))
+		}
+	case *api.RepairRecord:
+		return r.Detail
+	}
+	return ""
 }
