@@ -36,9 +36,10 @@ func newRootCmd() *cobra.Command {
 	}
 	root.AddCommand(newVersionCmd(), newDevCmd(), newWorkerCmd(), newMasterCmd(), newInspectCmd(), bench.Command(), newWALCmd())
 	root.AddCommand(clientCmds()...)
-	root.AddCommand(newSQLCmd())      // sql.go
-	root.AddCommand(newExportCmd())   // export.go
-	root.AddCommand(newSnapshotCmd()) // snapshot.go
+	root.AddCommand(newSQLCmd())                                          // sql.go
+	root.AddCommand(newExportCmd())                                       // export.go
+	root.AddCommand(newSnapshotCmd())                                     // snapshot.go
+	root.AddCommand(newDeleteCmd(), newTrajectoryCmd(), newCheckoutCmd()) // store_cmds.go
 	return root
 }
 
