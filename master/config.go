@@ -41,8 +41,9 @@ type Config struct {
 	// without LC_.
 	Cooldown coord.CooldownPolicy
 	// StatsPersistEvery is how often unchanged statistics of a store are
-	// written to etcd again (changed ones are written at once), so that a
-	// restarted master serves them before it has read every store.
+	// written to etcd again (default 10 minutes; changed ones are written
+	// at once), so that a restarted master serves them before it has read
+	// every store.
 	StatsPersistEvery time.Duration
 	// Store tunes the stores the master opens (to read statistics, merge
 	// orphan shards, compact and index): the ROLLOUT_* and LC_INDEX_COLUMNS
@@ -129,6 +130,6 @@ func (c *Config) setDefaults() {
 		c.TaskConcurrency = 1
 	}
 	if c.StatsPersistEvery <= 0 {
-		c.StatsPersistEvery = time.Minute
+		c.StatsPersistEvery = 10 * time.Minute
 	}
 }

@@ -35,7 +35,9 @@ func (m *Master) enqueueFor(kind string) http.HandlerFunc {
 		if !created {
 			status = http.StatusOK // the live task of (kind, store)
 		}
-		httpapi.WriteJSON(w, status, map[string]any{"task": t, "created": created})
+		// state and task_id: the reference's CompactJobStatus answer to
+		// POST .../compact, beside ours.
+		httpapi.WriteJSON(w, status, map[string]any{"task": t, "created": created, "state": t.State, "task_id": t.ID})
 	}
 }
 
