@@ -23,9 +23,13 @@ type Snapshot struct {
 	Holder  string        `json:"holder,omitempty"`
 	// ExcludedShards (only in the answer that made the snapshot) are the
 	// shards of other live workers whose rows merged after the call, or
-	// still pending in their WAL, the version may lack: a worker cannot
-	// seal another live worker's memtable. Empty in a one-worker
-	// deployment. Snapshot every worker to cover them (deploy/SCALING.md).
+	// still pending in their WAL, the version may lack. With etcd, the
+	// worker asks the other live workers (their registered endpoints) to
+	// seal and merge first, and lists only those it could not reach (with
+	// the reason); without, it cannot seal another live worker's memtable
+	// and lists every live shard with pending generations. Empty in a
+	// one-worker deployment. Snapshot every listed worker to cover them
+	// (deploy/SCALING.md).
 	ExcludedShards []SnapshotShard `json:"excluded_shards,omitempty"`
 }
 
@@ -41,6 +45,10 @@ type SnapshotShard struct {
 	InstanceID         string `json:"instance_id,omitempty"` // its owner's, when the owner records it
 	PendingGenerations int    `json:"pending_generations"`   // sealed, not merged, at the call
 	PendingRows        int64  `json:"pending_rows"`          // their rows; unsealed rows are not counted
+	// Reason, when the worker asked the shard's owner to seal and merge
+	// (it runs with etcd), says why that failed; the owner's unsealed rows
+	// are then missing too.
+	Reason string `json:"reason,omitempty"`
 }
 
 // SnapshotsResponse is the body of GET .../snapshots: the live snapshots,

@@ -16,13 +16,18 @@ package rollout
 // process before the call (its memtable is sealed and its shard merged up
 // to that seal), every row of shards no live process owns (merged by an
 // orphan merge, whose claim replays their WAL), and whatever other live
-// workers had merged before the base version was read. Rows other live
-// workers acknowledged but had not merged are not promised: this process
-// cannot seal their memtables, and claiming their shards would fence them
-// mid-ingest. The answer lists those shards (ExcludedShards, with what
-// their manifests held pending), and a caller that needs them snapshots
-// every worker: base versions are one linear history, so the highest
-// version of those answers holds what each of them promised.
+// workers had merged before the base version was read. This process cannot
+// seal another live worker's memtable, and claiming its shard would fence
+// it mid-ingest; so when the caller gives SnapshotPeers (the worker does
+// when it runs with etcd, where workers register their endpoints), the
+// round asks each live owner of another shard to seal, then to merge until
+// its watermark reaches that seal, and the version then holds what those
+// workers acknowledged before the call too. A shard whose owner could not
+// be reached, or every live shard with pending generations when there are
+// no peers, is listed in the answer (ExcludedShards, with what its manifest
+// held pending and, with peers, why), and a caller that needs those rows
+// snapshots their workers: base versions are one linear history, so the
+// highest version of those answers holds what each of them promised.
 //
 // Callers batch into rounds: a round seals, merges and reads the version
 // once for every caller waiting for it. A caller arriving while a round
@@ -68,6 +73,7 @@ type SnapshotInfo struct {
 // it.
 type snapRound struct {
 	done     chan struct{}
+	peers    SnapshotPeers // the first joiner's that had any
 	version  uint64
 	excluded []api.SnapshotShard
 	err      error
@@ -99,12 +105,20 @@ func (s *Store) SnapshotRounds() int {
 	return rs.rounds
 }
 
-// CreateSnapshot makes a snapshot (see the top of this file) kept for ttl.
+// CreateSnapshot makes a snapshot (see the top of this file) kept for ttl,
+// without asking other live workers to seal (CreateSnapshotWith does).
 func (s *Store) CreateSnapshot(ctx context.Context, ttl time.Duration, holder string) (*SnapshotInfo, error) {
+	return s.CreateSnapshotWith(ctx, ttl, holder, nil)
+}
+
+// CreateSnapshotWith makes a snapshot kept for ttl; with peers (not nil),
+// the round asks the live owners of other shards to seal and merge what
+// they acknowledged before it (see the top of this file).
+func (s *Store) CreateSnapshotWith(ctx context.Context, ttl time.Duration, holder string, peers SnapshotPeers) (*SnapshotInfo, error) {
 	if ttl <= 0 {
 		return nil, invalid("a snapshot needs a positive time to live, got %v", ttl)
 	}
-	r := s.joinRound()
+	r := s.joinRound(peers)
 	select {
 	case <-r.done:
 	case <-ctx.Done():
@@ -143,7 +157,7 @@ func snapshotLease(l *Lease) (holder string, ok bool) {
 
 // joinRound returns the round the caller waits for: a new one started now
 // when none runs, else the one after the running round.
-func (s *Store) joinRound() *snapRound {
+func (s *Store) joinRound(peers SnapshotPeers) *snapRound {
 	rs := s.snapRounds()
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
@@ -151,6 +165,9 @@ func (s *Store) joinRound() *snapRound {
 		rs.next = &snapRound{done: make(chan struct{})}
 	}
 	r := rs.next
+	if r.peers == nil {
+		r.peers = peers
+	}
 	if !rs.running {
 		rs.running, rs.next = true, nil
 		go s.runRounds(rs, r)
@@ -163,7 +180,7 @@ func (s *Store) joinRound() *snapRound {
 func (s *Store) runRounds(rs *snapRounds, r *snapRound) {
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), snapshotRoundTimeout)
-		r.version, r.excluded, r.err = s.snapshotRound(ctx)
+		r.version, r.excluded, r.err = s.snapshotRound(ctx, r.peers)
 		cancel()
 		rs.mu.Lock()
 		rs.rounds++
@@ -183,9 +200,10 @@ func (s *Store) runRounds(rs *snapRounds, r *snapRound) {
 var afterSnapshotSeal func(*Store)
 
 // snapshotRound seals this process's memtable, merges its shard up to that
-// seal, merges the shards nobody owns, and returns the latest base version
-// with the live shards of other processes it does not cover.
-func (s *Store) snapshotRound(ctx context.Context) (uint64, []api.SnapshotShard, error) {
+// seal, merges the shards nobody owns, has peers (when not nil) seal and
+// merge the shards other live processes own, and returns the latest base
+// version with the live shards of other processes it does not cover.
+func (s *Store) snapshotRound(ctx context.Context, peers SnapshotPeers) (uint64, []api.SnapshotShard, error) {
 	if err := s.Flush(ctx); err != nil {
 		return 0, nil, fmt.Errorf("rollout: snapshot of store %s: seal: %w", s.name, err)
 	}
@@ -195,9 +213,19 @@ func (s *Store) snapshotRound(ctx context.Context) (uint64, []api.SnapshotShard,
 	if err := s.mergeOwnUpToSeal(ctx); err != nil {
 		return 0, nil, fmt.Errorf("rollout: snapshot of store %s: merge: %w", s.name, err)
 	}
-	excluded, err := s.mergeOthers(ctx)
+	live, err := s.mergeOthers(ctx)
 	if err != nil {
 		return 0, nil, fmt.Errorf("rollout: snapshot of store %s: %w", s.name, err)
+	}
+	var excluded []api.SnapshotShard
+	if peers == nil {
+		for _, x := range live {
+			if x.PendingGenerations > 0 {
+				excluded = append(excluded, x)
+			}
+		}
+	} else {
+		excluded = s.sealPeers(ctx, peers, live)
 	}
 	latest, err := table.Open(ctx, s.root)
 	if err != nil {
@@ -239,7 +267,7 @@ func (s *Store) mergeOwnUpToSeal(ctx context.Context) error {
 
 // mergeOthers merges every shard of the store that no live process owns
 // and has something to merge, and lists the live shards of other
-// processes with pending generations.
+// processes, with what they held pending.
 func (s *Store) mergeOthers(ctx context.Context) ([]api.SnapshotShard, error) {
 	shards, err := wal.ListShards(ctx, s.root)
 	if err != nil {
@@ -270,16 +298,14 @@ func (s *Store) mergeOthers(ctx context.Context) ([]api.SnapshotShard, error) {
 		}
 		pending := man.Pending(Watermark(base, sh))
 		if s.holderLive(h) {
-			if len(pending) > 0 {
-				x := api.SnapshotShard{ShardID: sh, PendingGenerations: len(pending)}
-				if h.Owner != nil {
-					x.InstanceID = h.Owner.Instance
-				}
-				for _, g := range pending {
-					x.PendingRows += g.Rows
-				}
-				excluded = append(excluded, x)
+			x := api.SnapshotShard{ShardID: sh, PendingGenerations: len(pending)}
+			if h.Owner != nil {
+				x.InstanceID = h.Owner.Instance
 			}
+			for _, g := range pending {
+				x.PendingRows += g.Rows
+			}
+			excluded = append(excluded, x)
 			continue
 		}
 		// Gone: a crashed owner may have left acknowledged rows in its log
@@ -397,4 +423,95 @@ func (s *Store) ExpireSnapshotTags(ctx context.Context) (int, error) {
 		n++
 	}
 	return n, nil
+}
+
+// SnapshotPeers reaches the processes that own the store's other live
+// shards, so that a snapshot holds what they acknowledged before it too.
+// The worker implements it over HTTP with the endpoints workers register
+// in etcd (worker/snapshots.go); tests call other Store handles.
+type SnapshotPeers interface {
+	// Seal asks the owner of shard.ShardID to seal its memtable of store:
+	// everything it acknowledged before the call is then in a generation
+	// of its shard manifest when Seal returns nil.
+	Seal(ctx context.Context, store string, shard api.SnapshotShard) error
+	// Merge asks the owner for one merge pass of its shard.
+	Merge(ctx context.Context, store string, shard api.SnapshotShard) error
+}
+
+// snapshotPeerTimeout bounds the sealing and merging of one peer's shard:
+// a peer that hangs is listed as excluded, it does not hold the round.
+const snapshotPeerTimeout = 2 * time.Minute
+
+// sealPeers has every live shard of live (other processes') sealed and
+// merged up to that seal by its owner, in parallel, and returns the shards
+// it could not cover, each with the reason.
+func (s *Store) sealPeers(ctx context.Context, peers SnapshotPeers, live []api.SnapshotShard) []api.SnapshotShard {
+	errs := make([]error, len(live))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i := range live {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			pctx, cancel := context.WithTimeout(ctx, snapshotPeerTimeout)
+			defer cancel()
+			errs[i] = s.sealPeer(pctx, peers, live[i])
+		}()
+	}
+	wg.Wait()
+	var excluded []api.SnapshotShard
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		s.opts.Logger.Warn("rollout: snapshot could not have another worker's shard sealed and merged; it is listed as excluded",
+			"store", s.name, "shard", live[i].ShardID, "instance", live[i].InstanceID, "err", err)
+		x := live[i]
+		x.Reason = err.Error()
+		excluded = append(excluded, x)
+	}
+	return excluded
+}
+
+// sealPeer has the owner of x seal, then merge until the base's watermark
+// of x reaches the newest generation of x's manifest after the seal (the
+// seal's, or a later one: generations sealed after it may ride along).
+func (s *Store) sealPeer(ctx context.Context, peers SnapshotPeers, x api.SnapshotShard) error {
+	if err := peers.Seal(ctx, s.name, x); err != nil {
+		return fmt.Errorf("seal: %w", err)
+	}
+	man, err := wal.LoadManifest(ctx, s.root, x.ShardID)
+	if err != nil {
+		return fmt.Errorf("read its manifest after the seal: %w", err)
+	}
+	var target uint64
+	for _, g := range man.Generations {
+		target = max(target, g.Generation)
+	}
+	last, stuck := uint64(0), 0
+	for pass := 0; ; pass++ {
+		base, err := table.Open(ctx, s.root)
+		if err != nil {
+			return err
+		}
+		wm := Watermark(base, x.ShardID)
+		if wm >= target {
+			return nil
+		}
+		// Two passes in a row that moved nothing: the owner is not merging
+		// this shard (it lost it, or it refuses), so waiting cannot help.
+		if pass > 0 && wm == last {
+			if stuck++; stuck >= 2 {
+				return fmt.Errorf("merged up to generation %d, short of %d, and its owner's merges make no progress", wm, target)
+			}
+		} else {
+			stuck = 0
+		}
+		last = wm
+		if err := peers.Merge(ctx, s.name, x); err != nil {
+			return fmt.Errorf("merge (up to generation %d, at %d): %w", target, wm, err)
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/lance-context/lance-context/api"
 	"github.com/lance-context/lance-context/lance/table"
 	"github.com/lance-context/lance-context/objstore"
 )
@@ -411,6 +413,112 @@ func TestSnapshotAcrossWorkers(t *testing.T) {
 	}
 	if len(sb.ExcludedShards) != 0 {
 		t.Fatalf("b's snapshot excludes %+v (a has nothing pending)", sb.ExcludedShards)
+	}
+}
+
+// handlePeers is SnapshotPeers over other Store handles on the same root,
+// as the worker's is over their workers' HTTP routes; a shard missing from
+// the map is unreachable, and noMerge peers accept merges and do nothing.
+type handlePeers struct {
+	stores  map[string]*Store
+	noMerge map[string]bool
+	calls   sync.Map // "seal:"/"merge:" + shard -> count
+}
+
+func (p *handlePeers) count(k string) {
+	v, _ := p.calls.LoadOrStore(k, new(int))
+	*v.(*int)++
+}
+
+func (p *handlePeers) Seal(ctx context.Context, _ string, x api.SnapshotShard) error {
+	st, ok := p.stores[x.ShardID]
+	if !ok {
+		return errors.New("no endpoint registered for it")
+	}
+	p.count("seal:" + x.ShardID)
+	return st.Flush(ctx)
+}
+
+func (p *handlePeers) Merge(ctx context.Context, _ string, x api.SnapshotShard) error {
+	p.count("merge:" + x.ShardID)
+	if p.noMerge[x.ShardID] {
+		return nil
+	}
+	_, err := p.stores[x.ShardID].Merge(ctx)
+	return err
+}
+
+// TestSnapshotSealsOtherWorkersThroughPeers: with SnapshotPeers, a snapshot
+// on one worker holds what other live workers acknowledged before the call,
+// sealed or not, their shards sealed and merged by their owners (several
+// merge passes when the owner's pass is capped), and lists only the
+// shards it could not cover, each with the reason: an owner it cannot
+// reach (whose unsealed rows are then missing, though none were pending),
+// an owner whose merges make no progress. Without peers the same store
+// answers as before (live shards with pending generations).
+func TestSnapshotSealsOtherWorkersThroughPeers(t *testing.T) {
+	ctx := context.Background()
+	root := objstore.NewMemory()
+	opts := func(owner string, maxGens int) Options {
+		return Options{IndexColumns: []string{}, OwnerID: owner, HeartbeatInterval: time.Second, HeartbeatTTL: 10 * time.Second, MergeMaxGenerations: maxGens}
+	}
+	a := mustStore(t, newCatalog(t, root, "a", opts("owner-a", 0)), "exp")
+	b := mustStore(t, newCatalog(t, root, "b", opts("owner-b", 1)), "exp")
+	gone := mustStore(t, newCatalog(t, root, "unreachable", opts("owner-u", 0)), "exp")
+	lazy := mustStore(t, newCatalog(t, root, "lazy", opts("owner-l", 0)), "exp")
+	appendFlush(t, a, recs("a", 3, "r"))
+	for g := range 3 { // three generations: three capped passes
+		appendFlush(t, b, recs(fmt.Sprintf("b%d", g), 2, "r"))
+	}
+	if _, err := b.Append(ctx, recs("b-unsealed", 2, "r")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gone.Append(ctx, recs("u-unsealed", 2, "r")); err != nil {
+		t.Fatal(err)
+	}
+	appendFlush(t, lazy, recs("lazy", 2, "r"))
+
+	peers := &handlePeers{
+		stores:  map[string]*Store{ShardID("b"): b, ShardID("lazy"): lazy},
+		noMerge: map[string]bool{ShardID("lazy"): true},
+	}
+	sa, err := a.CreateSnapshotWith(ctx, time.Hour, "", peers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := versionRows(t, a, sa.Version)
+	for _, id := range []string{"a-000", "b0-000", "b2-001", "b-unsealed-000", "b-unsealed-001"} {
+		if _, ok := rows[id]; !ok {
+			t.Fatalf("version %d lacks %s: %v", sa.Version, id, slices.Sorted(maps.Keys(rows)))
+		}
+	}
+	if len(rows) != 3+6+2 {
+		t.Fatalf("version %d holds %d rows, want 11 (a's and b's): %v", sa.Version, len(rows), slices.Sorted(maps.Keys(rows)))
+	}
+	if v, _ := peers.calls.Load("merge:" + ShardID("b")); v == nil || *v.(*int) < 3 {
+		t.Fatalf("b merged in %v passes, want at least 3 (capped at 1 generation)", v)
+	}
+	byShard := map[string]api.SnapshotShard{}
+	for _, x := range sa.ExcludedShards {
+		byShard[x.ShardID] = x
+	}
+	if len(byShard) != 2 {
+		t.Fatalf("excluded %+v, want the unreachable and the lazy shard", sa.ExcludedShards)
+	}
+	if x := byShard[ShardID("unreachable")]; x.PendingGenerations != 0 || !strings.Contains(x.Reason, "no endpoint registered") {
+		t.Fatalf("unreachable shard listed as %+v", x)
+	}
+	if x := byShard[ShardID("lazy")]; x.PendingRows != 2 || !strings.Contains(x.Reason, "no progress") {
+		t.Fatalf("lazy shard listed as %+v", x)
+	}
+
+	// Without peers: the old answer (live shards with pending generations).
+	sn, err := a.CreateSnapshot(ctx, time.Hour, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sn.ExcludedShards) != 1 || sn.ExcludedShards[0].ShardID != ShardID("lazy") || sn.ExcludedShards[0].Reason != "" {
+		t.Fatalf("without peers: excluded %+v, want the lazy shard alone", sn.ExcludedShards)
 	}
 }
 

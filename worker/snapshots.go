@@ -1,11 +1,15 @@
 package worker
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"strings"
 
 	"github.com/lance-context/lance-context/api"
+	"github.com/lance-context/lance-context/client"
+	"github.com/lance-context/lance-context/coord"
 	"github.com/lance-context/lance-context/httpapi"
 	"github.com/lance-context/lance-context/rollout"
 )
@@ -30,8 +34,9 @@ func (s *Server) wireSnapshot(store string, sn *rollout.SnapshotInfo) api.Snapsh
 }
 
 // createSnapshot answers POST .../snapshots {ttl_seconds, holder}: a base
-// version holding everything this worker acknowledged before the call
-// (rollout/snapshots.go says what else), tagged and leased.
+// version holding everything this worker acknowledged before the call,
+// and with etcd what the other live workers did (rollout/snapshots.go
+// says what else), tagged and leased.
 func (s *Server) createSnapshot(w http.ResponseWriter, r *http.Request) {
 	var body api.SnapshotRequest
 	st := s.storeFor(w, r, &body, false)
@@ -43,7 +48,7 @@ func (s *Server) createSnapshot(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, r, err)
 		return
 	}
-	sn, err := st.CreateSnapshot(r.Context(), ttl, body.Holder)
+	sn, err := st.CreateSnapshotWith(r.Context(), ttl, body.Holder, s.snapshotPeers())
 	if err != nil {
 		httpapi.WriteError(w, r, err)
 		return
@@ -100,4 +105,62 @@ func (s *Server) releaseSnapshot(w http.ResponseWriter, r *http.Request) {
 	if st := s.storeFor(w, r, nil, false); st != nil {
 		writeResult(w, r, http.StatusNoContent, nil, st.ReleaseSnapshot(r.Context(), httpapi.PathParam(r, "snapshot")))
 	}
+}
+
+// workerLister lists the live workers: the etcd registry (coord.Coord)
+// the worker announces its stores to, when it runs with etcd.
+type workerLister interface {
+	ListWorkers(ctx context.Context) ([]coord.WorkerInfo, error)
+}
+
+// snapshotPeers reaches the other live workers of a snapshot through the
+// endpoints they register in etcd; nil without etcd (a snapshot then lists
+// their pending shards as excluded).
+func (s *Server) snapshotPeers() rollout.SnapshotPeers {
+	wl, ok := s.Registry.(workerLister)
+	if !ok {
+		return nil
+	}
+	return &httpPeers{workers: wl, token: s.cfg.APIToken}
+}
+
+// httpPeers is rollout.SnapshotPeers over the worker API of the shard's
+// owner: POST .../flush seals, POST .../merge merges one pass (the routes a
+// master's merge task calls; no new route, and neither calls back).
+// Workers of one deployment share LC_API_TOKEN.
+type httpPeers struct {
+	workers workerLister
+	token   string
+}
+
+func (p *httpPeers) owner(ctx context.Context, x api.SnapshotShard) (*client.Client, error) {
+	ws, err := p.workers.ListWorkers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range ws {
+		if w.ShardID == x.ShardID && w.Endpoint != "" {
+			// One attempt: a worker that fails is listed, not waited for
+			// (the round's callers are).
+			return client.New(w.Endpoint, client.WithToken(p.token), client.WithRetry(client.RetryPolicy{MaxAttempts: 1})), nil
+		}
+	}
+	return nil, fmt.Errorf("no worker registered in etcd for shard %s (instance %q)", x.ShardID, x.InstanceID)
+}
+
+func (p *httpPeers) Seal(ctx context.Context, store string, x api.SnapshotShard) error {
+	c, err := p.owner(ctx, x)
+	if err != nil {
+		return err
+	}
+	return c.Flush(ctx, store)
+}
+
+func (p *httpPeers) Merge(ctx context.Context, store string, x api.SnapshotShard) error {
+	c, err := p.owner(ctx, x)
+	if err != nil {
+		return err
+	}
+	_, err = c.Merge(ctx, store)
+	return err
 }
