@@ -5,14 +5,21 @@ import { ExperimentView, type ExperimentTab } from './views/Experiment';
 import { ExperimentsView } from './views/Experiments';
 import { RolloutView } from './views/Rollout';
 import { SignIn, SignOutButton } from './views/SignIn';
-import { TasksView } from './views/Tasks';
+import { TaskDetailView, TasksView } from './views/Tasks';
+import { CompareView } from './views/Compare';
+import { GlobalSqlView } from './views/GlobalSql';
+import { RecordView } from './views/RecordView';
 import { WorkersView } from './views/Workers';
 
 export type Route =
   | { view: 'experiments' }
   | { view: 'experiment'; name: string; tab: ExperimentTab }
   | { view: 'rollout'; name: string; rolloutId: string }
+  | { view: 'record'; name: string; id: string }
   | { view: 'tasks' }
+  | { view: 'task'; id: string }
+  | { view: 'sql' }
+  | { view: 'compare' }
   | { view: 'workers' }
   | { view: 'notfound' };
 
@@ -28,6 +35,12 @@ export function matchRoute(pathname: string): Route {
   const p = pathname.replace(/\/+$/, '') || '/';
   if (p === '/' || p === '/experiments') return { view: 'experiments' };
   if (p === '/tasks') return { view: 'tasks' };
+  if (p === '/sql') return { view: 'sql' };
+  if (p === '/compare') return { view: 'compare' };
+  const t = /^\/tasks\/([^/]+)$/.exec(p);
+  if (t) return { view: 'task', id: decode(t[1]) };
+  const rec = /^\/experiments\/([^/]+)\/records\/([^/]+)$/.exec(p);
+  if (rec) return { view: 'record', name: decode(rec[1]), id: decode(rec[2]) };
   if (p === '/workers') return { view: 'workers' };
   const r = /^\/experiments\/([^/]+)\/rollouts\/([^/]+)$/.exec(p);
   if (r) return { view: 'rollout', name: decode(r[1]), rolloutId: decode(r[2]) };
@@ -55,11 +68,22 @@ function LiveToggle() {
 function Shell() {
   const { pathname } = useLocation();
   const route = matchRoute(pathname);
-  const section = route.view === 'experiment' || route.view === 'rollout' ? 'experiments' : route.view;
+  const section =
+    route.view === 'experiment' || route.view === 'rollout' || route.view === 'record'
+      ? 'experiments'
+      : route.view === 'task'
+        ? 'tasks'
+        : route.view;
 
   const title =
     route.view === 'rollout'
       ? `${route.rolloutId} · ${route.name} · lance-context`
+      : route.view === 'record'
+      ? `${route.id} · ${route.name} · lance-context`
+      : route.view === 'task'
+      ? `Task ${route.id} · lance-context`
+      : route.view === 'sql'
+      ? 'SQL · lance-context'
       : route.view === 'experiment'
       ? `${route.name} · lance-context`
       : route.view === 'notfound'
@@ -84,6 +108,8 @@ function Shell() {
         <nav className="nav">
           {nav('/', 'Experiments', 'experiments')}
           {nav('/tasks', 'Tasks', 'tasks')}
+          {nav('/sql', 'SQL', 'sql')}
+          {nav('/compare', 'Compare', 'compare')}
           {nav('/workers', 'Workers', 'workers')}
         </nav>
         <span className="spacer" />
@@ -94,7 +120,11 @@ function Shell() {
         {route.view === 'experiments' ? <ExperimentsView /> : null}
         {route.view === 'experiment' ? <ExperimentView key={route.name} name={route.name} tab={route.tab} /> : null}
         {route.view === 'rollout' ? <RolloutView key={`${route.name}/${route.rolloutId}`} name={route.name} rolloutId={route.rolloutId} /> : null}
+        {route.view === 'record' ? <RecordView key={`${route.name}/${route.id}`} name={route.name} id={route.id} /> : null}
         {route.view === 'tasks' ? <TasksView /> : null}
+        {route.view === 'task' ? <TaskDetailView key={route.id} id={route.id} /> : null}
+        {route.view === 'sql' ? <GlobalSqlView /> : null}
+        {route.view === 'compare' ? <CompareView /> : null}
         {route.view === 'workers' ? <WorkersView /> : null}
         {route.view === 'notfound' ? (
           <section>

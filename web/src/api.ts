@@ -33,6 +33,47 @@ export interface Experiment {
   merge_lag_seconds?: number | null;
   stale?: boolean;
   error?: string;
+  /** The reference's names for rows, fragments and pending_generations (newer servers send both). */
+  row_count?: number | null;
+  fragment_count?: number | null;
+  pending_wal_generations?: number | null;
+  /** Whether the store has been compacted (a boolean), or when it last was (a time); older servers leave it out. */
+  compacted?: boolean | string | null;
+}
+
+/** Fragments at or above this count make a store worth compacting (the reference highlights them). */
+export const FRAGMENTS_WARN = 16;
+
+function num(...vs: (number | null | undefined)[]): number | undefined {
+  for (const v of vs) if (typeof v === 'number' && Number.isFinite(v)) return v;
+  return undefined;
+}
+
+/** Rows of a store, whichever name the server used. */
+export function expRows(x: Experiment): number | undefined {
+  return num(x.rows, x.row_count);
+}
+
+/** Base-table fragments of a store, whichever name the server used. */
+export function expFragments(x: Experiment): number | undefined {
+  return num(x.fragments, x.fragment_count);
+}
+
+/** Pending WAL generations over all shards, whichever name the server used. */
+export function expPending(x: Experiment): number | undefined {
+  return num(x.pending_generations, x.pending_wal_generations);
+}
+
+/** Whether a store is compacted: the server's "compacted" when it sends one, else from what it does send
+ * (a last compaction time, or too many fragments). undefined when nothing says. */
+export function expCompacted(x: Experiment): { compacted: boolean | undefined; at: string | undefined } {
+  const at = typeof x.compacted === 'string' && x.compacted ? x.compacted : x.last_compaction ?? undefined;
+  if (typeof x.compacted === 'boolean') return { compacted: x.compacted, at };
+  if (typeof x.compacted === 'string' && x.compacted) return { compacted: true, at };
+  const frags = expFragments(x);
+  if (x.needs_compaction === true || (frags !== undefined && frags >= FRAGMENTS_WARN)) return { compacted: false, at };
+  if (x.last_compaction) return { compacted: true, at };
+  return { compacted: undefined, at };
 }
 
 /** One worker's storage metrics (GET /api/v1/workers/storage): counts since it started, means over them. */
@@ -117,7 +158,8 @@ export interface RecordPage {
   source: Source | string;
 }
 
-export type TaskKind = 'merge' | 'compact' | 'index' | 'cleanup';
+export type TaskKind = 'merge' | 'compact' | 'index' | 'cleanup' | 'repair';
+export const TASK_KINDS: readonly TaskKind[] = ['merge', 'compact', 'index', 'cleanup', 'repair'];
 export type TaskState = 'queued' | 'running' | 'done' | 'failed';
 
 /** What a finished task did (api.TaskResult; an index task answers its own shape). Every field may be absent. */
@@ -135,8 +177,10 @@ export interface TaskResult {
   /** A cleanup's report (left out when zero). */
   versions_removed?: number;
   bytes_removed?: number;
-  /** An index task's columns. */
+  /** An index task's columns (older servers: Go field names). */
   columns?: { Column?: string; Built?: boolean }[] | null;
+  /** An index task's indexes. */
+  indexes?: { column?: string; built?: boolean; index?: string; version?: number; new_rows?: number; replaced?: number }[] | null;
   [extra: string]: unknown;
 }
 
@@ -152,6 +196,60 @@ export interface Task {
   source?: string;
   created_at?: string | null;
   updated_at?: string | null;
+  /** The reference's name for store. */
+  target?: string;
+  /** The task that must finish first (newer servers). */
+  depends_on?: string | string[] | null;
+  /** When the latest attempt started and when the task finished: Unix ms (this server) or a time string. */
+  started_at?: string | number | null;
+  finished_at?: string | number | null;
+  /** When it was enqueued, Unix ms. */
+  enqueued_at?: number | null;
+  /** A one-line summary of what the task did (newer servers). */
+  detail?: string | null;
+  /** How long it ran (newer servers send one of these). */
+  duration_ms?: number | null;
+  duration_seconds?: number | null;
+  not_before?: string | null;
+}
+
+/** A task's store, whichever name the server used. */
+export function taskStore(t: Task): string {
+  return t.store || t.target || '';
+}
+
+/** A task's dependencies as a list. */
+export function taskDeps(t: Task): string[] {
+  const d = t.depends_on;
+  if (!d) return [];
+  return Array.isArray(d) ? d.filter(Boolean) : [d];
+}
+
+/** A time as Unix ms: from Unix ms, or from a time string; undefined when absent or zero. */
+export function toMs(s: string | number | null | undefined): number | undefined {
+  if (s === null || s === undefined || s === '') return undefined;
+  const v = typeof s === 'number' ? s : Date.parse(s);
+  return Number.isFinite(v) && v > 0 ? v : undefined;
+}
+
+/** A time as an ISO string (for display), from Unix ms or a string. */
+export function toIso(s: string | number | null | undefined): string | undefined {
+  const v = toMs(s);
+  return v === undefined ? undefined : new Date(v).toISOString();
+}
+
+/** How long a task ran, in ms, and whether it still runs: the server's duration when it sends one, else
+ * from started_at to finished_at (or to now while running). undefined when the task has not started or the
+ * server sends no times to tell. */
+export function taskDuration(t: Task, now = Date.now()): { ms: number; running: boolean } | undefined {
+  const running = t.state === 'running';
+  if (typeof t.duration_ms === 'number' && Number.isFinite(t.duration_ms)) return { ms: Math.max(0, t.duration_ms), running };
+  if (typeof t.duration_seconds === 'number' && Number.isFinite(t.duration_seconds)) return { ms: Math.max(0, t.duration_seconds * 1000), running };
+  const start = toMs(t.started_at);
+  if (start === undefined) return undefined;
+  const end = toMs(t.finished_at) ?? (running ? now : undefined);
+  if (end === undefined) return undefined;
+  return { ms: Math.max(0, end - start), running };
 }
 
 /** A tag pinning a version of a store's base table (a worker route; cleanup keeps tagged versions). */
@@ -457,8 +555,15 @@ export const api = {
   getTask(id: string, signal?: AbortSignal): Promise<Task> {
     return request(`${API_BASE}/tasks/${enc(id)}`, { signal });
   },
-  createTask(kind: TaskKind, store: string): Promise<Task> {
-    return request(`${API_BASE}/tasks`, { method: 'POST', body: { kind, store } });
+  /** Enqueues a task; with dependsOn it runs after that task (servers without depends_on refuse the field). */
+  createTask(kind: TaskKind, store: string, dependsOn?: string): Promise<Task> {
+    // "store" (ours; the server takes the reference's "target" too).
+    const body: Record<string, string> = { kind, store };
+    if (dependsOn) body.depends_on = dependsOn;
+    return request(`${API_BASE}/tasks`, { method: 'POST', body });
+  },
+  optimize(store: string): Promise<OptimizeResult> {
+    return optimize(store, (kind, s, dep) => api.createTask(kind, s, dep));
   },
   getRollout(name: string, rolloutId: string, signal?: AbortSignal): Promise<Rollout> {
     return readRollout(name, rolloutId, signal);
@@ -480,6 +585,47 @@ export const api = {
     return request(`${API_BASE}/workers/storage`, { signal });
   },
 };
+
+/** The Optimize chain: merge the WAL, then compact, then bring the indexes up to date. */
+export const OPTIMIZE_CHAIN: readonly TaskKind[] = ['merge', 'compact', 'index'];
+
+export interface OptimizeResult {
+  tasks: Task[];
+  /** False when the server does not know depends_on: the tasks were enqueued without an order between them. */
+  ordered: boolean;
+}
+
+/** True for a 400 that refuses the depends_on field (a server from before task dependencies). */
+export function refusesDependsOn(e: unknown): boolean {
+  return e instanceof ApiError && e.status === 400 && /depends_on/i.test(e.message);
+}
+
+/** Enqueues OPTIMIZE_CHAIN, each task depending on the one before. A server that refuses depends_on gets
+ * the rest of the chain without it (and ordered is false). */
+export async function optimize(
+  store: string,
+  create: (kind: TaskKind, store: string, dependsOn?: string) => Promise<Task>,
+): Promise<OptimizeResult> {
+  const tasks: Task[] = [];
+  let ordered = true;
+  for (const kind of OPTIMIZE_CHAIN) {
+    const prev = tasks[tasks.length - 1];
+    let t: Task;
+    if (prev && ordered) {
+      try {
+        t = await create(kind, store, prev.id);
+      } catch (e) {
+        if (!refusesDependsOn(e)) throw e;
+        ordered = false;
+        t = await create(kind, store);
+      }
+    } else {
+      t = await create(kind, store);
+    }
+    tasks.push(t);
+  }
+  return { tasks, ordered };
+}
 
 export function errorMessage(e: unknown): string {
   if (e instanceof ApiError) return e.message;

@@ -64,7 +64,7 @@ describe('experiments view', () => {
     fireEvent.click(screen.getByTestId('next-page'));
     await waitFor(() => expect(screen.getByTestId('page-info').textContent).toBe('51–60 of 60'));
     expect((screen.getByTestId('next-page') as HTMLButtonElement).disabled).toBe(true);
-  });
+  }, 15_000); // three pages of 25 rows: slow on a loaded 2-core machine
 
   it('shows a stale hint when the list is stale', async () => {
     stubFetch({ [`GET ${LIST}`]: listBackend(3, true) });

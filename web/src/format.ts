@@ -89,3 +89,11 @@ export function compactArray(a: unknown[], max = 16): string {
     .map((v) => (typeof v === 'number' ? (Number.isInteger(v) ? String(v) : fmtNum(v)) : JSON.stringify(v)));
   return `${items.join(', ')}${a.length > max ? ', …' : ''}`;
 }
+
+/** A task's run time: "320 ms", "4.2 s", then as fmtDuration ("3m 5s"). */
+export function fmtMillis(ms: number | null | undefined): string {
+  if (ms === null || ms === undefined || !Number.isFinite(ms) || ms < 0) return '—';
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
+  return fmtDuration(ms / 1000);
+}

@@ -408,7 +408,12 @@ function FieldValue({ name, value }: { name: string; value: unknown }) {
   return <span className="mono">{s}</span>;
 }
 
-export function RecordDetail({ store, record }: { store: string; record: RolloutRecord }) {
+/** The link to one record of a store (it opens the record, from the base table or the WAL). */
+export function recordHref(store: string, id: string): string {
+  return `/experiments/${encodeURIComponent(store)}/records/${encodeURIComponent(id)}`;
+}
+
+export function RecordDetail({ store, record, standalone }: { store: string; record: RolloutRecord; standalone?: boolean }) {
   const known = new Set<string>(RECORD_FIELDS);
   const extra = Object.keys(record).filter((k) => !known.has(k));
   const fields = [...RECORD_FIELDS, ...extra];
@@ -422,6 +427,11 @@ export function RecordDetail({ store, record }: { store: string; record: Rollout
         {record.rollout_id ? (
           <Link to={rolloutHref(store, record.rollout_id)} className="button" data-testid="open-rollout">
             Open conversation
+          </Link>
+        ) : null}
+        {id && !standalone ? (
+          <Link to={recordHref(store, id)} className="button" data-testid="record-link" title="A page of its own for this record: a link to share">
+            Link to this record
           </Link>
         ) : null}
         {id && size > 0 ? (

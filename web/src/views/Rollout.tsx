@@ -6,6 +6,80 @@ import { usePoll } from '../live';
 import { Link } from '../router';
 import { experimentHref } from './Experiments';
 import { RecordDetail } from './Records';
+import { logprobLevel, logprobStats, splitJson } from '../turns';
+
+/** A turn's text with tool-call JSON (the whole turn, or tool-call tags and fences in it) indented. */
+export function TurnText({ text }: { text: string }) {
+  const segs = splitJson(text);
+  return (
+    <div className="turn-content" data-testid="turn-content">
+      {segs.map((s, i) =>
+        s.kind === 'text' ? (
+          <span key={i}>{s.text}</span>
+        ) : (
+          <pre key={i} className="json turn-json" data-testid="turn-json" data-label={s.label ?? ''}>
+            {s.label ? <span className="muted small">{s.label}{'\n'}</span> : null}
+            {JSON.stringify(s.value, null, 2)}
+          </pre>
+        ),
+      )}
+    </div>
+  );
+}
+
+/** Tokens of a logprob strip shown at once (a long response opens the rest on request). */
+const LOGPROB_TOKENS = 512;
+
+const LOGPROB_FIELDS = [
+  ['output_logprobs', 'output'],
+  ['input_logprobs', 'input'],
+  ['ref_logprobs', 'reference'],
+] as const;
+
+/** A turn's logprobs: a summary per array, and the output tokens shaded by probability. */
+export function Logprobs({ record }: { record: RolloutRecord }) {
+  const [all, setAll] = useState(false);
+  const stats = LOGPROB_FIELDS.map(([f, label]) => ({ f, label, st: logprobStats(record[f] as unknown[] | null | undefined) })).filter((x) => x.st);
+  if (!stats.length) return null;
+  const out = Array.isArray(record.output_logprobs) ? record.output_logprobs : [];
+  const toks = Array.isArray(record.output_tokens) ? record.output_tokens : [];
+  const shown = all ? out : out.slice(0, LOGPROB_TOKENS);
+  return (
+    <details className="turn-extra logprobs" data-testid="turn-logprobs">
+      <summary>
+        logprobs{' '}
+        {stats.map(({ f, label, st }) => (
+          <span key={f} className="chip" data-testid={`logprob-summary-${label}`} title={`${f}: ${st!.n} tokens`}>
+            <span className="chip-label">{label}</span> {fmtInt(st!.n)} · mean {fmtNum(st!.mean)} · min {fmtNum(st!.min)} · ppl {fmtNum(st!.perplexity)}
+          </span>
+        ))}
+      </summary>
+      {out.length ? (
+        <div className="logprob-strip" aria-label="Output tokens shaded by probability (darker: less likely)">
+          {shown.map((lp, i) => {
+            const ok = typeof lp === 'number' && Number.isFinite(lp);
+            const tok = toks[i];
+            return (
+              <span
+                key={i}
+                className={`lp lp-${ok ? logprobLevel(lp) : 'x'}`}
+                title={`#${i}${tok !== undefined ? ` token ${tok}` : ''}: logprob ${ok ? lp.toFixed(4) : String(lp)}${ok ? ` (p ${Math.exp(lp).toFixed(3)})` : ''}`}
+                data-testid="logprob-token"
+              >
+                {tok !== undefined ? tok : i}
+              </span>
+            );
+          })}
+          {out.length > shown.length ? (
+            <button type="button" className="link-button small" onClick={() => setAll(true)}>
+              all {fmtInt(out.length)} tokens
+            </button>
+          ) : null}
+        </div>
+      ) : null}
+    </details>
+  );
+}
 
 export function rolloutHref(store: string, rolloutId: string): string {
   return `/experiments/${encodeURIComponent(store)}/rollouts/${encodeURIComponent(rolloutId)}`;
@@ -159,9 +233,7 @@ function Turn({ store, record }: { store: string; record: RolloutRecord }) {
         </span>
       </div>
       {text ? (
-        <div className="turn-content" data-testid="turn-content">
-          {text}
-        </div>
+        <TurnText text={text} />
       ) : (
         <div className="turn-content muted">(no content)</div>
       )}
@@ -171,6 +243,7 @@ function Turn({ store, record }: { store: string; record: RolloutRecord }) {
           <pre className="text">{record.rationale}</pre>
         </details>
       ) : null}
+      <Logprobs record={record} />
       <PayloadPreview store={store} record={record} />
       <button type="button" className="link-button small" onClick={() => setOpen((o) => !o)} aria-expanded={open} data-testid="turn-fields">
         {open ? 'Hide fields' : 'All fields'}

@@ -82,8 +82,13 @@ export function taskResultSummary(t: Task): string {
       if (!n(r.fragments_removed)) return 'nothing to compact';
       return `${plural(n(r.fragments_removed), 'fragment')} → ${fmtInt(n(r.fragments_added))}${version}`;
     case 'index': {
-      const cols = Array.isArray(r.columns) ? r.columns : [];
-      const built = cols.filter((c) => c && c.Built).length;
+      // Newer servers: indexes (snake_case); older: columns with Go field names.
+      const cols = Array.isArray(r.indexes)
+        ? r.indexes.map((c) => ({ built: Boolean(c?.built) }))
+        : Array.isArray(r.columns)
+          ? r.columns.map((c) => ({ built: Boolean(c?.Built) }))
+          : [];
+      const built = cols.filter((c) => c.built).length;
       return `${plural(cols.length, 'column')}, ${fmtInt(built)} updated`;
     }
     default:
