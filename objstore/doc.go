@@ -1,35 +1,61 @@
 // Package objstore is the object-store abstraction every durable component of
-// lance-context writes through, with its backends:
+// lance-context writes through: the Store interface, the backends that need
+// no SDK, the wrappers, and a registry of drivers by URL scheme.
 //
-//   - local: a directory tree on a POSIX filesystem (NewLocal). Every write is
-//     durable on return: the file is fsynced, then its directory (and any
-//     directory created for it). PutIfAbsent writes a temporary file
-//     (".tmp_*", never listed) in the target directory and hard-links it to
-//     the final name, so it is atomic across processes: link(2) fails with
-//     EEXIST when the name exists and never replaces it. Put and Create
-//     rename a temporary file over the name. Discard (the Discarder
-//     interface) deletes without the directory sync, for garbage whose
-//     return after a crash is harmless.
-//   - memory: a map guarded by a mutex (NewMemory), for tests and "mem://".
-//   - s3: Amazon S3 and S3-compatible servers via aws-sdk-go-v2 (NewS3).
+// What is where:
+//
+//   - objstore (this package): Store and its optional interfaces; local, a
+//     directory tree on a POSIX filesystem (NewLocal); memory (NewMemory);
+//     the wrappers Sub, Counting, Faulty and SmallFiles; TearingTransport;
+//     and Open, which picks a backend from a URL.
+//   - objstore/s3, objstore/gcs, objstore/azure: the cloud drivers, each
+//     with its SDK (s3.New, gcs.New, azure.New). Importing one registers
+//     its scheme with Register ("s3", "gs", "az"); objstore/drivers
+//     imports all three. cmd/lance-context imports objstore/drivers, as do
+//     the tests and benchmarks that open cloud stores; the engine's packages
+//     (lance/..., wal, rollout, sqlquery, worker, master, coord) import
+//     none, so they link no cloud SDK (TestEngineLinksNoCloudSDK).
+//   - objstore/internal/driver: what the cloud drivers share (the retries
+//     of a conditional put and of a torn read, below).
+//   - objstore/objstoretest: the conformance suite every backend passes;
+//     the cloud drivers' runs of it (against gofakes3 in process and, when
+//     configured, versitygw, fake-gcs-server and Azurite) are in
+//     objstore/drivers' tests.
+//
+// The backends:
+//
+//   - local: every write is durable on return: the file is fsynced, then
+//     its directory (and any directory created for it). PutIfAbsent writes
+//     a temporary file (".tmp_*", never listed) in the target directory and
+//     hard-links it to the final name, so it is atomic across processes:
+//     link(2) fails with EEXIST when the name exists and never replaces it.
+//     Put and Create rename a temporary file over the name. Discard (the
+//     Discarder interface) deletes without the directory sync, for garbage
+//     whose return after a crash is harmless. LocalPath says where a key's
+//     file is, for a caller that keeps files of its own beside the objects
+//     (the catalog places a store's WAL segment log there).
+//   - memory: a map guarded by a mutex, for tests and "mem://".
+//   - s3: Amazon S3 and S3-compatible servers via aws-sdk-go-v2.
 //     PutIfAbsent is PutObject with "If-None-Match: *"; Create uses a
 //     multipart upload (parts of PartSize, default 8 MiB) or, for an object
 //     smaller than one part, a single PutObject.
-//   - gcs: Google Cloud Storage via cloud.google.com/go/storage (NewGCS).
+//   - gcs: Google Cloud Storage via cloud.google.com/go/storage.
 //     PutIfAbsent is an upload with the precondition ifGenerationMatch=0
 //     (storage.Conditions{DoesNotExist: true}); Create is a resumable
 //     upload in chunks of ChunkSize, finalized (made visible) on Close.
-//   - azure: Azure Blob Storage block blobs via azblob (NewAzure).
-//     PutIfAbsent is Put Blob with "If-None-Match: *"; Create stages blocks
-//     and commits the block list on Close.
+//   - azure: Azure Blob Storage block blobs via azblob. PutIfAbsent is Put
+//     Blob with "If-None-Match: *"; Create stages blocks and commits the
+//     block list on Close.
 //   - faulty: a seeded, replayable fault-injecting wrapper (NewFaulty),
-//     and its counterpart on the wire for the cloud backends, a transport
+//     and its counterpart on the wire for the cloud drivers, a transport
 //     that tears response bodies (NewTearingTransport).
 //
-// Sub gives a view of a store rooted at a prefix, and Open picks a backend
-// from a URL: "s3://bucket/prefix", "gs://bucket/prefix",
-// "az://container/prefix", "mem://name", or a filesystem path (optionally
-// "file://path"). Counting wraps a store to count its requests.
+// Open picks a backend from a URL: a filesystem path (optionally
+// "file://path") or "mem://name", built in, or "scheme://..." for a
+// registered driver: "s3://bucket/prefix", "gs://bucket/prefix",
+// "az://container/prefix". OpenWith passes an HTTP transport to the driver
+// (tests count or tear requests with it). Sub gives a view of a store
+// rooted at a prefix; Counting wraps a store to count its requests.
 //
 // Two optional interfaces save round trips where a backend allows, each
 // with a package function that falls back for the others (the wrappers,
@@ -54,7 +80,7 @@
 // GetTail) and then served from memory; its Preload reads several of them
 // in one parallel wave.
 //
-// The cloud backends retry PutIfAbsent themselves, not through their SDKs,
+// The cloud drivers retry PutIfAbsent themselves, not through their SDKs,
 // so that they know when an attempt failed after it may have been written;
 // see Store.PutIfAbsent for that case. They retry reads (Get, GetRange,
 // GetTail) themselves too, so that a body torn mid-way (a connection
@@ -63,13 +89,15 @@
 // instead of the read failing or starting over. Transient statuses (408,
 // 429, 5xx) and transport errors are retried in the same budget: five
 // failed requests, none retried 20 s after the first failure, and the
-// caller's ctx (retry.go, readResuming). GCS's client also resumes a torn
-// body by itself, one request each time. TearingTransport injects such
-// tears into a driver's HTTP transport. Their endpoints can be overridden
-// from the environment for emulators: AWS_ENDPOINT_URL (versitygw),
+// caller's ctx (objstore/internal/driver: PutIfAbsentRetrying,
+// ReadResuming). GCS's client also resumes a torn body by itself, one
+// request each time. TearingTransport injects such tears into a driver's
+// HTTP transport. The drivers' endpoints can be overridden from the
+// environment for emulators: AWS_ENDPOINT_URL (versitygw),
 // STORAGE_EMULATOR_HOST (fake-gcs-server), AZURE_STORAGE_ENDPOINT or a
-// connection string (Azurite). Credentials: the AWS SDK's default chain;
-// Google Application Default Credentials; for Azure a connection string
+// connection string (Azurite); each driver's ConfigFromEnv lists what it
+// reads. Credentials: the AWS SDK's default chain; Google Application
+// Default Credentials; for Azure a connection string
 // (AZURE_STORAGE_CONNECTION_STRING), or AZURE_STORAGE_ACCOUNT with
 // AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN (Microsoft Entra ID tokens
 // are not supported).

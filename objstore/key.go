@@ -21,9 +21,9 @@ func ValidateKey(key string) error {
 	return validatePath(key)
 }
 
-// validatePrefix checks a List prefix: "" (everything) or a key-like string
+// ValidatePrefix checks a List prefix: "" (everything) or a key-like string
 // that may end with '/' and whose last segment may be partial.
-func validatePrefix(prefix string) error {
+func ValidatePrefix(prefix string) error {
 	if prefix == "" {
 		return nil
 	}
@@ -50,9 +50,9 @@ func validatePath(p string) error {
 	return nil
 }
 
-// checkRange validates a GetRange request against an object of size bytes and
+// CheckRange validates a GetRange request against an object of size bytes and
 // returns the end offset (exclusive) of the bytes to return.
-func checkRange(key string, size, offset, length int64) (int64, error) {
+func CheckRange(key string, size, offset, length int64) (int64, error) {
 	if offset < 0 || length < 0 {
 		return 0, fmt.Errorf("%w: %s: offset %d length %d", ErrInvalidRange, key, offset, length)
 	}

@@ -88,7 +88,7 @@ func (l *Local) ListKeys(ctx context.Context, prefix string) ([]string, error) {
 }
 
 func (s *subStore) listKeys(ctx context.Context, prefix string) ([]string, []ObjectInfo, error) {
-	if err := validatePrefix(prefix); err != nil {
+	if err := ValidatePrefix(prefix); err != nil {
 		return nil, nil, err
 	}
 	keys, infos, err := ListKeys(ctx, s.inner, s.prefix+prefix)

@@ -107,7 +107,7 @@ func (l *Local) GetRangeInto(ctx context.Context, key string, offset int64, dst 
 		return err
 	}
 	defer f.Close()
-	if _, err := checkRange(key, fi.Size(), offset, int64(len(dst))); err != nil {
+	if _, err := CheckRange(key, fi.Size(), offset, int64(len(dst))); err != nil {
 		return err
 	}
 	if offset+int64(len(dst)) > fi.Size() {
@@ -126,7 +126,7 @@ func (l *Local) GetRange(ctx context.Context, key string, offset, length int64) 
 		return nil, err
 	}
 	defer f.Close()
-	end, err := checkRange(key, fi.Size(), offset, length)
+	end, err := CheckRange(key, fi.Size(), offset, length)
 	if err != nil {
 		return nil, err
 	}
@@ -265,7 +265,7 @@ func (l *Local) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := validatePrefix(prefix); err != nil {
+	if err := ValidatePrefix(prefix); err != nil {
 		return nil, err
 	}
 	start := l.root

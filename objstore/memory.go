@@ -62,7 +62,7 @@ func (m *Memory) GetRange(ctx context.Context, key string, offset, length int64)
 	if err != nil {
 		return nil, err
 	}
-	end, err := checkRange(key, int64(len(o.data)), offset, length)
+	end, err := CheckRange(key, int64(len(o.data)), offset, length)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +113,7 @@ func (m *Memory) List(ctx context.Context, prefix string) ([]ObjectInfo, error) 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := validatePrefix(prefix); err != nil {
+	if err := ValidatePrefix(prefix); err != nil {
 		return nil, err
 	}
 	var out []ObjectInfo

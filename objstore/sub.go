@@ -116,7 +116,7 @@ func (s *subStore) Create(ctx context.Context, key string) (ObjectWriter, error)
 }
 
 func (s *subStore) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
-	if err := validatePrefix(prefix); err != nil {
+	if err := ValidatePrefix(prefix); err != nil {
 		return nil, err
 	}
 	infos, err := s.inner.List(ctx, s.prefix+prefix)

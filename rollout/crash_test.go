@@ -24,6 +24,9 @@ import (
 	"time"
 
 	"github.com/lance-context/lance-context/objstore"
+	// The crash suites open s3://, gs:// and az:// stores (the child
+	// process of TestCrashKill9 too): the drivers register here.
+	_ "github.com/lance-context/lance-context/objstore/drivers"
 )
 
 // Environment of the child process.

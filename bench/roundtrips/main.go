@@ -30,7 +30,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lance-context/lance-context/objstore"
+	"github.com/lance-context/lance-context/objstore/s3"
 	"github.com/lance-context/lance-context/test/latencyproxy"
 )
 
@@ -118,7 +118,7 @@ type bench struct {
 }
 
 func run(ctx context.Context, cfg config) error {
-	target, err := url.Parse(objstore.S3ConfigFromEnv().Endpoint)
+	target, err := url.Parse(s3.ConfigFromEnv().Endpoint)
 	if err != nil || target.Host == "" {
 		return fmt.Errorf("AWS_ENDPOINT_URL must name the S3 server (eval \"$(scripts/versitygw.sh env DIR)\")")
 	}

@@ -36,6 +36,7 @@ import (
 	"github.com/lance-context/lance-context/internal/gctune"
 	"github.com/lance-context/lance-context/lance/table"
 	"github.com/lance-context/lance-context/objstore"
+	_ "github.com/lance-context/lance-context/objstore/drivers" // -data s3://...
 )
 
 type config struct {

@@ -17,6 +17,9 @@ import (
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"github.com/lance-context/lance-context/objstore"
+	"github.com/lance-context/lance-context/objstore/azure"
+	"github.com/lance-context/lance-context/objstore/gcs"
+	"github.com/lance-context/lance-context/objstore/s3"
 )
 
 // The real object-store clients through the proxy: the proxy classifies
@@ -40,7 +43,7 @@ func suffix() string {
 func backends() []backend {
 	return []backend{
 		{"s3-gofakes3", func(t *testing.T, ep string) objstore.Store {
-			s, err := objstore.NewS3(context.Background(), objstore.S3Config{
+			s, err := s3.New(context.Background(), s3.Config{
 				Bucket: "lc-test", Prefix: "p-" + suffix(), Endpoint: ep, AccessKeyID: "test", SecretAccessKey: "test",
 			})
 			if err != nil {
@@ -58,20 +61,20 @@ func backends() []backend {
 		}},
 		{"s3", func(t *testing.T, ep string) objstore.Store {
 			bucket, prefix := bucketOf(t, "LC_TEST_S3_URL", "s3://")
-			cfg := objstore.S3ConfigFromEnv()
+			cfg := s3.ConfigFromEnv()
 			cfg.Bucket, cfg.Prefix, cfg.Endpoint = bucket, prefix+"/p-"+suffix(), ep
-			s, err := objstore.NewS3(context.Background(), cfg)
+			s, err := s3.New(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return s
 		}, func(t *testing.T) string {
 			need(t, "LC_TEST_S3_URL", "LC_REQUIRE_S3")
-			return objstore.S3ConfigFromEnv().Endpoint
+			return s3.ConfigFromEnv().Endpoint
 		}},
 		{"gcs", func(t *testing.T, ep string) objstore.Store {
 			bucket, prefix := bucketOf(t, "LC_TEST_GCS_URL", "gs://")
-			s, err := objstore.NewGCS(context.Background(), objstore.GCSConfig{Bucket: bucket, Prefix: prefix + "/p-" + suffix(), Endpoint: ep})
+			s, err := gcs.New(context.Background(), gcs.Config{Bucket: bucket, Prefix: prefix + "/p-" + suffix(), Endpoint: ep})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,14 +89,14 @@ func backends() []backend {
 		}},
 		{"azure", func(t *testing.T, ep string) objstore.Store {
 			cont, prefix := bucketOf(t, "LC_TEST_AZURE_URL", "az://")
-			cfg := objstore.AzureConfigFromEnv()
+			cfg := azure.ConfigFromEnv()
 			u, err := url.Parse(cfg.Endpoint)
 			if err != nil {
 				t.Fatal(err)
 			}
 			cfg.Endpoint = ep + u.Path // the account's path
 			cfg.Container, cfg.Prefix = cont, prefix+"/p-"+suffix()
-			s, err := objstore.NewAzure(context.Background(), cfg)
+			s, err := azure.New(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,10 +8,10 @@ import (
 
 // TestTornListIsRetried: an S3 listing whose answer is cut mid-body (a
 // connection reset) is asked again, as a torn ranged read is resumed.
-// One torn ListObjectsV2 answer fails objstore.S3.List today: the SDK's
-// retryer does not retry a body that fails to decode ("deserialization
-// failed ... unexpected EOF"), so every read that lists (shards, manifests,
-// versions) answers 503.
+// One torn ListObjectsV2 answer fails s3.Store.List (objstore/s3) today:
+// the SDK's retryer does not retry a body that fails to decode
+// ("deserialization failed ... unexpected EOF"), so every read that lists
+// (shards, manifests, versions) answers 503.
 func TestTornListIsRetried(t *testing.T) {
 	for _, b := range backends()[:2] { // s3-gofakes3, s3 (versitygw)
 		t.Run(b.name, func(t *testing.T) {

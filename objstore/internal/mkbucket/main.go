@@ -18,7 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
-	"github.com/lance-context/lance-context/objstore"
+	s3store "github.com/lance-context/lance-context/objstore/s3"
 )
 
 func main() {
@@ -37,7 +37,7 @@ func main() {
 func run(bucket string, wait time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	env := objstore.S3ConfigFromEnv()
+	env := s3store.ConfigFromEnv()
 	if env.Region == "" {
 		env.Region = "us-east-1"
 	}

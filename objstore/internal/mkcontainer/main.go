@@ -23,7 +23,8 @@ import (
 	"google.golang.org/api/googleapi"
 	"google.golang.org/api/option"
 
-	"github.com/lance-context/lance-context/objstore"
+	"github.com/lance-context/lance-context/objstore/azure"
+	"github.com/lance-context/lance-context/objstore/gcs"
 )
 
 func main() {
@@ -59,7 +60,7 @@ func main() {
 }
 
 func gcsBucket(ctx context.Context, name string) error {
-	cfg := objstore.GCSConfigFromEnv()
+	cfg := gcs.ConfigFromEnv()
 	if cfg.Endpoint == "" {
 		return errors.New("STORAGE_EMULATOR_HOST is not set")
 	}
@@ -82,7 +83,7 @@ func gcsBucket(ctx context.Context, name string) error {
 }
 
 func azContainer(ctx context.Context, name string) error {
-	cfg := objstore.AzureConfigFromEnv()
+	cfg := azure.ConfigFromEnv()
 	var (
 		c   *container.Client
 		err error

@@ -1,4 +1,4 @@
-package objstore
+package azure
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/lance-context/lance-context/objstore"
+	"github.com/lance-context/lance-context/objstore/internal/driver"
 	"io"
 	"math"
 	"net/http"
@@ -24,8 +26,12 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 )
 
-// AzureConfig configures an Azure Blob Storage store.
-type AzureConfig struct {
+// DefaultBlockSize is the block size of streaming writes, 8 MiB (as
+// objstore/s3's part size).
+const DefaultBlockSize = 8 << 20
+
+// Config configures an Azure Blob Storage store.
+type Config struct {
 	Container string
 	Prefix    string // root of the store inside the container; may be empty
 
@@ -38,19 +44,19 @@ type AzureConfig struct {
 	Account, Key, SASToken string
 	Endpoint               string // e.g. http://127.0.0.1:10000/devstoreaccount1 for Azurite
 
-	BlockSize int64 // block size of streaming writes; 0: DefaultPartSize
+	BlockSize int64 // block size of streaming writes; 0: DefaultBlockSize
 
 	// Transport carries the HTTP requests; nil: the SDK's. Tests count
-	// requests with it or inject faults (TearingTransport).
+	// requests with it or inject faults (objstore.TearingTransport).
 	Transport http.RoundTripper
 }
 
-// AzureConfigFromEnv reads AZURE_STORAGE_CONNECTION_STRING, or the account
+// ConfigFromEnv reads AZURE_STORAGE_CONNECTION_STRING, or the account
 // (AZURE_STORAGE_ACCOUNT or AZURE_STORAGE_ACCOUNT_NAME), its key
 // (AZURE_STORAGE_KEY or AZURE_STORAGE_ACCOUNT_KEY) or a SAS token
 // (AZURE_STORAGE_SAS_TOKEN), and the endpoint override
 // (AZURE_STORAGE_ENDPOINT, for an emulator).
-func AzureConfigFromEnv() AzureConfig {
+func ConfigFromEnv() Config {
 	first := func(names ...string) string {
 		for _, n := range names {
 			if v := os.Getenv(n); v != "" {
@@ -59,7 +65,7 @@ func AzureConfigFromEnv() AzureConfig {
 		}
 		return ""
 	}
-	return AzureConfig{
+	return Config{
 		ConnectionString: os.Getenv("AZURE_STORAGE_CONNECTION_STRING"),
 		Account:          first("AZURE_STORAGE_ACCOUNT", "AZURE_STORAGE_ACCOUNT_NAME"),
 		Key:              first("AZURE_STORAGE_KEY", "AZURE_STORAGE_ACCOUNT_KEY"),
@@ -68,30 +74,33 @@ func AzureConfigFromEnv() AzureConfig {
 	}
 }
 
-// Azure is a Store in an Azure Blob Storage container under a prefix, with
+// Store is an objstore.Store in an Azure Blob Storage container under a prefix, with
 // block blobs.
 //
 // PutIfAbsent is Put Blob with "If-None-Match: *"; the service answers 409
 // BlobAlreadyExists (or 412 ConditionNotMet) if the name exists.
-type Azure struct {
+type Store struct {
 	c         *container.Client
 	root      string // "" or prefix ending with '/'
 	blockSize int64
 }
 
-var _ Store = (*Azure)(nil)
+var (
+	_ objstore.Store       = (*Store)(nil)
+	_ objstore.FirstLister = (*Store)(nil)
+)
 
-// NewAzure returns an Azure Blob store. It does not contact the server.
-func NewAzure(ctx context.Context, cfg AzureConfig) (*Azure, error) {
+// New returns an Azure Blob store. It does not contact the server.
+func New(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Container == "" {
 		return nil, errors.New("objstore: azure: empty container")
 	}
-	root, err := storeRoot("azure", cfg.Prefix)
+	root, err := driver.StoreRoot("azure", cfg.Prefix)
 	if err != nil {
 		return nil, err
 	}
 	if cfg.BlockSize == 0 {
-		cfg.BlockSize = DefaultPartSize
+		cfg.BlockSize = DefaultBlockSize
 	}
 	var (
 		c    *container.Client
@@ -127,11 +136,11 @@ func NewAzure(ctx context.Context, cfg AzureConfig) (*Azure, error) {
 	if err != nil {
 		return nil, fmt.Errorf("objstore: azure: new client: %w", err)
 	}
-	return &Azure{c: c, root: root, blockSize: cfg.BlockSize}, nil
+	return &Store{c: c, root: root, blockSize: cfg.BlockSize}, nil
 }
 
-func (a *Azure) name(key string) (string, error) {
-	if err := ValidateKey(key); err != nil {
+func (a *Store) name(key string) (string, error) {
+	if err := objstore.ValidateKey(key); err != nil {
 		return "", err
 	}
 	return a.root + key, nil
@@ -149,15 +158,15 @@ func azNotFound(err error) bool {
 	return bloberror.HasCode(err, bloberror.BlobNotFound) || azStatus(err) == http.StatusNotFound
 }
 
-func (a *Azure) wrap(op, key string, err error) error {
+func (a *Store) wrap(op, key string, err error) error {
 	if azNotFound(err) {
-		return fmt.Errorf("%w: %s (azure %s: %w)", ErrNotFound, key, op, err)
+		return fmt.Errorf("%w: %s (azure %s: %w)", objstore.ErrNotFound, key, op, err)
 	}
 	return fmt.Errorf("objstore: azure %s %s: %w", op, key, err)
 }
 
-// Get implements Store. A body cut short is resumed (readResuming).
-func (a *Azure) Get(ctx context.Context, key string) ([]byte, error) {
+// Get implements objstore.Store. A body cut short is resumed (driver.ReadResuming).
+func (a *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	n, err := a.name(key)
 	if err != nil {
 		return nil, err
@@ -169,18 +178,18 @@ func (a *Azure) Get(ctx context.Context, key string) ([]byte, error) {
 	return data, nil
 }
 
-// GetRange implements Store with a ranged download; a body cut short is
-// resumed (readResuming).
-func (a *Azure) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
+// GetRange implements objstore.Store with a ranged download; a body cut short is
+// resumed (driver.ReadResuming).
+func (a *Store) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
 	n, err := a.name(key)
 	if err != nil {
 		return nil, err
 	}
 	if offset < 0 || length < 0 {
-		return nil, fmt.Errorf("%w: %s: offset %d length %d", ErrInvalidRange, key, offset, length)
+		return nil, fmt.Errorf("%w: %s: offset %d length %d", objstore.ErrInvalidRange, key, offset, length)
 	}
 	if length == 0 {
-		return emptyRange(ctx, a, key, offset)
+		return driver.EmptyRange(ctx, a, key, offset)
 	}
 	if length > math.MaxInt64-offset {
 		length = -1 // to the end
@@ -189,7 +198,7 @@ func (a *Azure) GetRange(ctx context.Context, key string, offset, length int64) 
 	if err != nil {
 		if azStatus(err) == http.StatusRequestedRangeNotSatisfiable || bloberror.HasCode(err, bloberror.InvalidRange) {
 			// offset >= size: empty when offset == size, an error past it.
-			return emptyRange(ctx, a, key, offset)
+			return driver.EmptyRange(ctx, a, key, offset)
 		}
 		return nil, a.wrap("get range", key, err)
 	}
@@ -197,15 +206,15 @@ func (a *Azure) GetRange(ctx context.Context, key string, offset, length int64) 
 }
 
 // read downloads length bytes at offset (-1: to the end) through
-// readResuming, with the pipeline's retries off (readResuming retries,
+// driver.ReadResuming, with the pipeline's retries off (driver.ReadResuming retries,
 // knowing how much of a body arrived). The rest of a torn body is asked
 // for If-Match the first answer's ETag, so that the pieces are of one
 // blob.
-func (a *Azure) read(ctx context.Context, name, key string, offset, length int64) ([]byte, error) {
+func (a *Store) read(ctx context.Context, name, key string, offset, length int64) ([]byte, error) {
 	bc := a.c.NewBlobClient(name)
 	var etag *azcore.ETag
-	return readResuming(ctx, resumableRead{key: key, limit: length, retryable: azRetryable,
-		open: func(ctx context.Context, got int64) (io.ReadCloser, int64, error) {
+	return driver.ReadResuming(ctx, driver.ResumableRead{Key: key, Limit: length, Retryable: azRetryable,
+		Open: func(ctx context.Context, got int64) (io.ReadCloser, int64, error) {
 			opts := &blob.DownloadStreamOptions{Range: blob.HTTPRange{Offset: offset + got}}
 			if length >= 0 {
 				opts.Range.Count = length - got
@@ -220,30 +229,30 @@ func (a *Azure) read(ctx context.Context, name, key string, offset, length int64
 			// A server that ignores the range answers 200 with the whole blob.
 			if resp.ContentRange == nil && offset+got > 0 {
 				resp.Body.Close()
-				return nil, 0, permanent{errors.New("server ignored the Range header")}
+				return nil, 0, driver.Permanent{Err: errors.New("server ignored the Range header")}
 			}
 			etag = resp.ETag
-			return resp.Body, bodySize(resp.ContentLength), nil
+			return resp.Body, driver.BodySize(resp.ContentLength), nil
 		}})
 }
 
-func azRetryable(err error) bool { return retryableStatus(azStatus(err), err) }
+func azRetryable(err error) bool { return driver.RetryableStatus(azStatus(err), err) }
 
-// Head implements Store.
-func (a *Azure) Head(ctx context.Context, key string) (ObjectInfo, error) {
+// Head implements objstore.Store.
+func (a *Store) Head(ctx context.Context, key string) (objstore.ObjectInfo, error) {
 	n, err := a.name(key)
 	if err != nil {
-		return ObjectInfo{}, err
+		return objstore.ObjectInfo{}, err
 	}
 	p, err := a.c.NewBlobClient(n).GetProperties(ctx, nil)
 	if err != nil {
-		return ObjectInfo{}, a.wrap("head", key, err)
+		return objstore.ObjectInfo{}, a.wrap("head", key, err)
 	}
-	return ObjectInfo{Key: key, Size: deref(p.ContentLength), ModTime: deref(p.LastModified)}, nil
+	return objstore.ObjectInfo{Key: key, Size: driver.Deref(p.ContentLength), ModTime: driver.Deref(p.LastModified)}, nil
 }
 
-// Put implements Store.
-func (a *Azure) Put(ctx context.Context, key string, data []byte) error {
+// Put implements objstore.Store.
+func (a *Store) Put(ctx context.Context, key string, data []byte) error {
 	n, err := a.name(key)
 	if err != nil {
 		return err
@@ -255,13 +264,13 @@ func (a *Azure) Put(ctx context.Context, key string, data []byte) error {
 	return nil
 }
 
-// PutIfAbsent implements Store with Put Blob and "If-None-Match: *".
+// PutIfAbsent implements objstore.Store with Put Blob and "If-None-Match: *".
 //
 // It retries transient errors itself rather than through the SDK, so that it
 // knows when an earlier attempt may have been written with its
 // acknowledgement lost: if a later attempt then finds the key taken, the
 // object is read back, and identical content counts as this call's success.
-func (a *Azure) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+func (a *Store) PutIfAbsent(ctx context.Context, key string, data []byte) error {
 	n, err := a.name(key)
 	if err != nil {
 		return err
@@ -271,23 +280,23 @@ func (a *Azure) PutIfAbsent(ctx context.Context, key string, data []byte) error 
 		ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: to.Ptr(azcore.ETagAny)},
 	}}
 	once := policy.WithRetryOptions(ctx, policy.RetryOptions{MaxRetries: -1})
-	return putIfAbsentRetrying(ctx, key, data, conditionalPut{
-		backend: "azure",
-		put: func() error {
+	return driver.PutIfAbsentRetrying(ctx, key, data, driver.ConditionalPut{
+		Backend: "azure",
+		Put: func() error {
 			_, err := bb.Upload(once, streaming.NopCloser(bytes.NewReader(data)), opts)
 			return err
 		},
-		taken: func(err error) bool {
+		Taken: func(err error) bool {
 			return bloberror.HasCode(err, bloberror.BlobAlreadyExists, bloberror.ConditionNotMet) || azStatus(err) == http.StatusPreconditionFailed
 		},
-		retryable: func(err error) bool { return retryableStatus(azStatus(err), err) },
-		get:       func() ([]byte, error) { return a.Get(ctx, key) },
-		wrap:      func(err error) error { return a.wrap("put if absent", key, err) },
+		Retryable: func(err error) bool { return driver.RetryableStatus(azStatus(err), err) },
+		Get:       func() ([]byte, error) { return a.Get(ctx, key) },
+		Wrap:      func(err error) error { return a.wrap("put if absent", key, err) },
 	})
 }
 
-// Delete implements Store.
-func (a *Azure) Delete(ctx context.Context, key string) error {
+// Delete implements objstore.Store.
+func (a *Store) Delete(ctx context.Context, key string) error {
 	n, err := a.name(key)
 	if err != nil {
 		return err
@@ -298,19 +307,19 @@ func (a *Azure) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
-// List implements Store with List Blobs (flat), following every page. Names
+// List implements objstore.Store with List Blobs (flat), following every page. Names
 // ending in '/' (folder placeholders) are skipped.
-func (a *Azure) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
+func (a *Store) List(ctx context.Context, prefix string) ([]objstore.ObjectInfo, error) {
 	return a.list(ctx, prefix, -1)
 }
 
-// Create implements Store. The writer buffers one block: an object smaller
+// Create implements objstore.Store. The writer buffers one block: an object smaller
 // than a block is sent with one Put Blob on Close, a larger one is staged
 // block by block (uncommitted blocks are invisible) and committed with Put
 // Block List on Close. Block ids carry a random writer id, so concurrent
 // writers of one name do not mix blocks. Abort leaves staged blocks to the
 // service, which discards uncommitted blocks after a week.
-func (a *Azure) Create(ctx context.Context, key string) (ObjectWriter, error) {
+func (a *Store) Create(ctx context.Context, key string) (objstore.ObjectWriter, error) {
 	n, err := a.name(key)
 	if err != nil {
 		return nil, err
@@ -326,7 +335,7 @@ func (a *Azure) Create(ctx context.Context, key string) (ObjectWriter, error) {
 }
 
 type azWriter struct {
-	a         *Azure
+	a         *Store
 	ctx       context.Context
 	key, name string
 	id        string
@@ -339,7 +348,7 @@ type azWriter struct {
 
 func (w *azWriter) Write(p []byte) (int, error) {
 	if w.done {
-		return 0, errWriterDone
+		return 0, driver.ErrWriterDone
 	}
 	if w.err != nil {
 		return 0, w.err
@@ -376,7 +385,7 @@ func (w *azWriter) stage() error {
 
 func (w *azWriter) Close() error {
 	if w.done {
-		return errWriterDone
+		return driver.ErrWriterDone
 	}
 	w.done = true
 	if w.err != nil {
@@ -411,10 +420,45 @@ func (w *azWriter) Abort() error {
 	return nil
 }
 
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
+// ListFirst implements objstore.FirstLister: one List Blobs request with
+// maxresults (Azure answers at most 5000 a page: more take more pages).
+func (a *Store) ListFirst(ctx context.Context, prefix string, n int) ([]objstore.ObjectInfo, error) {
+	if n <= 0 {
+		return nil, objstore.ValidatePrefix(prefix)
 	}
-	return *p
+	return a.list(ctx, prefix, n)
+}
+
+// list lists the first n keys under prefix in byte order (n < 0: all of
+// them), page by page.
+func (a *Store) list(ctx context.Context, prefix string, n int) ([]objstore.ObjectInfo, error) {
+	if err := objstore.ValidatePrefix(prefix); err != nil {
+		return nil, err
+	}
+	full := a.root + prefix
+	var out []objstore.ObjectInfo
+	opts := &container.ListBlobsFlatOptions{Prefix: &full}
+	if n >= 0 {
+		opts.MaxResults = to.Ptr(int32(min(n, 5000)))
+	}
+	p := a.c.NewListBlobsFlatPager(opts)
+	for (n < 0 || len(out) < n) && p.More() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("objstore: azure list %q: %w", prefix, err)
+		}
+		for _, it := range page.Segment.BlobItems {
+			name := driver.Deref(it.Name)
+			if !strings.HasPrefix(name, full) || strings.HasSuffix(name, "/") {
+				continue
+			}
+			info := objstore.ObjectInfo{Key: name[len(a.root):]}
+			if it.Properties != nil {
+				info.Size = driver.Deref(it.Properties.ContentLength)
+				info.ModTime = driver.Deref(it.Properties.LastModified)
+			}
+			out = append(out, info)
+		}
+	}
+	return driver.FirstSorted(out, n), nil
 }

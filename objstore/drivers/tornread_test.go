@@ -1,4 +1,4 @@
-package objstore_test
+package drivers_test
 
 import (
 	"bytes"
@@ -19,6 +19,9 @@ import (
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"github.com/lance-context/lance-context/objstore"
+	"github.com/lance-context/lance-context/objstore/azure"
+	"github.com/lance-context/lance-context/objstore/gcs"
+	"github.com/lance-context/lance-context/objstore/s3"
 	"github.com/lance-context/lance-context/test/latencyproxy"
 )
 
@@ -142,14 +145,14 @@ func newFaultRig(t *testing.T, driver, key string, data []byte) faultRig {
 	)
 	switch driver {
 	case "s3":
-		s, err = objstore.NewS3(ctx, objstore.S3Config{Bucket: "lc-test", Prefix: "p", Endpoint: front.URL, AccessKeyID: "test", SecretAccessKey: "test"})
+		s, err = s3.New(ctx, s3.Config{Bucket: "lc-test", Prefix: "p", Endpoint: front.URL, AccessKeyID: "test", SecretAccessKey: "test"})
 		if err == nil {
 			err = s.Put(ctx, key, data)
 		}
 	case "gcs":
-		s, err = objstore.NewGCS(ctx, objstore.GCSConfig{Bucket: "lc-test", Prefix: "p", Endpoint: front.URL})
+		s, err = gcs.New(ctx, gcs.Config{Bucket: "lc-test", Prefix: "p", Endpoint: front.URL})
 	case "azure":
-		s, err = objstore.NewAzure(ctx, objstore.AzureConfig{Container: "lc-test", Prefix: "p",
+		s, err = azure.New(ctx, azure.Config{Container: "lc-test", Prefix: "p",
 			Account: "devstoreaccount1", Key: base64.StdEncoding.EncodeToString([]byte("test key")), Endpoint: front.URL + "/devstoreaccount1"})
 	}
 	if err != nil {
@@ -346,7 +349,7 @@ func TestTearingTransportReadsResume(t *testing.T) {
 	srv := httptest.NewServer(gofakes3.New(be).Server())
 	t.Cleanup(srv.Close)
 	tr := objstore.NewTearingTransport(nil, objstore.TearConfig{Seed: 7, Rate: 0.3})
-	s, err := objstore.NewS3(ctx, objstore.S3Config{Bucket: "lc-test", Endpoint: srv.URL,
+	s, err := s3.New(ctx, s3.Config{Bucket: "lc-test", Endpoint: srv.URL,
 		AccessKeyID: "test", SecretAccessKey: "test", Transport: tr})
 	if err != nil {
 		t.Fatal(err)
@@ -375,7 +378,7 @@ func TestTearingTransportReadsResume(t *testing.T) {
 		}
 		return -1
 	}})
-	s, err = objstore.NewS3(ctx, objstore.S3Config{Bucket: "lc-test", Endpoint: srv.URL,
+	s, err = s3.New(ctx, s3.Config{Bucket: "lc-test", Endpoint: srv.URL,
 		AccessKeyID: "test", SecretAccessKey: "test", Transport: hooked})
 	if err != nil {
 		t.Fatal(err)

@@ -1,10 +1,12 @@
-package objstore
+package s3
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lance-context/lance-context/objstore"
+	"github.com/lance-context/lance-context/objstore/internal/driver"
 	"io"
 	"math"
 	"net/http"
@@ -18,7 +20,7 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 )
@@ -29,12 +31,9 @@ const DefaultPartSize = 8 << 20
 // minPartSize is S3's minimum size of every part but the last.
 const minPartSize = 5 << 20
 
-// putIfAbsentAttempts bounds the attempts of one S3 PutIfAbsent.
-const putIfAbsentAttempts = 5
-
-// S3Config configures an S3 store. Empty fields fall back to the AWS SDK's
+// Config configures an S3 store. Empty fields fall back to the AWS SDK's
 // defaults (credential chain, shared config files).
-type S3Config struct {
+type Config struct {
 	Bucket string
 	Prefix string // root of the store inside the bucket; may be empty
 
@@ -49,17 +48,17 @@ type S3Config struct {
 	PartSize int64 // multipart part size; 0: DefaultPartSize
 
 	// Transport carries the HTTP requests; nil: the SDK's. Tests count
-	// requests with it or inject faults (TearingTransport).
+	// requests with it or inject faults (objstore.TearingTransport).
 	Transport http.RoundTripper
 }
 
-// S3ConfigFromEnv reads the endpoint (AWS_ENDPOINT_URL_S3, else
+// ConfigFromEnv reads the endpoint (AWS_ENDPOINT_URL_S3, else
 // AWS_ENDPOINT_URL), region (AWS_REGION, else AWS_DEFAULT_REGION, else
 // us-east-1) and path style (AWS_S3_FORCE_PATH_STYLE=true, or any endpoint
 // set) from the environment. Credentials come from the SDK's default chain
 // (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, profiles...).
-func S3ConfigFromEnv() S3Config {
-	cfg := S3Config{
+func ConfigFromEnv() Config {
+	cfg := Config{
 		Endpoint: os.Getenv("AWS_ENDPOINT_URL_S3"),
 		Region:   os.Getenv("AWS_REGION"),
 	}
@@ -73,24 +72,28 @@ func S3ConfigFromEnv() S3Config {
 	return cfg
 }
 
-// S3 is a Store in an S3 bucket (or an S3-compatible server) under a prefix.
-type S3 struct {
-	client   *s3.Client
+// Store is an objstore.Store in an S3 bucket (or an S3-compatible server) under a prefix.
+type Store struct {
+	client   *awss3.Client
 	bucket   string
 	root     string // "" or prefix ending with '/'
 	partSize int64
 }
 
-var _ Store = (*S3)(nil)
+var (
+	_ objstore.Store       = (*Store)(nil)
+	_ objstore.FirstLister = (*Store)(nil)
+	_ objstore.TailReader  = (*Store)(nil)
+)
 
-// NewS3 returns an S3 store. It does not contact the server.
-func NewS3(ctx context.Context, cfg S3Config) (*S3, error) {
+// New returns an S3 store. It does not contact the server.
+func New(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Bucket == "" {
 		return nil, errors.New("objstore: s3: empty bucket")
 	}
 	root := strings.Trim(cfg.Prefix, "/")
 	if root != "" {
-		if err := ValidateKey(root); err != nil {
+		if err := objstore.ValidateKey(root); err != nil {
 			return nil, fmt.Errorf("objstore: s3 prefix: %w", err)
 		}
 		root += "/"
@@ -116,7 +119,7 @@ func NewS3(ctx context.Context, cfg S3Config) (*S3, error) {
 	if cfg.Transport != nil {
 		awsCfg.HTTPClient = &http.Client{Transport: cfg.Transport}
 	}
-	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+	client := awss3.NewFromConfig(awsCfg, func(o *awss3.Options) {
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 			o.UsePathStyle = true
@@ -130,11 +133,11 @@ func NewS3(ctx context.Context, cfg S3Config) (*S3, error) {
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 		o.DisableLogOutputChecksumValidationSkipped = true
 	})
-	return &S3{client: client, bucket: cfg.Bucket, root: root, partSize: cfg.PartSize}, nil
+	return &Store{client: client, bucket: cfg.Bucket, root: root, partSize: cfg.PartSize}, nil
 }
 
-func (s *S3) objKey(key string) (string, error) {
-	if err := ValidateKey(key); err != nil {
+func (s *Store) objKey(key string) (string, error) {
+	if err := objstore.ValidateKey(key); err != nil {
 		return "", err
 	}
 	return s.root + key, nil
@@ -176,34 +179,34 @@ func isConditionalConflict(err error) bool {
 
 // wrap turns an SDK error into one naming the operation and key; context
 // errors stay recognisable with errors.Is.
-func (s *S3) wrap(op, key string, err error) error {
+func (s *Store) wrap(op, key string, err error) error {
 	if isNotFound(err) {
-		return fmt.Errorf("%w: %s (s3 %s: %w)", ErrNotFound, key, op, err)
+		return fmt.Errorf("%w: %s (s3 %s: %w)", objstore.ErrNotFound, key, op, err)
 	}
 	return fmt.Errorf("objstore: s3 %s %s: %w", op, key, err)
 }
 
-// Get implements Store. A body cut short is resumed (readResuming).
-func (s *S3) Get(ctx context.Context, key string) ([]byte, error) {
+// Get implements objstore.Store. A body cut short is resumed (driver.ReadResuming).
+func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	k, err := s.objKey(key)
 	if err != nil {
 		return nil, err
 	}
 	var etag *string
-	data, err := readResuming(ctx, resumableRead{key: key, limit: -1, retryable: s3Retryable,
-		open: func(ctx context.Context, got int64) (io.ReadCloser, int64, error) {
-			in := &s3.GetObjectInput{Bucket: &s.bucket, Key: &k, ChecksumMode: types.ChecksumModeEnabled}
+	data, err := driver.ReadResuming(ctx, driver.ResumableRead{Key: key, Limit: -1, Retryable: s3Retryable,
+		Open: func(ctx context.Context, got int64) (io.ReadCloser, int64, error) {
+			in := &awss3.GetObjectInput{Bucket: &s.bucket, Key: &k, ChecksumMode: types.ChecksumModeEnabled}
 			if got > 0 {
 				// The rest is a range, which a whole-object checksum
 				// cannot check.
-				in.ChecksumMode, in.Range = "", aws.String(httpRange(got, -1))
+				in.ChecksumMode, in.Range = "", aws.String(driver.HTTPRange(got, -1))
 			}
 			out, err := s.getObject(ctx, in, got, etag)
 			if err != nil {
 				return nil, 0, err
 			}
 			etag = out.ETag
-			return out.Body, bodySize(out.ContentLength), nil
+			return out.Body, driver.BodySize(out.ContentLength), nil
 		}})
 	if err != nil {
 		return nil, s.wrap("get", key, err)
@@ -211,27 +214,27 @@ func (s *S3) Get(ctx context.Context, key string) ([]byte, error) {
 	return data, nil
 }
 
-// GetRange implements Store with a Range request; a body cut short is
-// resumed (readResuming).
-func (s *S3) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
+// GetRange implements objstore.Store with a Range request; a body cut short is
+// resumed (driver.ReadResuming).
+func (s *Store) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
 	k, err := s.objKey(key)
 	if err != nil {
 		return nil, err
 	}
 	if offset < 0 || length < 0 {
-		return nil, fmt.Errorf("%w: %s: offset %d length %d", ErrInvalidRange, key, offset, length)
+		return nil, fmt.Errorf("%w: %s: offset %d length %d", objstore.ErrInvalidRange, key, offset, length)
 	}
 	if length == 0 {
-		return emptyRange(ctx, s, key, offset)
+		return driver.EmptyRange(ctx, s, key, offset)
 	}
 	end := int64(-1) // to the end of the object
 	if length <= math.MaxInt64-offset {
 		end = offset + length
 	}
 	var etag *string
-	data, err := readResuming(ctx, resumableRead{key: key, limit: length, retryable: s3Retryable,
-		open: func(ctx context.Context, got int64) (io.ReadCloser, int64, error) {
-			in := &s3.GetObjectInput{Bucket: &s.bucket, Key: &k, Range: aws.String(httpRange(offset+got, end))}
+	data, err := driver.ReadResuming(ctx, driver.ResumableRead{Key: key, Limit: length, Retryable: s3Retryable,
+		Open: func(ctx context.Context, got int64) (io.ReadCloser, int64, error) {
+			in := &awss3.GetObjectInput{Bucket: &s.bucket, Key: &k, Range: aws.String(driver.HTTPRange(offset+got, end))}
 			out, err := s.getObject(ctx, in, got, etag)
 			if err != nil {
 				return nil, 0, err
@@ -239,71 +242,63 @@ func (s *S3) GetRange(ctx context.Context, key string, offset, length int64) ([]
 			// A server that ignores Range answers 200 with the whole object.
 			if out.ContentRange == nil && offset > 0 {
 				out.Body.Close()
-				return nil, 0, permanent{errors.New("server ignored the Range header")}
+				return nil, 0, driver.Permanent{Err: errors.New("server ignored the Range header")}
 			}
 			etag = out.ETag
-			return out.Body, bodySize(out.ContentLength), nil
+			return out.Body, driver.BodySize(out.ContentLength), nil
 		}})
 	if err != nil {
 		if httpStatus(err) == http.StatusRequestedRangeNotSatisfiable || errorCode(err) == "InvalidRange" {
 			// offset >= size: empty when offset == size, an error past it.
-			return emptyRange(ctx, s, key, offset)
+			return driver.EmptyRange(ctx, s, key, offset)
 		}
 		return nil, s.wrap("get range", key, err)
 	}
 	return data, nil
 }
 
-// getObject sends one GetObject of a read through readResuming, with the
-// SDK's retries off: readResuming retries, knowing how much of a body
+// getObject sends one GetObject of a read through driver.ReadResuming, with the
+// SDK's retries off: driver.ReadResuming retries, knowing how much of a body
 // arrived. A request for the rest of an object (got > 0) is conditional
 // on the ETag of the first answer, so that the pieces are of one object,
 // and must be answered with a range.
-func (s *S3) getObject(ctx context.Context, in *s3.GetObjectInput, got int64, etag *string) (*s3.GetObjectOutput, error) {
+func (s *Store) getObject(ctx context.Context, in *awss3.GetObjectInput, got int64, etag *string) (*awss3.GetObjectOutput, error) {
 	if got > 0 {
 		in.IfMatch = etag
 	}
-	out, err := s.client.GetObject(ctx, in, func(o *s3.Options) { o.RetryMaxAttempts = 1 })
+	out, err := s.client.GetObject(ctx, in, func(o *awss3.Options) { o.RetryMaxAttempts = 1 })
 	if err != nil {
 		return nil, err
 	}
 	if got > 0 && out.ContentRange == nil {
 		out.Body.Close()
-		return nil, permanent{errors.New("server ignored the Range header of a resumed read")}
+		return nil, driver.Permanent{Err: errors.New("server ignored the Range header of a resumed read")}
 	}
 	return out, nil
 }
 
-func s3Retryable(err error) bool { return retryableStatus(httpStatus(err), err) }
+func s3Retryable(err error) bool { return driver.RetryableStatus(httpStatus(err), err) }
 
-// bodySize is a response's Content-Length, or -1 if it has none.
-func bodySize(n *int64) int64 {
-	if n == nil {
-		return -1
-	}
-	return *n
-}
-
-// Head implements Store.
-func (s *S3) Head(ctx context.Context, key string) (ObjectInfo, error) {
+// Head implements objstore.Store.
+func (s *Store) Head(ctx context.Context, key string) (objstore.ObjectInfo, error) {
 	k, err := s.objKey(key)
 	if err != nil {
-		return ObjectInfo{}, err
+		return objstore.ObjectInfo{}, err
 	}
-	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: &k})
+	out, err := s.client.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: &s.bucket, Key: &k})
 	if err != nil {
-		return ObjectInfo{}, s.wrap("head", key, err)
+		return objstore.ObjectInfo{}, s.wrap("head", key, err)
 	}
-	return ObjectInfo{Key: key, Size: aws.ToInt64(out.ContentLength), ModTime: aws.ToTime(out.LastModified)}, nil
+	return objstore.ObjectInfo{Key: key, Size: aws.ToInt64(out.ContentLength), ModTime: aws.ToTime(out.LastModified)}, nil
 }
 
-// Put implements Store.
-func (s *S3) Put(ctx context.Context, key string, data []byte) error {
+// Put implements objstore.Store.
+func (s *Store) Put(ctx context.Context, key string, data []byte) error {
 	k, err := s.objKey(key)
 	if err != nil {
 		return err
 	}
-	_, err = s.client.PutObject(ctx, &s3.PutObjectInput{
+	_, err = s.client.PutObject(ctx, &awss3.PutObjectInput{
 		Bucket: &s.bucket, Key: &k,
 		Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data))),
 	})
@@ -313,7 +308,7 @@ func (s *S3) Put(ctx context.Context, key string, data []byte) error {
 	return nil
 }
 
-// PutIfAbsent implements Store with PutObject and "If-None-Match: *": the
+// PutIfAbsent implements objstore.Store with PutObject and "If-None-Match: *": the
 // server answers 412 Precondition Failed if the key exists.
 //
 // It retries transient errors itself rather than through the SDK, so that it
@@ -321,8 +316,8 @@ func (s *S3) Put(ctx context.Context, key string, data []byte) error {
 // acknowledgement lost: if a later attempt then finds the key taken, the
 // object is read back, and identical content counts as this call's success.
 // A 409 ConditionalRequestConflict (another conditional write to the key in
-// flight) is retried too; if it persists it is reported as ErrExists.
-func (s *S3) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+// flight) is retried too; if it persists it is reported as objstore.ErrExists.
+func (s *Store) PutIfAbsent(ctx context.Context, key string, data []byte) error {
 	k, err := s.objKey(key)
 	if err != nil {
 		return err
@@ -330,25 +325,25 @@ func (s *S3) PutIfAbsent(ctx context.Context, key string, data []byte) error {
 	retryer := retry.NewStandard()
 	ambiguous := false
 	for attempt := 1; ; attempt++ {
-		_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
+		_, err := s.client.PutObject(ctx, &awss3.PutObjectInput{
 			Bucket: &s.bucket, Key: &k,
 			Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data))),
 			IfNoneMatch: aws.String("*"),
-		}, func(o *s3.Options) { o.RetryMaxAttempts = 1 })
+		}, func(o *awss3.Options) { o.RetryMaxAttempts = 1 })
 		if err == nil {
 			return nil
 		}
 		conflict := isConditionalConflict(err)
 		switch {
-		case isPreconditionFailed(err) || (conflict && attempt >= putIfAbsentAttempts):
+		case isPreconditionFailed(err) || (conflict && attempt >= driver.PutIfAbsentAttempts):
 			if ambiguous {
 				if cur, gerr := s.Get(ctx, key); gerr == nil && bytes.Equal(cur, data) {
 					return nil
 				}
 			}
-			return fmt.Errorf("%w: %s (s3: %w)", ErrExists, key, err)
+			return fmt.Errorf("%w: %s (s3: %w)", objstore.ErrExists, key, err)
 		case conflict:
-		case ctx.Err() != nil || attempt >= putIfAbsentAttempts || !retryer.IsErrorRetryable(err):
+		case ctx.Err() != nil || attempt >= driver.PutIfAbsentAttempts || !retryer.IsErrorRetryable(err):
 			return s.wrap("put if absent", key, err)
 		default:
 			ambiguous = true
@@ -357,35 +352,35 @@ func (s *S3) PutIfAbsent(ctx context.Context, key string, data []byte) error {
 		if derr != nil {
 			delay = 100 * time.Millisecond
 		}
-		if err := sleepCtx(ctx, delay); err != nil {
+		if err := driver.SleepCtx(ctx, delay); err != nil {
 			return s.wrap("put if absent", key, err)
 		}
 	}
 }
 
-// Delete implements Store.
-func (s *S3) Delete(ctx context.Context, key string) error {
+// Delete implements objstore.Store.
+func (s *Store) Delete(ctx context.Context, key string) error {
 	k, err := s.objKey(key)
 	if err != nil {
 		return err
 	}
-	_, err = s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &k})
+	_, err = s.client.DeleteObject(ctx, &awss3.DeleteObjectInput{Bucket: &s.bucket, Key: &k})
 	if err != nil && !isNotFound(err) {
 		return s.wrap("delete", key, err)
 	}
 	return nil
 }
 
-// List implements Store with ListObjectsV2, following every page. Keys
+// List implements objstore.Store with ListObjectsV2, following every page. Keys
 // ending in '/' (directory markers some tools create) are skipped.
-func (s *S3) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
+func (s *Store) List(ctx context.Context, prefix string) ([]objstore.ObjectInfo, error) {
 	return s.list(ctx, prefix, -1)
 }
 
-// Create implements Store. The writer buffers one part: an object smaller
+// Create implements objstore.Store. The writer buffers one part: an object smaller
 // than a part is sent with one PutObject on Close, a larger one with a
 // multipart upload completed on Close (aborted on Abort or failure).
-func (s *S3) Create(ctx context.Context, key string) (ObjectWriter, error) {
+func (s *Store) Create(ctx context.Context, key string) (objstore.ObjectWriter, error) {
 	k, err := s.objKey(key)
 	if err != nil {
 		return nil, err
@@ -397,7 +392,7 @@ func (s *S3) Create(ctx context.Context, key string) (ObjectWriter, error) {
 }
 
 type s3Writer struct {
-	s         *S3
+	s         *Store
 	ctx       context.Context
 	key, k    string
 	buf       []byte
@@ -410,7 +405,7 @@ type s3Writer struct {
 
 func (w *s3Writer) Write(p []byte) (int, error) {
 	if w.done {
-		return 0, errWriterDone
+		return 0, driver.ErrWriterDone
 	}
 	if w.err != nil {
 		return 0, w.err
@@ -436,14 +431,14 @@ func (w *s3Writer) Write(p []byte) (int, error) {
 
 func (w *s3Writer) uploadPart() error {
 	if w.uploadID == nil {
-		out, err := w.s.client.CreateMultipartUpload(w.ctx, &s3.CreateMultipartUploadInput{Bucket: &w.s.bucket, Key: &w.k})
+		out, err := w.s.client.CreateMultipartUpload(w.ctx, &awss3.CreateMultipartUploadInput{Bucket: &w.s.bucket, Key: &w.k})
 		if err != nil {
 			return w.s.wrap("create multipart upload", w.key, err)
 		}
 		w.uploadID = out.UploadId
 	}
 	num := int32(len(w.parts) + 1)
-	out, err := w.s.client.UploadPart(w.ctx, &s3.UploadPartInput{
+	out, err := w.s.client.UploadPart(w.ctx, &awss3.UploadPartInput{
 		Bucket: &w.s.bucket, Key: &w.k, UploadId: w.uploadID, PartNumber: &num,
 		Body: bytes.NewReader(w.buf), ContentLength: aws.Int64(int64(len(w.buf))),
 	})
@@ -459,7 +454,7 @@ func (w *s3Writer) uploadPart() error {
 
 func (w *s3Writer) Close() error {
 	if w.done {
-		return errWriterDone
+		return driver.ErrWriterDone
 	}
 	w.done = true
 	err := w.err
@@ -484,7 +479,7 @@ func (w *s3Writer) commit() error {
 			return err
 		}
 	}
-	_, err := w.s.client.CompleteMultipartUpload(w.ctx, &s3.CompleteMultipartUploadInput{
+	_, err := w.s.client.CompleteMultipartUpload(w.ctx, &awss3.CompleteMultipartUploadInput{
 		Bucket: &w.s.bucket, Key: &w.k, UploadId: w.uploadID,
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: w.parts},
 	})
@@ -502,7 +497,7 @@ func (w *s3Writer) abortUpload() error {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), 30*time.Second)
 	defer cancel()
-	_, err := w.s.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &w.s.bucket, Key: &w.k, UploadId: w.uploadID})
+	_, err := w.s.client.AbortMultipartUpload(ctx, &awss3.AbortMultipartUploadInput{Bucket: &w.s.bucket, Key: &w.k, UploadId: w.uploadID})
 	w.uploadID = nil
 	if err != nil && !isNotFound(err) && errorCode(err) != "NoSuchUpload" {
 		return w.s.wrap("abort multipart upload", w.key, err)
@@ -519,13 +514,126 @@ func (w *s3Writer) Abort() error {
 	return w.abortUpload()
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+// ListFirst implements objstore.FirstLister: one ListObjectsV2 request with MaxKeys
+// (S3 answers at most 1000 keys a request: more take more pages).
+func (s *Store) ListFirst(ctx context.Context, prefix string, n int) ([]objstore.ObjectInfo, error) {
+	if n <= 0 {
+		return nil, objstore.ValidatePrefix(prefix)
 	}
+	return s.list(ctx, prefix, n)
+}
+
+// list lists the first n keys under prefix in byte order (n < 0: all of
+// them), page by page.
+func (s *Store) list(ctx context.Context, prefix string, n int) ([]objstore.ObjectInfo, error) {
+	if err := objstore.ValidatePrefix(prefix); err != nil {
+		return nil, err
+	}
+	full := s.root + prefix
+	var (
+		out   []objstore.ObjectInfo
+		token *string
+	)
+	for {
+		in := &awss3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &full, ContinuationToken: token}
+		if n >= 0 {
+			in.MaxKeys = aws.Int32(int32(min(n-len(out), 1000)))
+		}
+		page, err := s.listPage(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("objstore: s3 list %q: %w", prefix, err)
+		}
+		for _, o := range page.Contents {
+			k := aws.ToString(o.Key)
+			if !strings.HasPrefix(k, full) || strings.HasSuffix(k, "/") {
+				continue
+			}
+			out = append(out, objstore.ObjectInfo{Key: k[len(s.root):], Size: aws.ToInt64(o.Size), ModTime: aws.ToTime(o.LastModified)})
+		}
+		if (n >= 0 && len(out) >= n) || !aws.ToBool(page.IsTruncated) || page.NextContinuationToken == nil {
+			break
+		}
+		token = page.NextContinuationToken
+	}
+	return driver.FirstSorted(out, n), nil
+}
+
+// listPage asks for one page of a listing, again when the answer fails
+// transiently or its body breaks off (a connection reset mid-body: the
+// SDK's retryer does not retry a body that fails to decode, so one torn
+// answer failed every read that lists), within a read's budget.
+func (s *Store) listPage(ctx context.Context, in *awss3.ListObjectsV2Input) (*awss3.ListObjectsV2Output, error) {
+	var first time.Time
+	for attempt := 1; ; attempt++ {
+		page, err := s.client.ListObjectsV2(ctx, in)
+		if err == nil {
+			return page, nil
+		}
+		if first.IsZero() {
+			first = time.Now()
+		}
+		if ctx.Err() != nil || attempt >= driver.ReadAttempts || time.Since(first) > driver.ReadRetryWindow || !(s3Retryable(err) || driver.IsTornBody(err)) {
+			return nil, err
+		}
+		if err := driver.SleepCtx(ctx, time.Duration(attempt)*50*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// GetTail implements objstore.TailReader: one GetObject with "Range: bytes=-n"; the
+// size is the complete length in its Content-Range. A body cut short is
+// resumed from the byte it reached (driver.ReadResuming).
+func (s *Store) GetTail(ctx context.Context, key string, n int64) ([]byte, objstore.ObjectInfo, error) {
+	k, err := s.objKey(key)
+	if err != nil {
+		return nil, objstore.ObjectInfo{}, err
+	}
+	if n <= 0 {
+		return objstore.HeadTail(ctx, s, key, 0) // "bytes=-0" is unsatisfiable
+	}
+	var (
+		etag     *string
+		start    int64 // of the first answer's bytes in the object
+		size     int64 = -1
+		modified time.Time
+	)
+	data, err := driver.ReadResuming(ctx, driver.ResumableRead{Key: key, Limit: -1, Retryable: s3Retryable,
+		Open: func(ctx context.Context, got int64) (io.ReadCloser, int64, error) {
+			rng := fmt.Sprintf("bytes=-%d", n)
+			if got > 0 {
+				rng = driver.HTTPRange(start+got, -1)
+			}
+			out, err := s.getObject(ctx, &awss3.GetObjectInput{Bucket: &s.bucket, Key: &k, Range: &rng}, got, etag)
+			if err != nil {
+				return nil, 0, err
+			}
+			if got == 0 {
+				etag, modified = out.ETag, aws.ToTime(out.LastModified)
+				// A server that ignores Range answers 200 with the whole
+				// object: its size is then what arrives.
+				if out.ContentRange != nil {
+					var ok bool
+					if start, size, ok = driver.ContentRange(*out.ContentRange); !ok {
+						out.Body.Close()
+						return nil, 0, driver.Permanent{Err: fmt.Errorf("bad Content-Range %q", *out.ContentRange)}
+					}
+				}
+			}
+			return out.Body, driver.BodySize(out.ContentLength), nil
+		}})
+	if err != nil {
+		if httpStatus(err) == http.StatusRequestedRangeNotSatisfiable || errorCode(err) == "InvalidRange" {
+			// An empty object has no satisfiable suffix range.
+			return objstore.HeadTail(ctx, s, key, n)
+		}
+		return nil, objstore.ObjectInfo{}, s.wrap("get tail", key, err)
+	}
+	if size < 0 {
+		size = int64(len(data))
+	}
+	if data, err = driver.TailOf(key, data, size, n); err != nil {
+		return nil, objstore.ObjectInfo{}, err
+	}
+	return data, objstore.ObjectInfo{Key: key, Size: size, ModTime: modified}, nil
 }

@@ -1,4 +1,4 @@
-package objstore_test
+package drivers_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/lance-context/lance-context/objstore"
+	_ "github.com/lance-context/lance-context/objstore/drivers"
 	"github.com/lance-context/lance-context/objstore/objstoretest"
 )
 
@@ -48,7 +49,7 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // the backend's requests.
 func runCloud(t *testing.T, url string, opts objstoretest.Options) {
 	var rt countingTransport
-	root, err := objstore.OpenWithTransport(context.Background(), url, &rt)
+	root, err := objstore.OpenWith(context.Background(), url, objstore.OpenOptions{Transport: &rt})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +99,7 @@ func TestCloudListFirstAsksForOnePage(t *testing.T) {
 			}
 			ctx := context.Background()
 			var rt countingTransport
-			root, err := objstore.OpenWithTransport(ctx, u, &rt)
+			root, err := objstore.OpenWith(ctx, u, objstore.OpenOptions{Transport: &rt})
 			if err != nil {
 				t.Fatal(err)
 			}

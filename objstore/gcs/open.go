@@ -1,0 +1,34 @@
+package gcs
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/lance-context/lance-context/objstore"
+)
+
+// Scheme is the URL scheme this package registers with objstore when it is
+// imported: objstore.Open opens "gs://bucket/prefix" with Open.
+const Scheme = "gs"
+
+func init() { objstore.Register(Scheme, Open) }
+
+// Open opens "gs://bucket/prefix" (the prefix is optional) with the
+// configuration ConfigFromEnv reads and opts' transport. It is the
+// objstore.Opener of "gs".
+func Open(ctx context.Context, url string, opts objstore.OpenOptions) (objstore.Store, error) {
+	bucket, prefix, _ := strings.Cut(strings.TrimPrefix(url, Scheme+"://"), "/")
+	if bucket == "" {
+		return nil, fmt.Errorf("objstore: open %q: missing bucket", url)
+	}
+	cfg := ConfigFromEnv()
+	cfg.Bucket = bucket
+	cfg.Prefix = prefix
+	cfg.Transport = opts.Transport
+	s, err := New(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
