@@ -437,7 +437,7 @@ async function checkLifecycle(page) {
   // The same task in the tasks view, with its result.
   await page.goto(`${BASE_URL}/tasks`, { waitUntil: 'domcontentloaded' });
   await page.locator('[data-testid="tasks-table"][data-loading="false"]').waitFor();
-  const row = page.getByTestId('task-row').filter({ hasText: taskId });
+  const row = page.locator(`[data-testid="task-row"][data-task-id="${taskId}"]`);
   await row.waitFor();
   const rowText = (await row.textContent()) ?? '';
   const rowResult = ((await row.getByTestId('task-result').textContent()) ?? '').trim();
@@ -497,6 +497,174 @@ async function checkSql(page) {
   const msg = ((await alert.textContent()) ?? '').trim();
   check('sql: a file read is refused with the server message', msg.length > 0 && !/root:/.test(msg), { message: msg });
   await shot(page, 'sql-error');
+}
+
+/** The store of the run comparison: two policy versions with other rewards than STORE's. */
+const COMPARE_STORE = `${STORE}-b`;
+
+/** The reference's operations surface: list columns, Optimize (merge → compact → index with
+ * depends_on) and its tasks with durations, a task page, Index, the global SQL page, a record deep
+ * link, the run comparison, tool-call JSON and logprobs in a conversation, and a 420 px screen. */
+async function checkOperations(page) {
+  // Data for the comparison and the conversation.
+  const made = await api('POST', '/api/v1/rollouts', { name: COMPARE_STORE });
+  if (made.status !== 201 && made.status !== 409) throw new SetupError(`create store ${COMPARE_STORE}: HTTP ${made.status}: ${apiMessage(made)}`);
+  const cmp = await api('POST', `/api/v1/rollouts/${encodeURIComponent(COMPARE_STORE)}/records?flush=true`, {
+    records: [
+      { id: 'b-1', rollout_id: 'rb1', role: 'assistant', content: 'a', reward: 0.5, policy_version: '1' },
+      { id: 'b-2', rollout_id: 'rb2', role: 'assistant', content: 'b', reward: 0.75, policy_version: '2' },
+      { id: 'b-3', rollout_id: 'rb3', role: 'assistant', content: 'c', reward: 0.9, policy_version: '10' },
+    ],
+  });
+  if (cmp.status < 200 || cmp.status > 299) throw new SetupError(`append ${COMPARE_STORE}: HTTP ${cmp.status}: ${apiMessage(cmp)}`);
+  const call = { name: 'search', arguments: JSON.stringify({ query: 'lance format', k: 3 }) };
+  const tool = await api('POST', `/api/v1/rollouts/${encodeURIComponent(STORE)}/records?flush=true`, {
+    records: [
+      { id: 'e2e-tool-0', rollout_id: 'r-tool', sequence_order: 0, role: 'user', content: 'Find the Lance format spec.' },
+      {
+        id: 'e2e-tool-1', rollout_id: 'r-tool', sequence_order: 1, role: 'assistant', content: JSON.stringify(call),
+        output_tokens: [101, 102, 103, 104], output_logprobs: [-0.01, -0.2, -1.5, -3.2], policy_version: '2',
+      },
+      { id: 'e2e-tool-2', rollout_id: 'r-tool', sequence_order: 2, role: 'tool', content: '<tool_response>{"hits":[{"title":"Lance v2 format","score":0.92}]}</tool_response>' },
+    ],
+  });
+  if (tool.status < 200 || tool.status > 299) throw new SetupError(`append tool rollout: HTTP ${tool.status}: ${apiMessage(tool)}`);
+
+  // The list: the reference's columns.
+  await page.goto(`${BASE_URL}/?search=${encodeURIComponent(STORE)}`, { waitUntil: 'domcontentloaded' });
+  const table = page.locator('[data-testid="experiments-table"][data-loading="false"]');
+  await table.waitFor();
+  const heads = (await table.locator('thead th').allTextContents()).map((s) => s.trim());
+  check('ops: the list has Rows, Fragments, Pending WAL gens and Compacted columns', ['Rows', 'Fragments', 'Pending WAL gens', 'Compacted'].every((h) => heads.includes(h)), { heads });
+  const rowOf = (name) => page.getByTestId('experiment-row').filter({ has: page.getByRole('link', { name, exact: true }) });
+  await rowOf(STORE).waitFor();
+  const exp = (await api('GET', `/api/v1/experiments/${encodeURIComponent(STORE)}`)).json ?? {};
+  const compactedText = ((await rowOf(STORE).getByTestId('experiment-compacted').textContent()) ?? '').trim();
+  check('ops: Compacted shows what the server says', typeof exp.compacted === 'boolean' ? compactedText.startsWith(exp.compacted ? 'yes' : 'no') : compactedText !== '', {
+    shown: compactedText,
+    compacted: exp.compacted ?? null,
+    fragment_count: exp.fragment_count ?? null,
+  });
+  await shot(page, 'ops-experiments');
+
+  // Index from the list.
+  await rowOf(COMPARE_STORE).getByTestId('index-button').click();
+  const indexLink = rowOf(COMPARE_STORE).getByTestId('index-task');
+  await indexLink.waitFor();
+  check('ops: Index enqueued an index task', /^\/tasks\/.+/.test((await indexLink.getAttribute('href')) ?? ''), { href: await indexLink.getAttribute('href') });
+
+  // Optimize: three tasks, each after the one before, then the tasks view.
+  await rowOf(STORE).getByTestId('optimize-button').click();
+  await page.waitForURL((u) => u.pathname === '/tasks', { timeout: WAIT_MS });
+  const ids = (new URL(page.url()).searchParams.get('ids') ?? '').split(',').filter(Boolean);
+  expectEq('ops: Optimize enqueued three tasks and opened the tasks', ids.length, 3);
+  const tasks = [];
+  for (const id of ids) tasks.push((await api('GET', `/api/v1/tasks/${encodeURIComponent(id)}`)).json ?? {});
+  const deps = (t) => (Array.isArray(t.depends_on) ? t.depends_on : t.depends_on ? [t.depends_on] : []);
+  check('ops: merge, then compact after it, then index after that', tasks.map((t) => t.kind).join(',') === 'merge,compact,index' && deps(tasks[1]).includes(ids[0]) && deps(tasks[2]).includes(ids[1]), {
+    tasks: tasks.map((t) => ({ id: t.id, kind: t.kind, depends_on: t.depends_on ?? null, state: t.state })),
+  });
+  // Follow them to the end (the scheduler runs them in order).
+  const deadline = Date.now() + 3 * MERGE_TIMEOUT_MS;
+  let states = [];
+  while (Date.now() < deadline) {
+    states = [];
+    for (const id of ids) states.push((await api('GET', `/api/v1/tasks/${encodeURIComponent(id)}`)).json?.state);
+    if (states.every((s) => s === 'done' || s === 'failed')) break;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  expectEq('ops: the three tasks finished', states.join(','), 'done,done,done');
+  await page.reload({ waitUntil: 'domcontentloaded' });
+  await page.locator('[data-testid="tasks-table"][data-loading="false"]').waitFor();
+  const picked = page.locator('[data-testid="task-row"].picked');
+  await picked.first().waitFor();
+  expectEq('ops: the chain is highlighted in the tasks view', await picked.count(), 3);
+  const durations = [];
+  for (const id of ids) durations.push(((await page.locator(`[data-testid="task-row"][data-task-id="${id}"] [data-testid="task-duration"]`).textContent()) ?? '').trim());
+  check('ops: each finished task shows its duration', durations.every((d) => /^\d+(\.\d+)? (ms|s)$|^\d+m \d+s$/.test(d)), { durations });
+  await shot(page, 'ops-tasks');
+
+  // The compact task's page: its dependency, times and result.
+  await page.locator(`[data-testid="task-row"][data-task-id="${ids[1]}"] [data-testid="task-link"]`).click();
+  await page.getByTestId('task-detail').waitFor();
+  await page.getByTestId('task-state').locator('.badge').waitFor();
+  const detailText = (await page.getByTestId('task-detail').textContent()) ?? '';
+  check('ops: the task page shows the kind, its dependency and its result', detailText.includes('compact') && detailText.includes(ids[0].slice(-8)) && (await page.getByTestId('task-detail-result').locator('pre').count()) === 1, {
+    url: page.url(),
+  });
+  await shot(page, 'ops-task-detail');
+
+  // The global SQL page: pick the store, run a count.
+  await page.goto(`${BASE_URL}/sql?store=${encodeURIComponent(COMPARE_STORE)}`, { waitUntil: 'domcontentloaded' });
+  await page.getByTestId('sql-input').waitFor();
+  expectEq('ops: the SQL page picked the store from the link', await page.getByTestId('sql-store').inputValue(), COMPARE_STORE);
+  await page.getByTestId('sql-input').fill('SELECT count(*) AS n FROM records');
+  await page.getByTestId('sql-run').click();
+  await page.getByTestId('sql-results').waitFor();
+  expectEq('ops: the SQL page queries the picked store', ((await page.getByTestId('sql-row').first().locator('td').first().textContent()) ?? '').trim(), '3');
+  await shot(page, 'ops-sql');
+
+  // A record deep link.
+  await page.goto(`${BASE_URL}/experiments/${encodeURIComponent(STORE)}/records/e2e-2`, { waitUntil: 'domcontentloaded' });
+  const rec = page.locator('[data-testid="record-detail"][data-record-id="e2e-2"]');
+  await rec.waitFor();
+  expectEq('ops: the record link opens that record', ((await rec.locator('[data-field="content"] dd').textContent()) ?? '').trim(), 'hello, world');
+  await shot(page, 'ops-record-link');
+
+  // The run comparison: the two stores' mean reward by policy version on one chart.
+  await page.goto(`${BASE_URL}/compare?stores=${encodeURIComponent(STORE)},${encodeURIComponent(COMPARE_STORE)}`, { waitUntil: 'domcontentloaded' });
+  const chart = page.getByTestId('chart-compare');
+  await chart.locator('svg.chart').waitFor({ timeout: 2 * WAIT_MS });
+  expectEq('ops: the comparison draws one line per store', await chart.locator('[data-series]').count(), 2);
+  const ticks = (await chart.locator('.visx-axis-bottom text, .axis text').allTextContents()).map((s) => s.trim());
+  const i2 = ticks.indexOf('2');
+  const i10 = ticks.indexOf('10');
+  check('ops: policy versions in natural order on the comparison (2 before 10)', i2 >= 0 && i10 > i2, { ticks });
+  await shot(page, 'ops-compare');
+
+  // Tool-call JSON and logprobs in the conversation.
+  await page.goto(`${BASE_URL}/experiments/${encodeURIComponent(STORE)}/rollouts/r-tool`, { waitUntil: 'domcontentloaded' });
+  const turn = page.locator('[data-testid="turn"][data-record-id="e2e-tool-1"]');
+  await turn.waitFor();
+  const json = ((await turn.getByTestId('turn-json').textContent()) ?? '').trim();
+  check('ops: a tool call is pretty-printed, its arguments too', json.includes('"arguments": {\n    "query": "lance format"'), { json: json.slice(0, 200) });
+  const response = page.locator('[data-testid="turn"][data-record-id="e2e-tool-2"]').getByTestId('turn-json');
+  expectEq('ops: a tool response inside tags is pretty-printed', await response.getAttribute('data-label'), 'tool_response');
+  await turn.getByTestId('turn-logprobs').locator('summary').click();
+  expectEq('ops: the logprobs of the turn are shown per token', await turn.getByTestId('logprob-token').count(), 4);
+  check('ops: the logprob summary counts the tokens', ((await turn.getByTestId('logprob-summary-output').textContent()) ?? '').includes('4 · mean'));
+  await shot(page, 'ops-conversation-tools');
+
+  // 420 px wide: nothing is cut off (the page itself never scrolls sideways; tables scroll in their frame).
+  await page.setViewportSize({ width: 420, height: 900 });
+  for (const [name, path, ready] of [
+    ['experiments', `/?search=${encodeURIComponent(STORE)}`, '[data-testid="experiments-table"][data-loading="false"]'],
+    ['tasks', '/tasks', '[data-testid="tasks-table"][data-loading="false"]'],
+    ['records', `${storeHref(STORE)}/records`, '[data-testid="records-table"][data-loading="false"]'],
+    ['conversation', `/experiments/${encodeURIComponent(STORE)}/rollouts/r-tool`, '[data-testid="conversation"]'],
+  ]) {
+    await page.goto(`${BASE_URL}${path}`, { waitUntil: 'domcontentloaded' });
+    await page.locator(ready).waitFor();
+    const m = await page.evaluate(() => {
+      const nav = document.querySelector('.nav');
+      const links = [...document.querySelectorAll('.nav a')];
+      const r = nav?.getBoundingClientRect();
+      return {
+        pageWidth: document.documentElement.scrollWidth,
+        viewport: window.innerWidth,
+        header: document.querySelector('.header')?.getBoundingClientRect().width ?? 0,
+        // Every nav link reachable: inside the nav's box or the nav scrolls to it.
+        navOk: Boolean(nav) && (nav.scrollWidth <= nav.clientWidth + 1 || getComputedStyle(nav).overflowX === 'auto') && links.length >= 4 && (r?.width ?? 0) <= window.innerWidth,
+        tablesInFrame: [...document.querySelectorAll('table.grid')].every((t) => {
+          const w = t.closest('.table-wrap');
+          return w !== null && getComputedStyle(w).overflowX === 'auto';
+        }),
+      };
+    });
+    check(`narrow (420 px): ${name} does not overflow the screen`, m.pageWidth <= m.viewport && m.header <= m.viewport && m.navOk && m.tablesInFrame, m);
+    await shot(page, `narrow-${name}`);
+  }
+  await page.setViewportSize({ width: 1360, height: 900 });
 }
 
 async function run() {
@@ -645,6 +813,7 @@ async function run() {
         ['storage', () => checkStorage(page)],
         ['sql', () => checkSql(page)],
         ['lifecycle', () => checkLifecycle(page)],
+        ['operations', () => checkOperations(page)],
       ]) {
         try {
           await part();
@@ -659,6 +828,7 @@ async function run() {
       for (const [path, testid] of [
         ['/tasks', 'tasks-table'],
         ['/workers', 'workers-table'],
+        ['/sql', 'global-sql'],
       ]) {
         await page.goto(`${BASE_URL}${path}`, { waitUntil: 'domcontentloaded' });
         await page.locator(`[data-testid="${testid}"][data-loading="false"]`).waitFor();

@@ -16,7 +16,7 @@ export function GlobalSqlView() {
   const asked = search.get('store') ?? '';
   const store = asked || names[0] || '';
   return (
-    <section data-testid="global-sql">
+    <section data-testid="global-sql" data-loading={loading ? 'true' : 'false'}>
       <div className="toolbar">
         <h1>SQL</h1>
         <label className="inline-select">
