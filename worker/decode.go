@@ -3,11 +3,12 @@ package worker
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
-	"mime/multipart"
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -112,15 +113,45 @@ func readBody(r io.Reader, sizeHint int64) ([]byte, error) {
 const recordsItemsDepth = 2
 
 // recordPlace words a path into {"records":[...]} as a record and field.
+// A key that is not UTF-8 is named as a key of the object that holds it:
+// the scan reads such a key on to the end of the body, so its text would
+// be the rest of the body, not the key.
 func recordPlace(path []jsonscan.Step) string {
+	badKey := false
+	if n := len(path); n > 0 && !path[n-1].InArr && keyRanOn(path[n-1].Key) {
+		path, badKey = path[:n-1], true
+	}
 	if len(path) < 2 || !strings.EqualFold(path[0].Key, "records") || !path[1].InArr {
+		if badKey {
+			return keyPlace(path)
+		}
 		return httpapi.FieldPlace(path)
 	}
 	where := "record " + strconv.Itoa(path[1].Index)
-	if len(path) > 2 && !path[2].InArr { // not a record that is itself an array
+	switch {
+	case badKey:
+		where += ", " + keyPlace(path[2:])
+	case len(path) > 2 && !path[2].InArr: // not a record that is itself an array
 		where += ", " + httpapi.FieldPlace(path[2:])
 	}
 	return where
+}
+
+// keyRanOn reports whether a key read for a message ran past its end: a
+// key with a byte that is not UTF-8 or an escaped lone surrogate is read
+// to the end of the body (quotes, braces and all).
+func keyRanOn(k string) bool {
+	return !utf8.ValidString(k) || (strings.Contains(k, `\u`) && strings.Contains(k, `"`))
+}
+
+// keyPlace names a key of the object at parent, e.g. field "metadata.<key>"
+// (a key name).
+func keyPlace(parent []jsonscan.Step) string {
+	p := jsonscan.FormatPath(parent, 8)
+	if p != "" {
+		p += "."
+	}
+	return fmt.Sprintf("field %q (a key name)", p+"<key>")
 }
 
 func (s *Server) decodeJSONRecords(body io.Reader, sizeHint int64) ([]rollout.Record, error) {
@@ -164,77 +195,6 @@ func (s *Server) decodeJSONRecords(body io.Reader, sizeHint int64) ([]rollout.Re
 	recs := make([]rollout.Record, len(req.Records))
 	for i := range req.Records {
 		recs[i] = req.Records[i].Record()
-	}
-	return recs, nil
-}
-
-// decodeMultipart reads a "metadata" part ({"records":[...]}) followed by
-// payload parts named by record index.
-func (s *Server) decodeMultipart(body io.Reader, boundary string) ([]rollout.Record, error) {
-	if boundary == "" {
-		return nil, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "multipart body without a boundary")
-	}
-	mr := multipart.NewReader(body, boundary)
-	var recs []rollout.Record
-	var parts []bool // parts[i]: record i's payload part arrived
-	seen := false
-	for {
-		p, err := mr.NextPart()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
-				return nil, err
-			}
-			return nil, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "malformed multipart body: %v", err)
-		}
-		name := p.FormName()
-		if !seen {
-			if name != "metadata" {
-				return nil, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "the first multipart part must be \"metadata\" (JSON {\"records\":[...]}), got %q", name)
-			}
-			if recs, err = s.decodeJSONRecords(p, -1); err != nil {
-				return nil, err
-			}
-			parts = make([]bool, len(recs))
-			seen = true
-			continue
-		}
-		i, err := strconv.Atoi(name)
-		if err != nil || i < 0 || i >= len(recs) {
-			return nil, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "payload part %q must be named by a record index 0..%d", name, len(recs)-1)
-		}
-		data, err := io.ReadAll(io.LimitReader(p, s.cfg.MaxPayloadBytes+1))
-		if err != nil {
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
-				return nil, err
-			}
-			return nil, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "reading payload part %q: %v", name, err)
-		}
-		if int64(len(data)) > s.cfg.MaxPayloadBytes {
-			return nil, httpapi.Errorf(http.StatusRequestEntityTooLarge, api.CodePayloadTooLarge, "payload part %q is larger than %d bytes (LC_MAX_PAYLOAD_BYTES)", name, s.cfg.MaxPayloadBytes)
-		}
-		if parts[i] {
-			return nil, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "duplicate payload part for record index %d: send one part per record", i)
-		}
-		parts[i] = true
-		if want := recs[i].PayloadSize; want != nil && *want != int64(len(data)) {
-			return nil, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "record %d: payload_size %d does not match the %d bytes of its part", i, *want, len(data))
-		}
-		recs[i].BinaryPayload = data
-	}
-	if !seen {
-		return nil, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "multipart body has no \"metadata\" part")
-	}
-	// A record that declares a payload but got no bytes would be stored
-	// without its artifact: refuse it, as the reference does.
-	for i := range recs {
-		if recs[i].PayloadSize != nil && !parts[i] && recs[i].BinaryPayload == nil {
-			return nil, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "record %d declares payload_size but no part named %q carries its bytes", i, strconv.Itoa(i))
-		}
 	}
 	return recs, nil
 }
