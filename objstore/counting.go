@@ -289,10 +289,7 @@ func (c *Counting) Head(ctx context.Context, key string) (ObjectInfo, error) {
 // LocalPath forwards to the inner store when it is on a local filesystem,
 // so that wrapping a store does not change the code paths above it.
 func (c *Counting) LocalPath(key string) (string, bool) {
-	if in, ok := c.inner.(interface{ LocalPath(string) (string, bool) }); ok {
-		return in.LocalPath(key)
-	}
-	return "", false
+	return LocalPath(c.inner, key)
 }
 
 // Create implements Store. Create itself is not a request on any backend

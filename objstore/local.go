@@ -511,3 +511,20 @@ func (l *Local) RemoveEmptyDir(ctx context.Context, prefix string) error {
 	}
 	return nil
 }
+
+// LocalPath returns the file of key when s keeps its objects as files on
+// the local file system (a Local, or Sub, Counting or SmallFiles of one),
+// for data a caller keeps in files of its own beside the objects: rollout's
+// catalog puts a store's WAL segment log there. ok is false for every
+// other store.
+func LocalPath(s Reader, key string) (path string, ok bool) {
+	if lp, is := s.(localPather); is {
+		return lp.LocalPath(key)
+	}
+	return "", false
+}
+
+// localPather is a store whose objects are files (see LocalPath).
+type localPather interface {
+	LocalPath(key string) (string, bool)
+}

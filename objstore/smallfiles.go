@@ -185,10 +185,7 @@ func (s *SmallFiles) Create(ctx context.Context, key string) (ObjectWriter, erro
 
 // LocalPath forwards to the inner store when it is on a local filesystem.
 func (s *SmallFiles) LocalPath(key string) (string, bool) {
-	if in, ok := s.inner.(interface{ LocalPath(string) (string, bool) }); ok {
-		return in.LocalPath(key)
-	}
-	return "", false
+	return LocalPath(s.inner, key)
 }
 
 // Preload reads the selected objects among keys that are not cached yet,

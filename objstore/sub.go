@@ -135,10 +135,7 @@ func (s *subStore) LocalPath(key string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	if in, ok := s.inner.(interface{ LocalPath(string) (string, bool) }); ok {
-		return in.LocalPath(k)
-	}
-	return "", false
+	return LocalPath(s.inner, k)
 }
 
 // Discard forwards to the inner store's Discard, or deletes.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/lance-context/lance-context/objstore"
+	"github.com/lance-context/lance-context/vfs"
 	"github.com/lance-context/lance-context/wal"
 )
 
@@ -86,6 +86,27 @@ func (c *Catalog) storeRoot(name string) objstore.Store {
 	return objstore.Sub(c.root, name+storeSuffix)
 }
 
+// storeLog is where the writers of the store called name keep their WAL
+// segment logs: on Options.LogFS when set, else as WALLog says.
+func (c *Catalog) storeLog(name string) wal.Log {
+	if c.opts.LogFS != nil {
+		return wal.Log{FS: c.opts.LogFS, Dir: "/" + name + storeSuffix}
+	}
+	return WALLog(c.root, name)
+}
+
+// WALLog is where the WAL of the store called name under the data
+// directory root keeps its segment logs: beside the store's data when root
+// is a directory on the local file system (objstore.LocalPath), else
+// nowhere (the zero wal.Log: WAL entries are objects in the store). It is
+// the catalog's choice, and what a repair of the store's WAL must read.
+func WALLog(root objstore.Store, name string) wal.Log {
+	if dir, ok := objstore.LocalPath(root, name+storeSuffix); ok {
+		return wal.Log{FS: vfs.Default, Dir: dir}
+	}
+	return wal.Log{}
+}
+
 // Create makes a new store. ErrExists if it exists.
 func (c *Catalog) Create(ctx context.Context, name string) (*Store, error) {
 	if err := ValidateName(name); err != nil {
@@ -118,7 +139,7 @@ func (c *Catalog) Open(ctx context.Context, name string) (*Store, error) {
 		return s, nil
 	}
 	// Open without the lock: one slow store must not stall the others.
-	s, err := openStore(ctx, name, c.storeRoot(name), c.shard, c.opts)
+	s, err := openStore(ctx, name, c.storeRoot(name), c.storeLog(name), c.shard, c.opts)
 	if err != nil {
 		return nil, err
 	}
@@ -196,11 +217,9 @@ func (c *Catalog) Delete(ctx context.Context, name string) error {
 	}
 	// On a file system the emptied directories remain, and LanceDB lists
 	// an empty {name}.rollout.lance/ as a table it then fails to open.
-	if dir, ok := c.root.(interface{ LocalPath(string) (string, bool) }); ok {
-		if p, ok := dir.LocalPath(name + storeSuffix); ok {
-			if err := removeEmptyDirs(p); err != nil {
-				return fmt.Errorf("rollout: delete store %q: %w", name, err)
-			}
+	if p, ok := objstore.LocalPath(c.root, name+storeSuffix); ok {
+		if err := removeEmptyDirs(vfs.Default, p); err != nil {
+			return fmt.Errorf("rollout: delete store %q: %w", name, err)
 		}
 	}
 	return nil
@@ -208,23 +227,21 @@ func (c *Catalog) Delete(ctx context.Context, name string) error {
 
 // removeEmptyDirs removes dir and the directories under it, deepest first,
 // if they hold no files. A file left (a concurrent writer's) keeps its
-// directories, and that is not an error.
-func removeEmptyDirs(dir string) error {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+// directories, and that is not an error; nor is dir being a file or gone.
+func removeEmptyDirs(fsys vfs.FS, dir string) error {
+	names, err := fsys.List(dir)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return nil // gone, or a file: kept
 	}
 	if err != nil {
 		return err
 	}
-	for _, e := range entries {
-		if e.IsDir() {
-			if err := removeEmptyDirs(filepath.Join(dir, e.Name())); err != nil {
-				return err
-			}
+	for _, n := range names {
+		if err := removeEmptyDirs(fsys, filepath.Join(dir, n)); err != nil {
+			return err
 		}
 	}
-	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTEMPTY) && !errors.Is(err, syscall.EEXIST) {
+	if err := fsys.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTEMPTY) && !errors.Is(err, syscall.EEXIST) {
 		return err
 	}
 	return nil

@@ -211,6 +211,3 @@ func (c *Catalog) DamageOf(name string) *Damage {
 	}
 	return s.Damage()
 }
-
-// logDir is where Options.LogFS holds the store's segment logs.
-func (s *Store) logDir() string { return "/" + s.name + storeSuffix }

@@ -89,7 +89,7 @@ func TestDamagedWALRefusesWrites(t *testing.T) {
 		t.Fatalf("damaged gauge %v", got)
 	}
 
-	rep, err := wal.Repair(ctx, StoreRoot(root, "hurt"), ShardID("w"), false)
+	rep, err := wal.Repair(ctx, StoreRoot(root, "hurt"), WALLog(root, "hurt"), ShardID("w"), false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func (s *Store) MergeShard(ctx context.Context, shard string) (*MergeResult, err
 	w, err := wal.Claim(ctx, wal.Options{
 		Store: s.root, Shard: shard, Schema: Schema, KeyColumn: ColID, SeqColumn: ColSeq, Conform: conform,
 		Logger: s.opts.Logger.With("store", s.name, "orphan_merge", true), Metrics: s.opts.metrics.wal,
-		LogFS: s.opts.LogFS, LogDir: s.logDir(),
+		Log: s.log,
 		// Marked a merge: the shard's owner takes it back when it writes.
 		Owner: s.owner(true),
 	})

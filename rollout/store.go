@@ -89,7 +89,8 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// LogFS, when set, holds the stores' WAL segment logs, each under
 	// /{store}.rollout.lance (a crash-simulating file system in tests);
-	// default: beside the data on a local data directory.
+	// default: beside the data on a local data directory, none elsewhere
+	// (WALLog).
 	LogFS vfs.FS
 	// ReadConsistencyInterval, when positive, lets a read reuse the
 	// snapshot metadata (shard listing, shard manifests, base version)
@@ -164,6 +165,7 @@ type Store struct {
 	root  objstore.Store // the dataset directory
 	shard string
 	opts  Options
+	log   wal.Log // where its shards' WAL segment logs live (Catalog.storeLog)
 
 	mergeMu sync.Mutex // one merge pass at a time per store and process
 
@@ -293,7 +295,7 @@ const smallIndexFileBytes = 1 << 20
 func isIndexFile(key string) bool { return strings.HasPrefix(key, index.IndicesDir) }
 
 // openStore opens an existing store and evolves its schema to Schema.
-func openStore(ctx context.Context, name string, root objstore.Store, shard string, opts Options) (*Store, error) {
+func openStore(ctx context.Context, name string, root objstore.Store, log wal.Log, shard string, opts Options) (*Store, error) {
 	opts.setDefaults()
 	// Index files are immutable (a fresh directory per build) and opening
 	// one is a chain of dependent reads: read the small ones whole, once.
@@ -311,7 +313,7 @@ func openStore(ctx context.Context, name string, root objstore.Store, shard stri
 	if err != nil {
 		return nil, fmt.Errorf("rollout: store %q has an incompatible schema: %w", name, err)
 	}
-	st := &Store{name: name, root: root, shard: shard, opts: opts, feed: newFeedIndex()}
+	st := &Store{name: name, root: root, log: log, shard: shard, opts: opts, feed: newFeedIndex()}
 	st.evolved.Store(!changed)
 	st.sawVersion(d.Version())
 	return st, nil

@@ -111,22 +111,30 @@ func Claim(ctx context.Context, opts Options) (*Writer, error) {
 	return w, nil
 }
 
-// localPather is a store on a local filesystem (objstore.Local).
-type localPather interface {
-	LocalPath(key string) (string, bool)
+// Log is where a writer keeps its shard's segment log: under Dir on FS,
+// in Dir/_lc_wal/{shard}/log, one directory per shard. The zero Log keeps
+// none: every entry is an object in the store (the log of object stores).
+// As with pebble's wal.Dir, the caller decides: rollout's catalog puts it
+// beside a store's data when the data directory is on local disk, and
+// tests put it on a crash-simulating vfs.MemFS.
+type Log struct {
+	FS  vfs.FS
+	Dir string
+}
+
+// segmentDir returns the directory of shard's segment log on l.FS, or ""
+// for none.
+func (l Log) segmentDir(shard string) string {
+	if l.FS == nil {
+		return ""
+	}
+	return filepath.Join(l.Dir, filepath.FromSlash(segmentDir(shard)))
 }
 
 // logPlace returns where the shard's segment log lives: its directory
 // ("" for none) and file system.
 func logPlace(o *Options) (string, vfs.FS) {
-	if o.LogFS != nil {
-		return filepath.Join(o.LogDir, filepath.FromSlash(segmentDir(o.Shard))), o.LogFS
-	}
-	if lp, ok := o.Store.(localPather); ok {
-		dir, _ := lp.LocalPath(segmentDir(o.Shard))
-		return dir, vfs.Default
-	}
-	return "", nil
+	return o.Log.segmentDir(o.Shard), o.Log.FS
 }
 
 // replay reads entries after the replay position into the memtable,

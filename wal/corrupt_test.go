@@ -102,6 +102,7 @@ func copyLog(t *testing.T, template string) (Options, string) {
 	}
 	o := opts(objstore.Sub(local, "ds"))
 	o.SegmentBytes = 4 << 10
+	o.Log = Log{FS: vfs.Default, Dir: filepath.Join(dir, "ds")} // beside the data, as the catalog places it
 	return o, filepath.Join(dir, "ds", segmentDir("s1"))
 }
 
@@ -143,7 +144,7 @@ func claimCorrupt(t *testing.T, o Options) *CorruptionError {
 func repairAndReplay(t *testing.T, o Options, damage *CorruptionError, lost []uint64, want []string) {
 	t.Helper()
 	ctx := context.Background()
-	dry, err := Repair(ctx, o.Store, "s1", true)
+	dry, err := Repair(ctx, o.Store, o.Log, "s1", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +154,7 @@ func repairAndReplay(t *testing.T, o Options, damage *CorruptionError, lost []ui
 	if _, err := Claim(ctx, o); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("claim after a dry run: %v, want still corrupt", err)
 	}
-	rep, err := Repair(ctx, o.Store, "s1", false)
+	rep, err := Repair(ctx, o.Store, o.Log, "s1", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func repairAndReplay(t *testing.T, o Options, damage *CorruptionError, lost []ui
 		t.Fatalf("repair lost positions %v (%d rows), want %v", got, rep.LostRows, lost)
 	}
 	replayed(t, o, want...)
-	again, err := Repair(ctx, o.Store, "s1", true)
+	again, err := Repair(ctx, o.Store, o.Log, "s1", true)
 	if err != nil || again.Damage != nil {
 		t.Fatalf("repair after repair and claim: %+v, %v", again.Damage, err)
 	}

@@ -98,7 +98,8 @@
 //
 // # Segment log (local filesystem)
 //
-// On a local filesystem (objstore.Local) entries are not objects: a writer
+// Where Options.Log names a directory (the catalog gives one when a store's
+// data is on a local filesystem; see Log) entries are not objects: a writer
 // appends them as frames to segment files of its own epoch, and one data
 // flush (fdatasync) makes a frame durable. A put-if-absent costs a new
 // inode, a link and two flushes; overwriting preallocated blocks costs one

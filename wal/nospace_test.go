@@ -18,7 +18,7 @@ import (
 func fullDiskOpts(free int64) (Options, *vfs.Quota) {
 	q := vfs.NewQuota(vfs.NewMem(), free)
 	o := opts(objstore.NewMemory())
-	o.LogFS, o.LogDir = q, "/data"
+	o.Log = Log{FS: q, Dir: "/data"}
 	o.Metrics = NewMetrics(nil)
 	return o, q
 }

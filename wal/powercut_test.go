@@ -160,7 +160,7 @@ func powerCutOpts(store objstore.Store, fsys *vfs.MemFS) Options {
 		panic(err)
 	}
 	o := opts(store)
-	o.LogFS, o.LogDir = fsys, "/data"
+	o.Log = Log{FS: fsys, Dir: "/data"}
 	o.SegmentBytes = 4 << 10
 	o.MaxMemtableRows = 11
 	return o
@@ -227,13 +227,13 @@ func TestLogFaults(t *testing.T) {
 			dir := t.TempDir()
 			faulty := vfs.NewFaulty(vfs.Default, seed, 0.01)
 			o := opts(objstore.NewMemory())
-			o.LogFS, o.LogDir = faulty, dir
+			o.Log = Log{FS: faulty, Dir: dir}
 			o.SegmentBytes = 4 << 10
 			o.MaxMemtableRows = 11
 			wl := &cutWorkload{opts: o, perAppender: 20, stop: func() bool { return false }}
 			wl.run(t)
 			diskFaults += faulty.Injected()
-			o.LogFS = vfs.Default
+			o.Log.FS = vfs.Default
 			checkRecovered(t, o, wl.acked)
 		})
 		t.Run(fmt.Sprintf("objects/seed=%d", seed), func(t *testing.T) {

@@ -34,8 +34,9 @@ type LostEntry struct {
 	Where    string // segment file and offset, or object key
 }
 
-// Repair reads the log of shard as a claim replays it and, if it finds
-// damage (a *CorruptionError), truncates the log at the damage: object
+// Repair reads the log of shard (its entry objects in store, its segment
+// files where log says) as a claim replays it and, if it finds damage (a
+// *CorruptionError), truncates the log at the damage: object
 // entries from the damaged position on are deleted; the damaged segment
 // is cut at the damage, and every later segment file at its first frame
 // at or beyond the damaged position. Everything before the damage stays
@@ -44,12 +45,8 @@ type LostEntry struct {
 //
 // Run it while no process writes the shard (a claim refuses a corrupt
 // log, so a worker serving the store writes nothing to it meanwhile).
-func Repair(ctx context.Context, store objstore.Store, shard string, dryRun bool) (*RepairReport, error) {
-	var segDir string
-	if lp, ok := store.(localPather); ok {
-		segDir, _ = lp.LocalPath(segmentDir(shard))
-	}
-	return repair(ctx, store, vfs.Default, segDir, shard, dryRun)
+func Repair(ctx context.Context, store objstore.Store, log Log, shard string, dryRun bool) (*RepairReport, error) {
+	return repair(ctx, store, log.FS, log.segmentDir(shard), shard, dryRun)
 }
 
 // repair is Repair of a segment log in segDir (none: "") on fsys.

@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/lance-context/lance-context/objstore"
+	"github.com/lance-context/lance-context/vfs"
 )
 
 // genGate holds (or fails) the creation of generation files.
@@ -156,6 +157,7 @@ func TestCollectedEntriesAreDeleted(t *testing.T) {
 	}
 	o := opts(objstore.Sub(local, "ds"))
 	o.ObjectLog = true
+	o.Log = Log{FS: vfs.Default, Dir: filepath.Join(dir, "ds")} // beside the data, as the catalog places it
 	w := claim(t, o)
 	defer w.Abandon()
 	for i := range 20 {

@@ -27,6 +27,7 @@ func localOpts(t *testing.T) (Options, string) {
 	}
 	o := opts(objstore.Sub(local, "ds"))
 	o.SegmentBytes = 4 << 10
+	o.Log = Log{FS: vfs.Default, Dir: filepath.Join(dir, "ds")} // beside the data, as the catalog places it
 	return o, filepath.Join(dir, "ds", segmentDir("s1"))
 }
 

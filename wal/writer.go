@@ -43,13 +43,9 @@ type Options struct {
 	// ObjectLog writes one object per entry even on a local filesystem
 	// (the log of object stores), instead of segment files.
 	ObjectLog bool
-	// LogFS and LogDir place the segment log on another file system (a
-	// crash-simulating one in tests): its directory is
-	// LogDir/_lc_wal/{shard}/log on LogFS. Default: the store's directory
-	// through the operating system when the store is objstore.Local, else
-	// no segment log (entries are objects).
-	LogFS  vfs.FS
-	LogDir string
+	// Log is where the segment log lives; the zero Log: nowhere, entries
+	// are objects in Store.
+	Log    Log
 	Logger *slog.Logger
 	// Metrics are the instruments to count in (shared by the writers of
 	// a process); nil: unregistered ones.

@@ -72,7 +72,7 @@ Without --shard or --instance-id every shard of the store is checked.
 			}
 			var reports []*wal.RepairReport
 			for _, sh := range shards {
-				rep, err := wal.Repair(ctx, sr, sh, dryRun)
+				rep, err := wal.Repair(ctx, sr, rollout.WALLog(root, store), sh, dryRun)
 				if err != nil {
 					return fmt.Errorf("shard %s: %w", sh, err)
 				}
