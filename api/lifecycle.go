@@ -15,6 +15,9 @@ type CleanupRequest struct {
 	// DeleteUnverified removes files no version references however young
 	// (Lance's delete_unverified): only when nothing else writes the store.
 	DeleteUnverified bool `json:"delete_unverified,omitempty"`
+	// BlobGraceSeconds: payload objects younger than this are never
+	// deleted (an upload's append may still be on its way); default 3600.
+	BlobGraceSeconds *int64 `json:"blob_grace_seconds,omitempty"`
 }
 
 // CleanupResponse reports a cleanup.
@@ -26,9 +29,13 @@ type CleanupResponse struct {
 	LatestVersion     uint64   `json:"latest_version"`
 	OldestKeptVersion uint64   `json:"oldest_kept_version"`
 	LeasesExpired     int      `json:"leases_expired"`
-	RowsExpired       int64    `json:"rows_expired"`    // by the store's row retention (cleanup tasks and sweeps)
-	HeldVersions      []uint64 `json:"held_versions"`   // by leases and checkout pins
-	TaggedVersions    []uint64 `json:"tagged_versions"` // by tags
+	RowsExpired       int64    `json:"rows_expired"`  // by the store's row retention (cleanup tasks and sweeps)
+	HeldVersions      []uint64 `json:"held_versions"` // by leases and checkout pins
+	// Payload objects no row refers to any more (in files_removed and
+	// bytes_removed too).
+	BlobsRemoved     int      `json:"blobs_removed"`
+	BlobBytesRemoved int64    `json:"blob_bytes_removed"`
+	TaggedVersions   []uint64 `json:"tagged_versions"` // by tags
 }
 
 // TagRequest is the body of POST /api/v1/rollouts/{name}/tags.

@@ -60,6 +60,10 @@ type Record struct {
 	PayloadSize     *int64  `json:"payload_size"`
 	PayloadChecksum *string `json:"payload_checksum"`
 	ArtifactType    *string `json:"artifact_type"`
+	// PayloadRef names the object that holds a payload stored out of line
+	// (a large multipart part, streamed): set by the server only, never
+	// read from or written to JSON; the blob route serves its bytes.
+	PayloadRef *string `json:"-"`
 
 	// Metadata is stored as JSON text. On input any JSON value is accepted:
 	// a string is stored as given, anything else as its JSON encoding. On

@@ -177,6 +177,9 @@ type request struct {
 	contentType string
 	accept      string // default application/json
 	idempotent  bool
+	// open, when set, makes the body of each attempt instead of body (a
+	// stream too large to hold, rewound for a retry).
+	open func() (io.Reader, error)
 }
 
 // do sends rq, retrying as the policy allows, and returns a response with a
@@ -223,6 +226,12 @@ func (c *Client) once(ctx context.Context, rq request, u string) (*http.Response
 	var body io.Reader
 	if rq.body != nil {
 		body = bytes.NewReader(rq.body)
+	}
+	if rq.open != nil {
+		var err error
+		if body, err = rq.open(); err != nil {
+			return nil, err
+		}
 	}
 	req, err := http.NewRequestWithContext(ctx, rq.method, u, body)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/lance-context/lance-context/api"
 	"github.com/lance-context/lance-context/rollout"
@@ -93,6 +94,8 @@ func (h RecordReads) Get(w http.ResponseWriter, r *http.Request) {
 func isNotFound(err error) bool { return Classify(err).Status == http.StatusNotFound }
 
 // Blob serves GET .../records/{id}/blob as a download named after the id.
+// It streams: an out-of-line payload is read a window at a time, and Range
+// requests are answered (206) for resumable downloads of large payloads.
 func (h RecordReads) Blob(w http.ResponseWriter, r *http.Request) {
 	st, v, err := h.storeAt(r)
 	if err != nil {
@@ -100,16 +103,22 @@ func (h RecordReads) Blob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := PathParam(r, "id")
-	data, ctype, err := st.BlobAt(r.Context(), id, v)
+	p, err := st.OpenPayload(r.Context(), id, v)
 	if err != nil {
 		WriteError(w, r, err)
 		return
 	}
-	w.Header().Set("Content-Type", ctype)
-	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	w.Header().Set("Content-Type", p.ContentType)
 	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": id + ".bin"}))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(data)
+	if p.Checksum != "" {
+		w.Header().Set("ETag", `"sha256-`+p.Checksum+`"`)
+	}
+	if p.Size > 64<<20 {
+		// The server's write timeout is sized for pages, not for a
+		// gigabyte over a slow link.
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(30 * time.Minute))
+	}
+	http.ServeContent(w, r, "", p.ModTime, p)
 }
 
 // Trajectory serves GET .../trajectories/{rollout_id}: the rollout's

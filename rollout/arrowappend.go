@@ -74,9 +74,11 @@ func conformArrow(mem memory.Allocator, rec arrow.RecordBatch, now time.Time, ba
 		if cols[i] != nil {
 			return nil, nil, invalid("column %q appears twice", f.Name)
 		}
-		if _, sys := columns[i].field.(systemField); sys {
-			// The store sets it (lc_shard, lc_seq): a value sent, say in
-			// rows exported from another store, is dropped.
+		_, ref := columns[i].field.(refField)
+		if _, sys := columns[i].field.(systemField); sys || ref {
+			// The store sets it (lc_shard, lc_seq, payload_ref): a value
+			// sent, say in rows exported from another store, is dropped
+			// (a payload_ref sent would name another store's object).
 			cols[i] = array.MakeArrayOfNull(mem, columns[i].typ, n)
 			continue
 		}

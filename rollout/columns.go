@@ -44,6 +44,9 @@ const (
 	// feed's positions are made of them (feed.go).
 	ColShard = "lc_shard"
 	ColSeq   = "lc_seq"
+	// ColPayloadRef names the object holding a payload stored out of line
+	// (blob.go); binary_payload is null then. Set by the store only.
+	ColPayloadRef = "payload_ref"
 )
 
 // Defaults of the role and content type, for JSON and Arrow appends alike.
@@ -159,6 +162,9 @@ var columns = []column{
 	// where the row became durable (no Record field: set by seal and merge)
 	{name: ColShard, typ: arrow.PrimitiveTypes.Int64, field: systemField{}},
 	{name: ColSeq, typ: arrow.PrimitiveTypes.Int64, field: systemField{}},
+	// a payload stored out of line (no Record field on the wire: the
+	// multipart path sets it after streaming the part to an object)
+	{name: ColPayloadRef, typ: textT, field: refField{}},
 }
 
 var (
@@ -215,6 +221,9 @@ var (
 // isText reports whether c's values are strings or hold strings (as
 // relationships do): validate checks them for UTF-8.
 func isText(c *column) bool {
+	if _, ref := c.field.(refField); ref {
+		return false // the store's own key, never appended text
+	}
 	switch c.typ.ID() {
 	case arrow.STRING, arrow.LARGE_STRING:
 		return true

@@ -46,6 +46,21 @@ func (systemField) null(*Record) bool              { return true }
 func (systemField) add(b array.Builder, _ *Record) { b.AppendNull() }
 func (systemField) set(arrow.Array, []Record)      {}
 
+// refField is payload_ref: the store sets it (blob.go), and a Record
+// carries it into the WAL; an appended Arrow value is dropped (it would
+// name another store's object) and reads do not return it.
+type refField struct{}
+
+func (refField) null(r *Record) bool { return r.PayloadRef == nil }
+func (refField) add(b array.Builder, r *Record) {
+	if r.PayloadRef != nil {
+		appendString(b, *r.PayloadRef)
+	} else {
+		b.AppendNull()
+	}
+}
+func (refField) set(arrow.Array, []Record) {}
+
 // reqText is a string field that is never null when stored: empty means
 // no value.
 type reqText func(r *Record) *string

@@ -15,6 +15,7 @@
 //	  _lc_sample/{group}/{MaxUint64-seq}.json a sampler consumer group's ledger: a put-if-absent chain of served keys (sample_ledger.go)
 //	  _lc_feed/{group}/{MaxUint64-n}.json  a feed consumer group's commit n: {"group","position",
 //	                                         "committed_at"}, put-if-absent, newest first, three kept
+//	  _lc_blobs/{uuidv7}                     a payload stored out of line: the raw bytes (blob.go)
 //
 // The base table's schema is Schema (columns are only ever added, as
 // nullable). Its manifest config holds, per shard, the merge watermark
@@ -32,6 +33,39 @@
 // grace. The Maintainer is the one owner of upkeep that worker and master
 // drive: sweepers, merges by count and by age, compaction then cleanup (row
 // retention first), pin renewal and the memtable budget.
+//
+// # Large payloads (blob.go)
+//
+// A payload normally travels inline in binary_payload: through the WAL
+// entry, the memtable, the generation and the merge, each holding it in
+// memory. A multipart part larger than the worker's inline size
+// (LC_BLOB_INLINE_BYTES, 8 MiB) is instead streamed as it arrives into its
+// own object, _lc_blobs/{uuidv7} (objstore's Create: a temporary file
+// locally, one part at a time on S3), and the row records its key in
+// payload_ref, with binary_payload null and payload_size and
+// payload_checksum (sha256) computed on the way. The object is durable
+// before the append's WAL entry is written, so an acknowledged row never
+// names a missing object. Reads serve it through ranged gets of 4 MiB
+// (OpenPayload: io.ReadSeeker, so HTTP Range requests work), and merges
+// and compactions copy only the key. LanceDB sees payload_ref as a string
+// column and reads the object beside the table by that relative key.
+//
+// Collection. An object is garbage when no row can refer to it: Cleanup,
+// after removing versions, lists _lc_blobs/ and, if any object is older
+// than the blob grace (DefaultBlobGrace, an hour), gathers every
+// payload_ref of (1) this process's unsealed rows (Writer.Tail), (2) each
+// shard's pending generations, and (3) every base version left, each data
+// file once and deleted rows included (a kept older version may still
+// hold them). That order is the one a row moves in, and each tier lets go
+// of a row only after the next holds it (a seal publishes its manifest
+// before its rows leave the tail; a drain follows the base commit), so no
+// reference escapes. Another process's unsealed entries are not read: an
+// object written after the oldest of them (wal.UnsealedSince), less the
+// grace, is kept; for another process's segment log (local disk) that
+// time is unknown and every object is kept. The grace itself covers an upload whose append has not reached
+// the log yet. So a rewritten or expired row's object goes once no kept
+// version's data files hold the row, which takes the compaction that
+// rewrites its fragment.
 //
 // # The schema
 //

@@ -250,6 +250,10 @@ type CleanupOptions struct {
 	// DeleteUnverified removes files no manifest references however young
 	// (Lance's delete_unverified): only when nothing else writes the store.
 	DeleteUnverified bool
+	// BlobGrace: payload objects younger than this are never deleted
+	// (an upload's append may not be in the log yet); nil means
+	// DefaultBlobGrace.
+	BlobGrace *time.Duration
 }
 
 // CleanupResult is a cleanup's report.
@@ -259,6 +263,10 @@ type CleanupResult struct {
 	RowsExpired   int64    `json:"rows_expired"`  // by the row retention, when the maintainer ran it first
 	HeldVersions  []uint64 `json:"held_versions"` // by leases, pins and running operations
 	TaggedVersion []uint64 `json:"tagged_versions"`
+	// Payload objects (out-of-line payloads) no row refers to any more;
+	// they are counted in files_removed and bytes_removed too.
+	BlobsRemoved     int   `json:"blobs_removed"`
+	BlobBytesRemoved int64 `json:"blob_bytes_removed"`
 }
 
 // Cleanup removes old base versions and the files only they reference
@@ -317,6 +325,15 @@ func (s *Store) Cleanup(ctx context.Context, o CleanupOptions) (*CleanupResult, 
 		return nil, fmt.Errorf("rollout: cleanup of store %s: %w", s.name, err)
 	}
 	out := &CleanupResult{CleanupResult: *res, HeldVersions: []uint64{}, TaggedVersion: []uint64{}}
+	blobGrace := DefaultBlobGrace
+	if o.BlobGrace != nil {
+		blobGrace = *o.BlobGrace
+	}
+	if out.BlobsRemoved, out.BlobBytesRemoved, err = s.collectBlobs(ctx, blobGrace); err != nil {
+		return out, fmt.Errorf("rollout: cleanup of store %s: %w", s.name, err)
+	}
+	out.FilesRemoved += out.BlobsRemoved
+	out.BytesRemoved += out.BlobBytesRemoved
 	for _, k := range expired {
 		if err := s.root.Delete(ctx, k); err != nil {
 			return out, err

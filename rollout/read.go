@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sort"
 	"strings"
@@ -419,58 +420,18 @@ func (s *Store) Blob(ctx context.Context, id string) ([]byte, string, error) {
 	return s.BlobAt(ctx, id, 0)
 }
 
-// BlobAt is Blob from base version v alone (0: the latest).
+// BlobAt is Blob from base version v alone (0: the latest). It holds the
+// whole payload in memory: servers stream with OpenPayload instead.
 func (s *Store) BlobAt(ctx context.Context, id string, v uint64) ([]byte, string, error) {
-	var data []byte
-	var ctype string
-	err := s.readRetry(ctx, true, planGet.at(v), func(snap *snapshot) error {
-		var err error
-		data, ctype, err = s.blob(ctx, snap, id)
-		return err
-	})
-	return data, ctype, err
-}
-
-func (s *Store) blob(ctx context.Context, snap *snapshot, id string) ([]byte, string, error) {
-	var rec arrow.RecordBatch
-	if ref, ok, err := s.findPending(ctx, snap, id); err != nil {
+	p, err := s.OpenPayload(ctx, id, v)
+	if err != nil {
 		return nil, "", err
-	} else if ok {
-		r, err := wal.OpenGeneration(ctx, s.root, ref.shard, ref.gen)
-		if err != nil {
-			return nil, "", err
-		}
-		f := r.Schema().Field(ColPayload)
-		ct := r.Schema().Field(ColContentType)
-		if f == nil || ct == nil {
-			return nil, "", fmt.Errorf("%w: record %q has no payload", ErrNotFound, id)
-		}
-		if rec, err = r.Read(ctx, []int32{f.ID, ct.ID}, int64(ref.row), int64(ref.row)+1); err != nil {
-			return nil, "", err
-		}
-	} else {
-		err := snap.base.Scan(ctx, table.ScanOptions{Columns: []string{ColPayload, ColContentType}, Where: []table.Eq{{Column: ColID, Value: id}}, Limit: 1, Index: s.finder()}, func(b arrow.RecordBatch) error {
-			b.Retain()
-			rec = b
-			return nil
-		})
-		if err != nil {
-			return nil, "", err
-		}
-		if rec == nil {
-			return nil, "", fmt.Errorf("%w: record %q", ErrNotFound, id)
-		}
 	}
-	defer rec.Release()
-	payload, ok := rec.Column(0).(*array.LargeBinary)
-	if !ok || payload.IsNull(0) {
-		return nil, "", fmt.Errorf("%w: record %q has no payload", ErrNotFound, id)
+	data, err := io.ReadAll(p)
+	if err != nil {
+		return nil, "", err
 	}
-	ctype := "application/octet-stream"
-	if c, ok := rec.Column(1).(*array.String); ok && !c.IsNull(0) && c.Value(0) != "text/plain" {
-		ctype = c.Value(0)
-	}
-	return append([]byte(nil), payload.Value(0)...), ctype, nil
+	return data, p.ContentType, nil
 }
 
 // maxTrajectory bounds the records of one trajectory read.

@@ -9,13 +9,14 @@ import (
 
 // Schema and its columns are defined by the column table in columns.go.
 
-// listColumns is every column but the payload and the store's own
-// (lc_shard, lc_seq): what lists and record reads return. Payload bytes
+// listColumns is every column but the payload, its out-of-line reference
+// and the store's own (lc_shard, lc_seq): what lists and record reads
+// return. Payload bytes
 // are fetched by id only.
 var listColumns = func() []string {
 	var out []string
 	for _, c := range columns {
-		if _, sys := c.field.(systemField); !sys && c.name != ColPayload {
+		if _, sys := c.field.(systemField); !sys && c.name != ColPayload && c.name != ColPayloadRef {
 			out = append(out, c.name)
 		}
 	}

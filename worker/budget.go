@@ -17,6 +17,9 @@ type bodyBudget struct {
 	mu    sync.Mutex
 	max   int64
 	inUse int64
+	// what it bounds and its setting, for the 503's message (default:
+	// append bodies, LC_INFLIGHT_BODY_BYTES)
+	what, setting string
 }
 
 // admit reserves a request's body bytes: its Content-Length, or the body
@@ -29,8 +32,12 @@ func (b *bodyBudget) admit(r *http.Request, limit int64) (release func(), err er
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.inUse > 0 && b.inUse+n > b.max {
+		what, setting := b.what, b.setting
+		if what == "" {
+			what, setting = "append bodies", "LC_INFLIGHT_BODY_BYTES"
+		}
 		return nil, &httpapi.Error{Status: http.StatusServiceUnavailable, Code: api.CodeOverloaded, RetryAfter: 1,
-			Message: "this worker is reading its limit of append bodies at once (LC_INFLIGHT_BODY_BYTES); retry after Retry-After"}
+			Message: "this worker is reading its limit of " + what + " at once (" + setting + "); retry after Retry-After"}
 	}
 	b.inUse += n
 	return func() {

@@ -64,9 +64,22 @@ type Config struct {
 	// answers 503 OVERLOADED. Default an eighth of the memory budget, at
 	// least LC_MAX_BODY_BYTES.
 	InflightBodyBytes int64
-	ReadTimeout       time.Duration // LC_HTTP_READ_TIMEOUT_SECS, default 60
-	WriteTimeout      time.Duration // LC_HTTP_WRITE_TIMEOUT_SECS, default 120
-	IdleTimeout       time.Duration // LC_HTTP_IDLE_TIMEOUT_SECS, default 120
+	// Large payloads (multipart parts) are streamed into objects of their
+	// own (rollout/blob.go) instead of through the WAL and the memtable:
+	// LC_BLOB_INLINE_BYTES (8 MiB, at most LC_MAX_PAYLOAD_BYTES) is the
+	// largest part kept inline, LC_MAX_BLOB_BYTES (1 GiB) the largest part
+	// accepted, and LC_INFLIGHT_BLOB_BYTES (4 GiB) the multipart bodies
+	// being uploaded at once (by Content-Length, or LC_MAX_BLOB_BYTES when
+	// unknown); past it a multipart append answers 503 with Retry-After.
+	BlobInlineBytes, MaxBlobBytes, InflightBlobBytes int64
+	// LC_BLOB_TIMEOUT_SECS (1800) replaces the read timeout for a
+	// multipart append: a 1 GiB part takes longer than 60 s below
+	// ~17 MB/s.
+	BlobTimeout time.Duration
+
+	ReadTimeout  time.Duration // LC_HTTP_READ_TIMEOUT_SECS, default 60
+	WriteTimeout time.Duration // LC_HTTP_WRITE_TIMEOUT_SECS, default 120
+	IdleTimeout  time.Duration // LC_HTTP_IDLE_TIMEOUT_SECS, default 120
 }
 
 // MaintainPolicy is the upkeep this worker runs on its shard.
@@ -122,6 +135,10 @@ func FromEnv() (Config, error) {
 	c.MaxPayloadBytes = envInt("LC_MAX_PAYLOAD_BYTES", 32<<20, &err)
 	// A body of the largest size allowed must always fit.
 	c.InflightBodyBytes = max(envInt("LC_INFLIGHT_BODY_BYTES", gctune.Share(8, 4<<30), &err), c.MaxBodyBytes)
+	c.MaxBlobBytes = envInt("LC_MAX_BLOB_BYTES", 1<<30, &err)
+	c.BlobInlineBytes = min(envInt("LC_BLOB_INLINE_BYTES", 8<<20, &err), c.MaxPayloadBytes)
+	c.InflightBlobBytes = max(envInt("LC_INFLIGHT_BLOB_BYTES", 4<<30, &err), c.MaxBlobBytes)
+	c.BlobTimeout = secs("LC_BLOB_TIMEOUT_SECS", 1800)
 	c.ReadTimeout = secs("LC_HTTP_READ_TIMEOUT_SECS", 60)
 	c.WriteTimeout = secs("LC_HTTP_WRITE_TIMEOUT_SECS", 120)
 	c.IdleTimeout = secs("LC_HTTP_IDLE_TIMEOUT_SECS", 120)

@@ -46,7 +46,7 @@ func writeResult(w http.ResponseWriter, r *http.Request, status int, v any, err 
 func cleanupResponse(r *rollout.CleanupResult) *api.CleanupResponse {
 	return &api.CleanupResponse{VersionsRemoved: r.VersionsRemoved, FilesRemoved: r.FilesRemoved, BytesRemoved: r.BytesRemoved,
 		VersionsKept: r.VersionsKept, LatestVersion: r.Latest, OldestKeptVersion: r.OldestKept, LeasesExpired: r.LeasesExpired, RowsExpired: r.RowsExpired,
-		HeldVersions: r.HeldVersions, TaggedVersions: r.TaggedVersion}
+		HeldVersions: r.HeldVersions, TaggedVersions: r.TaggedVersion, BlobsRemoved: r.BlobsRemoved, BlobBytesRemoved: r.BlobBytesRemoved}
 }
 
 // cleanup removes old base versions: POST .../cleanup {older_than_seconds}.
@@ -71,6 +71,14 @@ func (s *Server) cleanup(w http.ResponseWriter, r *http.Request) {
 		}
 		g := time.Duration(*v) * time.Second
 		o.ReadGrace = &g
+	}
+	if v := body.BlobGraceSeconds; v != nil {
+		if *v < 0 {
+			httpapi.WriteError(w, r, httpapi.Errorf(http.StatusBadRequest, api.CodeInvalidRequest, "blob_grace_seconds must be 0 or more, got %d", *v))
+			return
+		}
+		g := time.Duration(*v) * time.Second
+		o.BlobGrace = &g
 	}
 	o.DeleteUnverified = body.DeleteUnverified
 	res, err := rollout.CleanupWith(r.Context(), st, o)

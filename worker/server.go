@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/go-chi/chi/v5"
@@ -39,6 +41,7 @@ type Server struct {
 
 	maint  *rollout.Maintainer
 	bodies bodyBudget // append bodies held at once (budget.go)
+	blobs  bodyBudget // multipart bodies being uploaded at once (multipart.go)
 
 	// Registry, when set, learns of stores created and deleted here.
 	Registry StoreRegistry
@@ -56,6 +59,10 @@ func NewServer(cfg Config, catalog *rollout.Catalog, reg *prometheus.Registry) *
 	s.bodies.max = cfg.InflightBodyBytes
 	if s.bodies.max <= 0 {
 		s.bodies.max = 1 << 62 // a Config built without FromEnv: no bound
+	}
+	s.blobs = bodyBudget{max: cfg.InflightBlobBytes, what: "payload uploads", setting: "LC_INFLIGHT_BLOB_BYTES"}
+	if s.blobs.max <= 0 {
+		s.blobs.max = 1 << 62
 	}
 	s.metrics = httpapi.NewMetrics(reg, "worker")
 	s.appends = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rollout_appends_total", Help: "Append requests acknowledged, by body format."}, []string{"format"})
@@ -235,8 +242,24 @@ func (s *Server) appendRecords(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 	mediaType, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	limit := s.cfg.MaxBodyBytes
+	var blobs []rollout.Blob // payloads streamed to objects by this request
+	if mediaType == "multipart/form-data" {
+		// Parts above the inline size stream to objects: the body may be
+		// as large as a part may be, plus the inline rest.
+		limit += s.blobLimit()
+		releaseBlobs, err := s.blobs.admit(r, limit)
+		if err != nil {
+			httpapi.WriteError(w, r, err)
+			return
+		}
+		defer releaseBlobs()
+		if s.cfg.BlobTimeout > 0 {
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BlobTimeout))
+		}
+	}
+	body := http.MaxBytesReader(w, r.Body, limit)
 	var (
 		recs    []rollout.Record
 		batches []arrow.RecordBatch
@@ -248,7 +271,7 @@ func (s *Server) appendRecords(w http.ResponseWriter, r *http.Request) {
 		recs, err = s.decodeJSONRecords(body, r.ContentLength)
 	case "multipart/form-data":
 		format = "multipart"
-		recs, err = s.decodeMultipart(body, params["boundary"])
+		recs, blobs, err = s.decodeMultipart(r.Context(), st, body, params["boundary"])
 	case api.ArrowStream:
 		format = "arrow"
 		batches, err = s.decodeArrow(body)
@@ -265,6 +288,7 @@ func (s *Server) appendRecords(w http.ResponseWriter, r *http.Request) {
 		err = s.checkLimits(recs)
 	}
 	if err != nil {
+		s.dropBlobs(st, blobs)
 		httpapi.WriteError(w, r, err)
 		return
 	}
@@ -276,6 +300,12 @@ func (s *Server) appendRecords(w http.ResponseWriter, r *http.Request) {
 		ids, err = st.Append(r.Context(), recs)
 	}
 	if err != nil {
+		if ve := (*rollout.ValidationError)(nil); errors.As(err, &ve) {
+			// Refused before anything reached the log: no row refers to
+			// the payloads. (After another error the entry may have
+			// landed; a cleanup collects what no row refers to.)
+			s.dropBlobs(st, blobs)
+		}
 		httpapi.WriteError(w, r, err)
 		return
 	}

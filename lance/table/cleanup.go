@@ -422,3 +422,20 @@ func (d *Dataset) ReferencedFiles() (files []string, indexDirs []string, err err
 	slices.Sort(indexDirs)
 	return files, indexDirs, nil
 }
+
+// Versions lists the versions whose manifests are in the table, ascending:
+// after a cleanup, the versions it kept and any committed since.
+func Versions(ctx context.Context, store objstore.Store) ([]uint64, error) {
+	infos, err := store.List(ctx, versionsDir)
+	if err != nil {
+		return nil, fmt.Errorf("lance/table: list versions: %w", err)
+	}
+	var out []uint64
+	for _, o := range infos {
+		if v, _, ok := parseManifestName(strings.TrimPrefix(o.Key, versionsDir)); ok && path.Dir(o.Key)+"/" == versionsDir {
+			out = append(out, v)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}

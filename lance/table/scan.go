@@ -59,6 +59,10 @@ type ScanOptions struct {
 	// only those rows are read. Every predicate is still evaluated on the
 	// rows read, so an index can narrow a scan but never add a wrong row.
 	Index RowFinder
+	// WithDeleted reads the rows that deletion files mark too: what any
+	// version sharing these data files may hold (a collector of objects
+	// rows refer to must see them all).
+	WithDeleted bool
 }
 
 // RowFinder finds rows by key through an index. Find returns the fragments
@@ -143,13 +147,15 @@ func (d *Dataset) Scan(ctx context.Context, opts ScanOptions, fn func(arrow.Reco
 			}
 			continue
 		}
-		if len(preds) == 0 && offset >= liveRows(frag) {
+		if len(preds) == 0 && !opts.WithDeleted && offset >= liveRows(frag) {
 			offset -= liveRows(frag) // skip whole fragments without reading them
 			continue
 		}
-		del, err := d.deletedRows(ctx, frag)
-		if err != nil {
-			return err
+		var del *roaring.Bitmap
+		if !opts.WithDeleted {
+			if del, err = d.deletedRows(ctx, frag); err != nil {
+				return err
+			}
 		}
 		start := int64(0)
 		if len(preds) == 0 && del == nil {

@@ -119,7 +119,7 @@ type workerProc struct {
 // workerEnvKeys are the variables the worker reads; the child gets only the
 // values a test sets, never the developer's.
 var workerEnvPrefixes = []string{"LC_API_TOKEN=", "LC_MAX_", "LC_HTTP_", "ROLLOUT_", "DATA_DIR=", "LISTEN=", "INSTANCE_ID=",
-	"LC_MEMORY_", "LC_MEMTABLE_", "LC_INFLIGHT_", "LC_CLEANUP_", "LC_MERGE_", "LC_VERSION_", "GOMEMLIMIT=", "GOGC="}
+	"LC_MEMORY_", "LC_MEMTABLE_", "LC_INFLIGHT_", "LC_BLOB_", "LC_CLEANUP_", "LC_MERGE_", "LC_VERSION_", "GOMEMLIMIT=", "GOGC="}
 
 // startWorker starts a worker on dataDir with the given extra environment
 // (ROLLOUT_FLUSH_INTERVAL_SECS defaults to 3600 and INSTANCE_ID to
