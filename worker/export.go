@@ -99,7 +99,11 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request) {
 	}
 	schema := rollout.ExportSchema(o.Columns)
 	rc := http.NewResponseController(w)
-	bw := bufio.NewWriterSize(w, 1<<20)
+	// 64 KiB: the stream's small pieces (messages' metadata, padding,
+	// short buffers) are gathered into chunks; a column's buffer larger
+	// than what is free goes to the connection without a copy (with 1 MiB
+	// every byte was copied once: 10% of the export's CPU on 35 columns).
+	bw := bufio.NewWriterSize(w, 64<<10)
 	var iw *ipc.Writer
 	var rows int64
 	begin := func() {

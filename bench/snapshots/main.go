@@ -22,6 +22,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -35,6 +36,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -46,6 +48,7 @@ import (
 
 	"github.com/lance-context/lance-context/api"
 	"github.com/lance-context/lance-context/client"
+	"github.com/lance-context/lance-context/internal/gctune"
 	"github.com/lance-context/lance-context/objstore"
 	"github.com/lance-context/lance-context/rollout"
 	"github.com/lance-context/lance-context/worker"
@@ -60,6 +63,8 @@ type config struct {
 	skipSnapshots, skipExp bool
 	keep                   bool
 	cpuProfile             string
+	cpuProfileHTTP         string
+	quick                  bool
 }
 
 func main() {
@@ -74,7 +79,15 @@ func main() {
 	flag.BoolVar(&cfg.skipExp, "skip-export", false, "skip the export")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the data directory")
 	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the in-process scan here")
+	flag.StringVar(&cfg.cpuProfileHTTP, "cpuprofile-http", "", "write a CPU profile of the full-width GET .../export (Arrow IPC, discarded) here: server and client, one process")
+	flag.BoolVar(&cfg.quick, "quick", false, "export: only the in-process scan and the Arrow IPC streams discarded (no files, Parquet or DuckDB)")
 	flag.Parse()
+	// The worker's collector settings (GOGC 300, the memory limit), as
+	// lance-context worker sets them: the export is measured as it serves.
+	if err := gctune.Tune(); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err := run(context.Background(), cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
@@ -299,12 +312,17 @@ func buildBatch(prefix string, n int) arrow.RecordBatch {
 // benchExport builds the export store and times each way of exporting it.
 func benchExport(ctx context.Context, cfg config, catalog *rollout.Catalog, c *client.Client) error {
 	const store = "big"
-	st, err := catalog.Create(ctx, store)
+	// With -dir and -keep, a second run reuses the store the first built.
+	st, err := catalog.Open(ctx, store)
+	build := errors.Is(err, rollout.ErrNotFound)
+	if build {
+		st, err = catalog.Create(ctx, store)
+	}
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	for off := 0; off < cfg.rows; off += cfg.batch {
+	for off := 0; build && off < cfg.rows; off += cfg.batch {
 		b := buildBatch(fmt.Sprintf("b%09d", off), min(cfg.batch, cfg.rows-off))
 		_, err := st.AppendArrow(ctx, b)
 		b.Release()
@@ -339,9 +357,16 @@ func benchExport(ctx context.Context, cfg config, catalog *rollout.Catalog, c *c
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
+	// Each way's figures: wall time, and the process's CPU time (server and
+	// client together, one process) since the previous report, which a
+	// loaded machine disturbs less than the wall clock.
+	lastCPU := cpuSeconds()
 	report := func(name string, n int64, secs float64, bytes int64) {
-		emit(map[string]any{"bench": "export", "way": name, "rows": n, "seconds": secs, "rows_per_s": float64(n) / secs, "bytes": bytes})
-		say("%-44s %9d rows %7.2f s %11.0f rows/s %8.1f MB", name, n, secs, float64(n)/secs, float64(bytes)/1e6)
+		cpu := cpuSeconds()
+		used := cpu - lastCPU
+		lastCPU = cpu
+		emit(map[string]any{"bench": "export", "way": name, "rows": n, "seconds": secs, "rows_per_s": float64(n) / secs, "bytes": bytes, "cpu_seconds": used})
+		say("%-44s %9d rows %7.2f s %11.0f rows/s %8.1f MB  cpu %6.2f s (%.0f rows per cpu-s)", name, n, secs, float64(n)/secs, float64(bytes)/1e6, used, float64(n)/used)
 	}
 	opts := rollout.ExportOptions{Source: rollout.SourceFragments}
 
@@ -367,36 +392,34 @@ func benchExport(ctx context.Context, cfg config, catalog *rollout.Catalog, c *c
 	report("scan in process (discard)", n, time.Since(t0).Seconds(), 0)
 
 	// 2. GET .../export, the Arrow IPC stream as it comes, into a file.
-	t0 = time.Now()
-	resp, err := c.OpenExport(ctx, store, client.ExportOptions{Source: api.SourceFragments})
-	if err != nil {
+	if err := exportArrowFile(ctx, cfg, c, store, out, rows, report); err != nil {
 		return err
 	}
-	f, err := os.Create(filepath.Join(out, "x.arrows"))
-	if err != nil {
-		return err
-	}
-	nb, err := io.Copy(f, resp.Body)
-	resp.Body.Close()
-	f.Close()
-	if err != nil {
-		return err
-	}
-	if got, err := client.ExportRows(resp); err != nil || got != rows {
-		return fmt.Errorf("export stream: %d rows, %v (want %d)", got, err, rows)
-	}
-	report("HTTP export -> Arrow IPC stream file", rows, time.Since(t0).Seconds(), nb)
 
 	// 2b. The same stream, discarded (encoding and loopback HTTP only), and
 	// a narrow projection (what a learner reads) the same way.
 	for _, cols := range [][]string{nil, {"id", "rollout_id", "sequence_order", "reward", "policy_version"}} {
+		if cols == nil && cfg.cpuProfileHTTP != "" {
+			pf, err := os.Create(cfg.cpuProfileHTTP)
+			if err != nil {
+				return err
+			}
+			if err := pprof.StartCPUProfile(pf); err != nil {
+				return err
+			}
+		}
 		t0 = time.Now()
 		resp, err := c.OpenExport(ctx, store, client.ExportOptions{Source: api.SourceFragments, Columns: cols})
 		if err != nil {
 			return err
 		}
-		nb, err := io.Copy(io.Discard, resp.Body)
+		// Read in 1 MiB slices, as a reader that decodes the stream does
+		// (io.Copy into io.Discard reads 8 KiB at a time: a syscall each).
+		nb, err := io.CopyBuffer(struct{ io.Writer }{io.Discard}, resp.Body, make([]byte, 1<<20))
 		resp.Body.Close()
+		if cols == nil && cfg.cpuProfileHTTP != "" {
+			pprof.StopCPUProfile()
+		}
 		if err != nil {
 			return err
 		}
@@ -409,10 +432,13 @@ func benchExport(ctx context.Context, cfg config, catalog *rollout.Catalog, c *c
 		}
 		report(name, rows, time.Since(t0).Seconds(), nb)
 	}
+	if cfg.quick {
+		return nil
+	}
 
 	// 3. The same stream written as Parquet (pqarrow, zstd), as the CLI does.
 	t0 = time.Now()
-	n, nb, err = exportParquet(ctx, c, store, filepath.Join(out, "x.parquet"))
+	n, nb, err := exportParquet(ctx, c, store, filepath.Join(out, "x.parquet"))
 	if err != nil {
 		return err
 	}
@@ -489,4 +515,41 @@ func dirSize(dir string) int64 {
 		return nil
 	})
 	return n
+}
+
+// exportArrowFile times GET .../export written as it comes to an Arrow IPC
+// stream file (skipped with -quick).
+func exportArrowFile(ctx context.Context, cfg config, c *client.Client, store, out string, rows int64, report func(string, int64, float64, int64)) error {
+	if cfg.quick {
+		return nil
+	}
+	t0 := time.Now()
+	resp, err := c.OpenExport(ctx, store, client.ExportOptions{Source: api.SourceFragments})
+	if err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(out, "x.arrows"))
+	if err != nil {
+		return err
+	}
+	nb, err := io.Copy(f, resp.Body)
+	resp.Body.Close()
+	f.Close()
+	if err != nil {
+		return err
+	}
+	if got, err := client.ExportRows(resp); err != nil || got != rows {
+		return fmt.Errorf("export stream: %d rows, %v (want %d)", got, err, rows)
+	}
+	report("HTTP export -> Arrow IPC stream file", rows, time.Since(t0).Seconds(), nb)
+	return nil
+}
+
+// cpuSeconds is the process's user and system CPU time so far.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }

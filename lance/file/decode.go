@@ -260,7 +260,8 @@ func (rc *readCtx) issue(batch []*waveCall) {
 	}
 }
 
-// alloc returns n zeroed bytes charged to the Read's budget.
+// alloc returns n zeroed bytes charged to the Read's budget (the all-null
+// case of assembleBinary relies on the zeroes).
 func (rc *readCtx) alloc(n int64) ([]byte, error) {
 	if n < 0 || rc.used.Add(n) > rc.limit {
 		return nil, fmt.Errorf("%w (more than %d bytes of decoded output)", ErrTooLarge, rc.limit)
@@ -830,8 +831,14 @@ type lazyValidity struct {
 	bits []byte
 }
 
-// null notes that row pos is null (the caller leaves its bit clear).
-func (v *lazyValidity) null(pos int64) error { return v.ensure(pos) }
+// null notes that row pos is null (the caller leaves its bit clear). Small
+// enough to inline: once the bitmap exists, a null costs a compare.
+func (v *lazyValidity) null(pos int64) error {
+	if v.bits != nil {
+		return nil
+	}
+	return v.ensure(pos)
+}
 
 // ensure allocates the bitmap if needed, with rows before pos valid.
 func (v *lazyValidity) ensure(pos int64) error {
@@ -880,11 +887,20 @@ func assembleBinary[T int32 | int64](rc *readCtx, n *node, bps []binPiece, rows 
 		}
 		switch {
 		case d.outer.allNull || (d.dict != nil && bp.itemEnds == nil):
-			for k := range cnt {
-				if err := lv.null(pos + k); err != nil {
+			// Every row null: their bits are still clear (rows are
+			// visited once, in order, and ensure sets only those before
+			// pos), and each offset repeats cur, which alloc's zeroed
+			// memory already holds while cur is 0.
+			if cnt > 0 {
+				if err := lv.ensure(pos); err != nil {
 					return nil, nil, err
 				}
-				offs[pos+k+1] = cur
+			}
+			if cur != 0 {
+				o := offs[pos+1 : pos+cnt+1]
+				for k := range o {
+					o[k] = cur
+				}
 			}
 		case d.dict != nil:
 			for k := range cnt {
