@@ -217,14 +217,27 @@ func (r *objectReader) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	if r.off < r.bufOff || r.off >= r.bufOff+int64(len(r.buf)) {
-		b, err := r.st.GetRange(r.ctx, r.key, r.off, min(blobWindow, r.size-r.off))
+		n := min(blobWindow, r.size-r.off)
+		var err error
+		if into, ok := r.st.(objstore.RangeIntoReader); ok {
+			// One window for the whole read: a gigabyte leaves no
+			// gigabyte of garbage behind it.
+			if cap(r.buf) < int(n) {
+				r.buf = make([]byte, n)
+			}
+			r.buf = r.buf[:n]
+			err = into.GetRangeInto(r.ctx, r.key, r.off, r.buf)
+		} else {
+			r.buf, err = r.st.GetRange(r.ctx, r.key, r.off, n)
+		}
 		if err != nil {
+			r.buf = r.buf[:0]
 			return 0, fmt.Errorf("rollout: read payload object %s at %d: %w", r.key, r.off, err)
 		}
-		if len(b) == 0 {
+		if len(r.buf) == 0 {
 			return 0, fmt.Errorf("rollout: payload object %s ends at %d, before its %d bytes", r.key, r.off, r.size)
 		}
-		r.buf, r.bufOff = b, r.off
+		r.bufOff = r.off
 	}
 	n := copy(p, r.buf[r.off-r.bufOff:])
 	r.off += int64(n)
