@@ -3,19 +3,14 @@ package file
 import (
 	"context"
 	"encoding/binary"
-	"os"
 	"runtime"
 	"slices"
-	"strconv"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lance-context/lance-context/internal/bgwork"
 	"github.com/lance-context/lance-context/internal/lru"
 )
-
-// EnvIOConcurrency names the environment variable that sets IOConcurrency.
-const EnvIOConcurrency = "LC_IO_CONCURRENCY"
 
 // DefaultIOConcurrency is the reads one fetch of a Read keeps in flight by
 // default. It is sized for object-store latency, not for cores: a read
@@ -23,21 +18,98 @@ const EnvIOConcurrency = "LC_IO_CONCURRENCY"
 // where 2 would cost 16.
 const DefaultIOConcurrency = 32
 
-var ioConcurrency = sync.OnceValue(func() int {
-	if v, err := strconv.Atoi(os.Getenv(EnvIOConcurrency)); err == nil && v > 0 {
-		return v
+// IOOptions configure an IO. The zero value is the default. The process
+// reads them from the environment in cmd (internal/config): Concurrency
+// is LC_IO_CONCURRENCY.
+type IOOptions struct {
+	// Concurrency is the most range reads one fetch of a Read issues at
+	// once; <= 0: DefaultIOConcurrency.
+	Concurrency int
+	// PrefetchSlots bounds the offsets buffers read in the background at
+	// once; <= 0: half the CPUs (at least 1), so that the warm-up of a
+	// large store (every page of every short-string column read whole
+	// once) leaves the reads that started it CPUs to run on.
+	PrefetchSlots int
+	// Cache keeps whole offsets buffers (packed); nil: the process-wide
+	// metadata cache (lru.Shared).
+	Cache *lru.Cache
+}
+
+// IO is what the Readers opened through it share: the read concurrency,
+// the cache of offsets buffers and the slots and count of the background
+// offsets reads. A process makes one (DefaultIO unless it installs its
+// own with SetDefaultIO); a test that must not share cached offsets or
+// prefetch slots with others makes its own with NewIO and opens its
+// Readers with its Open and OpenTail.
+type IO struct {
+	concurrency int
+	cache       *lru.Cache
+	slots       chan struct{} // prefetch slots
+	prefetches  bgwork.Group  // background reads started and not yet done
+}
+
+// NewIO returns an IO with options o.
+func NewIO(o IOOptions) *IO {
+	if o.Concurrency <= 0 {
+		o.Concurrency = DefaultIOConcurrency
 	}
-	return DefaultIOConcurrency
-})
+	if o.PrefetchSlots <= 0 {
+		o.PrefetchSlots = max(1, runtime.GOMAXPROCS(0)/2)
+	}
+	if o.Cache == nil {
+		o.Cache = lru.Shared()
+	}
+	return &IO{concurrency: o.Concurrency, cache: o.Cache, slots: make(chan struct{}, o.PrefetchSlots)}
+}
+
+var defaultIO atomic.Pointer[IO]
+
+// DefaultIO returns the IO of Open and OpenTail: the one SetDefaultIO
+// installed, else one with the zero IOOptions.
+func DefaultIO() *IO {
+	if io := defaultIO.Load(); io != nil {
+		return io
+	}
+	defaultIO.CompareAndSwap(nil, NewIO(IOOptions{}))
+	return defaultIO.Load()
+}
+
+// SetDefaultIO makes io the IO of Open and OpenTail, for Readers opened
+// after it. The process calls it once at start, with the options it read
+// from the environment.
+func SetDefaultIO(io *IO) { defaultIO.Store(io) }
 
 // IOConcurrency returns the most range reads one fetch of a Read issues at
-// once: LC_IO_CONCURRENCY when set to a positive integer, else
-// DefaultIOConcurrency.
-func IOConcurrency() int { return ioConcurrency() }
+// once under the default IO: IOOptions.Concurrency (LC_IO_CONCURRENCY)
+// when positive, else DefaultIOConcurrency.
+func IOConcurrency() int { return DefaultIO().concurrency }
+
+// Concurrency returns the most range reads one fetch of a Read issues at
+// once.
+func (io *IO) Concurrency() int { return io.concurrency }
+
+// Open is the package's Open for a Reader that shares io.
+func (io *IO) Open(ctx context.Context, src Source, size int64) (*Reader, error) {
+	return io.OpenTail(ctx, src, size, nil)
+}
+
+// OpenTail is the package's OpenTail for a Reader that shares io.
+func (io *IO) OpenTail(ctx context.Context, src Source, size int64, tail []byte) (*Reader, error) {
+	r, err := openTail(ctx, src, size, tail)
+	if err != nil {
+		return nil, err
+	}
+	r.io = io
+	return r, nil
+}
+
+// Wait returns once no background offsets read of io (prefetchOffsets,
+// warmColumnOffsets) is running or queued, or when ctx ends.
+func (io *IO) Wait(ctx context.Context) error { return io.prefetches.Wait(ctx) }
 
 // maxCachedOffsets: the offsets buffer of a string or list page up to this
 // size is read whole, the first time any of its rows is read, and kept in
-// the process-wide cache (internal/lru), so that later reads of that page
+// the IO's cache (by default the process-wide internal/lru), so that later reads of that page
 // know where their bytes are without reading offsets first (one dependent
 // round trip less on an object store). Larger buffers, up to
 // maxPrefetchedOffsets, are read by the slice the rows need, and read
@@ -69,7 +141,7 @@ func (rc *readCtx) cachedOffsets(b bufRange, i0, hi int64) ([]byte, bool) {
 	if b.size > maxPrefetchedOffsets || b.size < 8*hi || i0 >= hi {
 		return nil, false
 	}
-	v, ok := lru.Shared().Get(offsetsKey{rc.r, b.off})
+	v, ok := rc.r.io.cache.Get(offsetsKey{rc.r, b.off})
 	if !ok {
 		return nil, false
 	}
@@ -86,19 +158,10 @@ func wholeOffsets(b bufRange, i0, hi int64) bool {
 	return b.size <= maxCachedOffsets && b.size >= 8*hi && i0 < hi
 }
 
-// prefetchSlots bounds the offsets buffers read in the background at once,
-// process-wide: half the CPUs, so that the warm-up of a large store (every
-// page of every short-string column read whole once) leaves the reads
-// that started it CPUs to run on.
-var prefetchSlots = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))
-
-// prefetches counts the background reads started and not yet done.
-var prefetches bgwork.Group
-
-// WaitPrefetches returns once no background offsets read of the process
-// (prefetchOffsets, warmColumnOffsets) is running or queued, or when ctx
-// ends. Benchmarks call it to time the steady state.
-func WaitPrefetches(ctx context.Context) error { return prefetches.Wait(ctx) }
+// WaitPrefetches returns once no background offsets read of the default
+// IO (prefetchOffsets, warmColumnOffsets) is running or queued, or when
+// ctx ends. Benchmarks call it to time the steady state.
+func WaitPrefetches(ctx context.Context) error { return DefaultIO().Wait(ctx) }
 
 // prefetchOffsets starts a background read of offsets buffer b, too large
 // to be read whole by a read that needs entries [i0, hi) of it, and caches
@@ -106,7 +169,7 @@ func WaitPrefetches(ctx context.Context) error { return prefetches.Wait(ctx) }
 // at most once per Reader, so a cache too small for a store's offsets
 // costs each buffer one read, not one per eviction. A read of much of the
 // buffer (a scan) starts none: it reads what it needs and is done with it.
-// Reads wait their turn for a slot (prefetchSlots): a store of 10M rows
+// Reads wait their turn for a slot (IOOptions.PrefetchSlots): a store of 10M rows
 // has hundreds of such buffers, and dropping the ones asked for while the
 // slots were busy left them to be asked for again, at random, for tens of
 // thousands of reads.
@@ -125,7 +188,7 @@ func (rc *readCtx) prefetchOffsets(b bufRange, adj uint64, i0, hi int64) {
 	// Not the read's context: the read does not wait for this one, and
 	// its end must not cancel it.
 	ctx := context.WithoutCancel(rc.ctx)
-	prefetches.Go(func() {
+	r.io.prefetches.Go(func() {
 		// On an error the reads that need these offsets read their slice.
 		cacheOffsetsInSlot(ctx, r, b, adj)
 	})
@@ -140,7 +203,7 @@ func (rc *readCtx) prefetchOffsets(b bufRange, adj uint64, i0, hi int64) {
 // reads kept meeting uncached ones for thousands of reads, each paying a
 // 64 KB read and its packing (and on an object store a dependent round
 // trip). The column's buffers are read one at a time, each waiting for a
-// prefetch slot (prefetchSlots), and only when together they are at most
+// prefetch slot (IOOptions.PrefetchSlots), and only when together they are at most
 // maxPrefetchedOffsets; a read of much of a page (a scan) starts none.
 func (rc *readCtx) warmColumnOffsets(c *column, b bufRange, i0, hi int64) {
 	if 64*8*(hi-i0) > b.size || !columnWarmOn() {
@@ -187,9 +250,9 @@ func (rc *readCtx) warmColumnOffsets(c *column, b bufRange, i0, hi int64) {
 		return
 	}
 	ctx := context.WithoutCancel(rc.ctx) // as prefetchOffsets
-	prefetches.Go(func() {
+	r.io.prefetches.Go(func() {
 		for _, x := range bufs {
-			if _, ok := lru.Shared().Get(offsetsKey{r, x.b.off}); ok {
+			if _, ok := r.io.cache.Get(offsetsKey{r, x.b.off}); ok {
 				continue
 			}
 			if !cacheOffsetsInSlot(ctx, r, x.b, x.adj) {
@@ -206,8 +269,8 @@ var columnWarmOn = func() bool { return true }
 // cacheOffsetsInSlot reads offsets buffer b of r whole, in a prefetch
 // slot, and caches it packed; false when the read failed.
 func cacheOffsetsInSlot(ctx context.Context, r *Reader, b bufRange, adj uint64) bool {
-	prefetchSlots <- struct{}{}
-	defer func() { <-prefetchSlots }()
+	r.io.slots <- struct{}{}
+	defer func() { <-r.io.slots }()
 	ctx, cancel := context.WithTimeout(ctx, prefetchTimeout)
 	defer cancel()
 	raw, err := readExact(ctx, r.src, b.off, b.size)
@@ -215,7 +278,7 @@ func cacheOffsetsInSlot(ctx context.Context, r *Reader, b bufRange, adj uint64) 
 		return false
 	}
 	p := packOffsets(raw[:b.size/8*8], adj)
-	lru.Shared().Put(offsetsKey{r, b.off}, p, p.bytes())
+	r.io.cache.Put(offsetsKey{r, b.off}, p, p.bytes())
 	return true
 }
 
@@ -227,7 +290,7 @@ const prefetchTimeout = time.Minute
 // stored as end + adj; 0: none).
 func (rc *readCtx) keepOffsets(b bufRange, got []byte, adj uint64, i0, hi int64) []byte {
 	p := packOffsets(got[:b.size/8*8], adj)
-	lru.Shared().Put(offsetsKey{rc.r, b.off}, p, p.bytes())
+	rc.r.io.cache.Put(offsetsKey{rc.r, b.off}, p, p.bytes())
 	return got[8*i0 : 8*hi]
 }
 

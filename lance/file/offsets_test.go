@@ -12,8 +12,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-
-	"github.com/lance-context/lance-context/internal/lru"
 )
 
 // TestPackedOffsets checks that packed offsets give back every range of
@@ -122,7 +120,7 @@ func TestLargeOffsetsPrefetched(t *testing.T) {
 	if k := reads(3); k != 0 { // a null: the offsets say so
 		t.Errorf("a null row after the prefetch: %d reads, want 0", k)
 	}
-	lru.Shared().Remove(offsetsKey{r, n0.pages[0].desc.(*binDesc).indices.off})
+	r.io.cache.Remove(offsetsKey{r, n0.pages[0].desc.(*binDesc).indices.off})
 	cold := reads(200_001) // offsets, bytes
 	t.Logf("reads of one row: first %d, after the prefetch %v, after an eviction %d", first, warm, cold)
 	if first != cold+1 {
@@ -156,7 +154,7 @@ func TestLargeOffsetsPrefetched(t *testing.T) {
 // hundreds of them stayed cold for tens of thousands of reads.
 func TestLargeOffsetsPrefetchedWhenSlotsAreBusy(t *testing.T) {
 	const n, cols = 140_000, 6 // 1.1 MB of offsets per column, one page each
-	cols2 := cap(prefetchSlots) + cols
+	cols2 := cap(DefaultIO().slots) + cols
 	var fields []arrow.Field
 	for c := range cols2 {
 		fields = append(fields, arrow.Field{Name: fmt.Sprintf("s%d", c), Type: arrow.BinaryTypes.String})
@@ -191,8 +189,8 @@ func TestLargeOffsetsPrefetchedWhenSlotsAreBusy(t *testing.T) {
 	}
 	for c := range cols2 {
 		d := r.top[int32(c)].col.pages[0].desc.(*binDesc)
-		if _, ok := lru.Shared().Get(offsetsKey{r, d.indices.off}); !ok {
-			t.Errorf("column %d: offsets not prefetched (%d slots for %d buffers)", c, cap(prefetchSlots), cols2)
+		if _, ok := r.io.cache.Get(offsetsKey{r, d.indices.off}); !ok {
+			t.Errorf("column %d: offsets not prefetched (%d slots for %d buffers)", c, cap(DefaultIO().slots), cols2)
 		}
 	}
 }
@@ -254,7 +252,7 @@ func TestSmallOffsetsOfAColumnWarmedByAPointRead(t *testing.T) {
 	}
 	cached := func(r *Reader, c int32) (k int) {
 		for _, o := range offsetsOf(r, c) {
-			if _, ok := lru.Shared().Get(offsetsKey{r, o.off}); ok {
+			if _, ok := r.io.cache.Get(offsetsKey{r, o.off}); ok {
 				k++
 			}
 		}

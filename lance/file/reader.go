@@ -37,6 +37,7 @@ type Reader struct {
 	directMin    int64 // see directReadMin
 	metaBytes    int64 // the metadata bytes Open read, for cache accounting
 
+	io         *IO          // shared with the other Readers of its IO
 	prefetched *prefetchSet // offsets buffers read in the background (prefetchOffsets)
 	schemas    *schemaMemo  // the schemas of Read's batches
 }
@@ -76,8 +77,9 @@ func (c *column) rows() int64 { return c.starts[len(c.starts)-1] }
 
 // Open reads the footer and metadata of a file of the given size. It reads
 // the last 64 KiB first and reads more only if the metadata is larger.
+// The Reader shares DefaultIO (IO.Open: another IO).
 func Open(ctx context.Context, src Source, size int64) (*Reader, error) {
-	return OpenTail(ctx, src, size, nil)
+	return DefaultIO().OpenTail(ctx, src, size, nil)
 }
 
 // TailReadSize is how much of the end of a file Open reads first: the
@@ -89,8 +91,13 @@ const TailReadSize = tailReadSize
 // OpenTail is Open for a caller that has read the end of the file already:
 // tail is its last len(tail) bytes (nil: none). It reads the rest of the
 // first 64 KiB if tail is shorter, and the rest of the metadata only if it
-// starts before. The Reader keeps tail.
+// starts before. The Reader keeps tail and shares DefaultIO (IO.OpenTail:
+// another IO).
 func OpenTail(ctx context.Context, src Source, size int64, tail []byte) (*Reader, error) {
+	return DefaultIO().OpenTail(ctx, src, size, tail)
+}
+
+func openTail(ctx context.Context, src Source, size int64, tail []byte) (*Reader, error) {
 	if src == nil {
 		return nil, fmt.Errorf("lance/file: Open needs a source")
 	}

@@ -1,0 +1,54 @@
+package file
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/lance-context/lance-context/internal/lru"
+)
+
+// TestIOsDoNotShareOffsets: Readers opened through two IOs, each with a
+// cache of its own, keep the offsets they read in their own IO's cache
+// and not in the other's, nor in the process-wide one.
+func TestIOsDoNotShareOffsets(t *testing.T) {
+	const n = 2000
+	as := arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String}}, nil)
+	sb := array.NewStringBuilder(mem)
+	for i := range n {
+		sb.Append(fmt.Sprintf("v%05d", i))
+	}
+	col := sb.NewArray()
+	rec := array.NewRecordBatch(as, []arrow.Array{col}, n)
+	b, _ := writeFile(t, as, WriterOptions{}, rec)
+	a := NewIO(IOOptions{Cache: lru.New(1 << 20), Concurrency: 3, PrefetchSlots: 1})
+	z := NewIO(IOOptions{Cache: lru.New(1 << 20)})
+	if a.Concurrency() != 3 || z.Concurrency() != DefaultIOConcurrency {
+		t.Fatalf("concurrency %d and %d, want 3 and %d", a.Concurrency(), z.Concurrency(), DefaultIOConcurrency)
+	}
+	ra, err := a.Open(context.Background(), &memSource{b: b}, int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ra.Read(context.Background(), []int32{0}, 17, 18)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Release()
+	if err := a.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	off := ra.top[0].col.pages[0].desc.(*binDesc).indices.off
+	if _, ok := a.cache.Get(offsetsKey{ra, off}); !ok {
+		t.Fatal("the reader's own IO does not hold its offsets")
+	}
+	if k, _ := z.cache.Stats(); k != 0 {
+		t.Errorf("the other IO's cache holds %d entries, want none", k)
+	}
+	if _, ok := lru.Shared().Get(offsetsKey{ra, off}); ok {
+		t.Error("the process-wide cache holds offsets of a Reader of another IO")
+	}
+}
