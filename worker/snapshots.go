@@ -2,13 +2,15 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"strings"
 
 	"github.com/lance-context/lance-context/api"
-	"github.com/lance-context/lance-context/client"
 	"github.com/lance-context/lance-context/coord"
 	"github.com/lance-context/lance-context/httpapi"
 	"github.com/lance-context/lance-context/rollout"
@@ -133,34 +135,58 @@ type httpPeers struct {
 	token   string
 }
 
-func (p *httpPeers) owner(ctx context.Context, x api.SnapshotShard) (*client.Client, error) {
+func (p *httpPeers) owner(ctx context.Context, x api.SnapshotShard) (string, error) {
 	ws, err := p.workers.ListWorkers(ctx)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	for _, w := range ws {
 		if w.ShardID == x.ShardID && w.Endpoint != "" {
-			// One attempt: a worker that fails is listed, not waited for
-			// (the round's callers are).
-			return client.New(w.Endpoint, client.WithToken(p.token), client.WithRetry(client.RetryPolicy{MaxAttempts: 1})), nil
+			return w.Endpoint, nil
 		}
 	}
-	return nil, fmt.Errorf("no worker registered in etcd for shard %s (instance %q)", x.ShardID, x.InstanceID)
+	return "", fmt.Errorf("no worker registered in etcd for shard %s (instance %q)", x.ShardID, x.InstanceID)
+}
+
+// post makes one attempt (a worker that fails is listed, not waited for:
+// the round's callers are) at POST {owner}/api/v1/rollouts/{store}/{verb}.
+// It speaks HTTP itself rather than through package client, whose tests
+// run this package's server.
+func (p *httpPeers) post(ctx context.Context, store, verb string, x api.SnapshotShard) error {
+	endpoint, err := p.owner(ctx, x)
+	if err != nil {
+		return err
+	}
+	u := strings.TrimRight(endpoint, "/") + "/api/v1/rollouts/" + url.PathEscape(store) + "/" + verb
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
+	if err != nil {
+		return err
+	}
+	if p.token != "" {
+		req.Header.Set("Authorization", "Bearer "+p.token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s of %s on %s: %w", verb, store, endpoint, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		var e api.ErrorResponse
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		msg := strings.TrimSpace(string(b))
+		if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
+			msg = e.Error.Message
+		}
+		return fmt.Errorf("%s of %s on %s: %d %s", verb, store, endpoint, resp.StatusCode, msg)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return nil
 }
 
 func (p *httpPeers) Seal(ctx context.Context, store string, x api.SnapshotShard) error {
-	c, err := p.owner(ctx, x)
-	if err != nil {
-		return err
-	}
-	return c.Flush(ctx, store)
+	return p.post(ctx, store, "flush", x)
 }
 
 func (p *httpPeers) Merge(ctx context.Context, store string, x api.SnapshotShard) error {
-	c, err := p.owner(ctx, x)
-	if err != nil {
-		return err
-	}
-	_, err = c.Merge(ctx, store)
-	return err
+	return p.post(ctx, store, "merge", x)
 }
