@@ -70,9 +70,12 @@ type BuildOptions struct {
 	MaxSegments int
 	// KeyColumns are the columns of unique keys looked up in batches (the
 	// merge's check of ids): a new segment on one of them gets its key
-	// filter as it is written, in the process-wide page cache, rather
-	// than from a read of all its values on its first batch lookup.
+	// filter as it is written, in Cache's pages, rather than from a read
+	// of all its values on its first batch lookup.
 	KeyColumns []string
+	// Cache is the Cache of the Finders that will look the index up;
+	// nil: DefaultCache.
+	Cache *Cache
 }
 
 // entry is one indexed value and the address of its row.
@@ -241,7 +244,11 @@ func Build(ctx context.Context, ds *table.Dataset, column string, opts BuildOpti
 	if keys != nil {
 		// Keyed by the new uuid: an index that is never committed leaves
 		// an entry no lookup asks for, evicted in time.
-		sharedPages().putFilter(id.String(), keys)
+		c := opts.Cache
+		if c == nil {
+			c = DefaultCache()
+		}
+		c.pages.putFilter(id.String(), keys)
 	}
 	bitmap, err := table.EncodeFragmentBitmap(covered)
 	if err != nil {

@@ -4,60 +4,100 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"runtime/debug"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/RoaringBitmap/roaring/v2"
 
+	"github.com/lance-context/lance-context/internal/bgwork"
 	"github.com/lance-context/lance-context/lance/pb"
 	"github.com/lance-context/lance-context/lance/table"
 	"github.com/lance-context/lance-context/objstore"
 )
 
 // DefaultCacheBytes bounds the decoded index pages that the Finders of a
-// process keep together (NewFinder(0) shares one cache), unless
-// LC_INDEX_CACHE_BYTES says otherwise (bytes; 0 disables caching). Pages
-// stay Arrow arrays (one values buffer, one offsets buffer, row ids), about
+// Cache keep together (NewFinder(0) uses the default Cache), unless
+// CacheOptions.Bytes (LC_INDEX_CACHE_BYTES) says otherwise. Pages stay
+// Arrow arrays (one values buffer, one offsets buffer, row ids), about
 // 28 bytes per entry of a 16-byte key. Measured on the 10M-row bench store
 // (bench/scale), every page of its id, rollout_id and problem_id indexes
 // cached: 581 MB charged, 687 MB of Go heap (the page structs are the
 // difference). 1 GiB holds them, where the former 256 MiB (per store)
 // held under half and a random point read decoded a cold page nearly
 // every time. Lance's own default index cache is 6 GiB (LanceDB Session:
-// index_cache_size_bytes). Without LC_INDEX_CACHE_BYTES the cache is also
-// at most a quarter of the Go memory limit (GOMEMLIMIT; internal/gctune
-// sets 3/4 of a container's memory), so that a small container's worker
-// does not fill its memory with index pages (the prewarm fills the cache
-// in seconds).
+// index_cache_size_bytes). Without a size set the cache is also at most a
+// quarter of the Go memory limit (GOMEMLIMIT; internal/gctune sets 3/4 of
+// a container's memory), so that a small container's worker does not fill
+// its memory with index pages (the prewarm fills the cache in seconds).
 const DefaultCacheBytes = 1 << 30
 
-// defaultCacheBytes is the shared cache's size without LC_INDEX_CACHE_BYTES
-// under a Go memory limit of limit bytes.
+// defaultCacheBytes is a Cache's size without one set, under a Go memory
+// limit of limit bytes.
 func defaultCacheBytes(limit int64) int64 {
 	return min(DefaultCacheBytes, limit/4)
 }
 
-// EnvCacheBytes names the environment variable that sizes the shared page
-// cache.
-const EnvCacheBytes = "LC_INDEX_CACHE_BYTES"
+// CacheOptions configure a Cache. The zero value is the default. The
+// process reads them from the environment in cmd (internal/config):
+// Bytes is LC_INDEX_CACHE_BYTES (there 0 disables caching) and NoPrewarm
+// LC_INDEX_PREWARM ("off", "0" or "false").
+type CacheOptions struct {
+	// Bytes bounds the decoded pages the Cache keeps: 0, the default
+	// (DefaultCacheBytes, at most a quarter of the Go memory limit);
+	// < 0, none.
+	Bytes int64
+	// NoPrewarm turns index prewarming off (see Finder.prewarm).
+	NoPrewarm bool
+}
 
-// sharedPages is the process-wide page cache of NewFinder(0): index uuids
-// are unique, so Finders of different stores can share it, and the bound
-// holds for the process, not per store.
-var sharedPages = sync.OnceValue(func() *pageCache {
-	n := defaultCacheBytes(debug.SetMemoryLimit(-1))
-	if v := os.Getenv(EnvCacheBytes); v != "" {
-		if p, err := strconv.ParseInt(v, 10, 64); err == nil && p >= 0 {
-			n = p
-		}
+// Cache is what the Finders made from it share: the page cache (bounded
+// for all of them together; index uuids are unique, so Finders of
+// different stores can share it) and the prewarms, one at a time. A
+// process makes one (DefaultCache unless it installs its own with
+// SetDefaultCache) and passes it to its stores; a test that must not
+// share pages with others makes its own.
+type Cache struct {
+	pages    *pageCache
+	prewarm  bool
+	slot     chan struct{} // one prewarm at a time: they are background work, and a store opening several indexes at once must not take every CPU from the reads that opened them
+	prewarms *bgwork.Group // prewarms started and not yet done
+}
+
+// NewCache returns a Cache with options o.
+func NewCache(o CacheOptions) *Cache {
+	n := o.Bytes
+	switch {
+	case n == 0:
+		n = defaultCacheBytes(debug.SetMemoryLimit(-1))
+	case n < 0:
+		n = 0
 	}
-	return NewPageCache(n)
-})
+	return &Cache{pages: NewPageCache(n), prewarm: !o.NoPrewarm, slot: make(chan struct{}, 1), prewarms: new(bgwork.Group)}
+}
+
+// Bytes returns the most bytes of pages c keeps.
+func (c *Cache) Bytes() int64 { return c.pages.max }
+
+var defaultCache atomic.Pointer[Cache]
+
+// DefaultCache returns the Cache of NewFinder(0): the one SetDefaultCache
+// installed, else one with the zero CacheOptions.
+func DefaultCache() *Cache {
+	if c := defaultCache.Load(); c != nil {
+		return c
+	}
+	defaultCache.CompareAndSwap(nil, NewCache(CacheOptions{}))
+	return defaultCache.Load()
+}
+
+// SetDefaultCache makes c the Cache of NewFinder(0), for Finders made
+// after it. The process calls it once at start, with the options it read
+// from the environment.
+func SetDefaultCache(c *Cache) { defaultCache.Store(c) }
 
 // maxTrees bounds the opened indexes a Finder keeps (lookup tables only;
 // their pages live in the page cache).
@@ -67,7 +107,8 @@ const maxTrees = 256
 // table.ScanOptions.Index. It caches opened indexes by uuid and decoded
 // pages by (uuid, page): index files never change once written.
 type Finder struct {
-	cache *pageCache
+	owner *Cache     // its prewarm setting and slot
+	cache *pageCache // owner's pages, or its own (NewFinder(n > 0))
 	mu    sync.Mutex
 	trees map[treeKey]*BTree
 	// segs memoizes segments per opened version and column: a version is
@@ -97,14 +138,22 @@ const maxSegMemos = 64
 type treeKey = string
 
 // NewFinder returns a Finder with a page cache of its own holding up to
-// cacheBytes, or, when cacheBytes <= 0, one sharing the process-wide page
-// cache (see DefaultCacheBytes).
+// cacheBytes, or, when cacheBytes <= 0, one sharing the default Cache's
+// pages (see DefaultCacheBytes). Either way it prewarms as the default
+// Cache says, in its slot.
 func NewFinder(cacheBytes int64) *Finder {
-	c := sharedPages()
+	d := DefaultCache()
 	if cacheBytes > 0 {
-		c = NewPageCache(cacheBytes)
+		return newFinder(d, NewPageCache(cacheBytes))
 	}
-	return &Finder{cache: c, trees: map[treeKey]*BTree{}, segs: map[segKey]segMemo{}}
+	return d.NewFinder()
+}
+
+// NewFinder returns a Finder that keeps its pages in c.
+func (c *Cache) NewFinder() *Finder { return newFinder(c, c.pages) }
+
+func newFinder(c *Cache, pages *pageCache) *Finder {
+	return &Finder{owner: c, cache: pages, trees: map[treeKey]*BTree{}, segs: map[segKey]segMemo{}}
 }
 
 // IsBTree reports whether m describes a BTree scalar index.

@@ -117,18 +117,22 @@ func TestBatchLookupSkipsKeysTheFilterRulesOut(t *testing.T) {
 }
 
 // TestBuildMakesTheKeyFilterOfKeyColumns: a segment of a key column gets
-// its filter as it is written, in the process-wide cache, holding every
-// key; other columns get none.
+// its filter as it is written, in the build's Cache (one of its own
+// here, not the default), holding every key; other columns get none.
 func TestBuildMakesTheKeyFilterOfKeyColumns(t *testing.T) {
 	smallKeyFilterSegments(t)
 	ctx := context.Background()
 	st := newStore(t)
 	appendRows(t, st, 0, 5000)
-	rs, err := UpdateColumns(ctx, st, []string{"id", "grp"}, BuildOptions{KeyColumns: []string{"id"}})
+	c := NewCache(CacheOptions{Bytes: 64 << 20})
+	rs, err := UpdateColumns(ctx, st, []string{"id", "grp"}, BuildOptions{KeyColumns: []string{"id"}, Cache: c})
 	if err != nil || len(rs) != 2 {
 		t.Fatalf("update: %v %v", rs, err)
 	}
-	kf := sharedPages().getFilter(rs[0].Index)
+	if DefaultCache().pages.getFilter(rs[0].Index) != nil {
+		t.Error("the key filter went to the default cache, not the build's")
+	}
+	kf := c.pages.getFilter(rs[0].Index)
 	if kf == nil {
 		t.Fatal("no key filter for the id segment")
 	}
@@ -137,7 +141,7 @@ func TestBuildMakesTheKeyFilterOfKeyColumns(t *testing.T) {
 			t.Fatalf("key %s is in the segment; its filter says absent", k)
 		}
 	}
-	if sharedPages().getFilter(rs[1].Index) != nil {
+	if c.pages.getFilter(rs[1].Index) != nil {
 		t.Error("a key filter for grp, which is not a key column")
 	}
 }

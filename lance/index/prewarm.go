@@ -4,30 +4,17 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"runtime/debug"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-
-	"github.com/lance-context/lance-context/internal/bgwork"
 )
 
-// EnvPrewarm names the environment variable that turns index prewarming
-// off ("off", "0" or "false").
-const EnvPrewarm = "LC_INDEX_PREWARM"
-
-var prewarmOn = sync.OnceValue(func() bool {
-	switch strings.ToLower(os.Getenv(EnvPrewarm)) {
-	case "off", "0", "false":
-		return false
-	}
-	return true
-})
+// prewarmOn reports whether any index is prewarmed (this package's tests
+// turn it off; CacheOptions.NoPrewarm turns it off for a Cache).
+var prewarmOn = func() bool { return true }
 
 // prewarmShare: an index is prewarmed when its page_data file is at most
 // this share of the page cache, so that one index never pushes a cache's
@@ -52,17 +39,14 @@ const prewarmTimeout = 10 * time.Minute
 // prewarmChunk is the pages one read of a prewarm decodes.
 const prewarmChunk = 64
 
-// prewarmSlot lets one prewarm run at a time in the process: they are
-// background work, and a store opening several indexes at once must not
-// take every CPU from the reads that opened them.
-var prewarmSlot = make(chan struct{}, 1)
+// WaitPrewarm returns once no index prewarm of the default Cache is
+// running or waiting, or when ctx ends. Benchmarks call it to time the
+// steady state.
+func WaitPrewarm(ctx context.Context) error { return DefaultCache().WaitPrewarm(ctx) }
 
-// prewarms counts the prewarms started and not yet done.
-var prewarms bgwork.Group
-
-// WaitPrewarm returns once no index prewarm of the process is running or
-// waiting, or when ctx ends. Benchmarks call it to time the steady state.
-func WaitPrewarm(ctx context.Context) error { return prewarms.Wait(ctx) }
+// WaitPrewarm returns once no index prewarm of c is running or waiting,
+// or when ctx ends.
+func (c *Cache) WaitPrewarm(ctx context.Context) error { return c.prewarms.Wait(ctx) }
 
 // prewarm reads every page of t, values and row ids, into the page cache
 // in the background, when t fits the cache's prewarm share: a point
@@ -78,12 +62,13 @@ func (f *Finder) prewarm(t *BTree) {
 	if t.prewarmed.Load() || !t.prewarmed.CompareAndSwap(false, true) {
 		return
 	}
-	if !prewarmOn() || f.cache == nil || !fitsPrewarm(t.pages.Size(), f.cache.max) {
+	c := f.owner
+	if !prewarmOn() || !c.prewarm || f.cache == nil || !fitsPrewarm(t.pages.Size(), f.cache.max) {
 		return
 	}
-	prewarms.Go(func() {
-		prewarmSlot <- struct{}{}
-		defer func() { <-prewarmSlot }()
+	c.prewarms.Go(func() {
+		c.slot <- struct{}{}
+		defer func() { <-c.slot }()
 		ctx, cancel := context.WithTimeout(context.Background(), prewarmTimeout)
 		defer cancel()
 		start := time.Now()
