@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/lance-context/lance-context/coord"
+	"github.com/lance-context/lance-context/internal/config"
 	"github.com/lance-context/lance-context/rollout"
 )
 
@@ -26,7 +27,7 @@ type Config struct {
 	MergeAfterAge time.Duration
 	// CleanupEvery enqueues a cleanup of each store on this period
 	// (LC_CLEANUP_EVERY_SECS, default 3600), besides the one after each
-	// compaction; Retention is what cleanups keep (rollout.RetentionFromEnv).
+	// compaction; Retention is what cleanups keep (config.Retention).
 	CleanupEvery         time.Duration
 	Retention            rollout.CleanupOptions
 	WorkerLeaseTTLSecond int
@@ -47,7 +48,7 @@ type Config struct {
 	StatsPersistEvery time.Duration
 	// Store tunes the stores the master opens (to read statistics, merge
 	// orphan shards, compact and index): the ROLLOUT_* and LC_INDEX_COLUMNS
-	// variables, as rollout.OptionsFromEnv reads them.
+	// variables, as internal/config.StoreOptions reads them.
 	Store rollout.Options
 }
 
@@ -58,11 +59,11 @@ type Config struct {
 // LC_TASK_CONCURRENCY (1), LC_TASK_COOLDOWN_AFTER_FAILURES (3),
 // LC_TASK_COOLDOWN_BASE_SECS (600), LC_TASK_COOLDOWN_MAX_SECS (21600) (the
 // last four also under the reference's names, without LC_), LC_API_TOKEN
-// and the store options (rollout.OptionsFromEnv).
+// and the store options (internal/config.StoreOptions).
 func ConfigFromEnv() (Config, error) {
 	c := Config{Maintenance: os.Getenv("LC_MAINTENANCE") != "off", APIToken: os.Getenv("LC_API_TOKEN")}
 	var err error
-	c.Store, err = rollout.OptionsFromEnv()
+	c.Store, err = config.StoreOptions()
 	c.MergeThreshold = envInt("LC_MERGE_THRESHOLD_GENERATIONS", 8)
 	c.CompactMinFragments = envInt("LC_COMPACT_MIN_FRAGMENTS", 16)
 	c.RefreshInterval = time.Duration(envInt("LC_STATS_REFRESH_SECS", 10)) * time.Second
@@ -77,7 +78,7 @@ func ConfigFromEnv() (Config, error) {
 		Base:          time.Duration(envInt2("LC_TASK_COOLDOWN_BASE_SECS", "TASK_COOLDOWN_BASE_SECS", 600)) * time.Second,
 		Max:           time.Duration(envInt2("LC_TASK_COOLDOWN_MAX_SECS", "TASK_COOLDOWN_MAX_SECS", 21600)) * time.Second,
 	}
-	ret, rerr := rollout.RetentionFromEnv()
+	ret, rerr := config.Retention()
 	if err == nil {
 		err = rerr
 	}

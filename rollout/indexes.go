@@ -3,7 +3,6 @@ package rollout
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -19,7 +18,8 @@ import (
 var DefaultIndexColumns = []string{ColID, ColRolloutID, ColProblemID}
 
 // IndexColumnsEnv overrides the indexed columns of a process: a comma
-// separated list of string columns, or "none".
+// separated list of string columns, or "none" (read by internal/config
+// into Options.IndexColumns).
 const IndexColumnsEnv = "LC_INDEX_COLUMNS"
 
 // ParseIndexColumns parses an IndexColumnsEnv value: "" means the
@@ -44,9 +44,6 @@ func ParseIndexColumns(v string) ([]string, error) {
 	}
 	return out, nil
 }
-
-// IndexColumnsFromEnv returns the indexed columns IndexColumnsEnv asks for.
-func IndexColumnsFromEnv() ([]string, error) { return ParseIndexColumns(os.Getenv(IndexColumnsEnv)) }
 
 func (s *Store) indexColumns() []string {
 	if s.opts.IndexColumns == nil {
@@ -103,7 +100,7 @@ func (s *Store) index(ctx context.Context, delta bool) (*IndexResult, error) {
 		}
 	}
 	// One commit for every column's new index.
-	rs, err := index.UpdateColumns(ctx, s.root, cols, index.BuildOptions{Delta: delta, MaxSegments: s.opts.IndexMaxSegments, TempDir: s.opts.IndexTempDir, BatchSize: indexBatchSize, KeyColumns: []string{ColID}})
+	rs, err := index.UpdateColumns(ctx, s.root, cols, index.BuildOptions{Delta: delta, MaxSegments: s.opts.IndexMaxSegments, TempDir: s.opts.IndexTempDir, BatchSize: indexBatchSize, KeyColumns: []string{ColID}, Cache: s.opts.IndexCache})
 	if err != nil {
 		return nil, fmt.Errorf("rollout: index %v: %w", cols, err)
 	}

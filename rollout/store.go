@@ -75,12 +75,15 @@ type Options struct {
 	Logger              *slog.Logger
 	Cache               *GenCache // shared generation cache; default a private one of a sixteenth of the memory budget, at most 256 MiB
 	// IndexColumns are the columns kept under BTree indexes (nil means
-	// DefaultIndexColumns, empty means none); Indexes is the shared index
-	// lookup and page cache (default one on the process-wide page cache,
-	// index.DefaultCacheBytes, LC_INDEX_CACHE_BYTES); IndexMaxSegments caps
+	// DefaultIndexColumns, empty means none); IndexCache owns the decoded
+	// index pages and prewarms of the stores' lookups and builds (default
+	// index.DefaultCache: the process's, sized by LC_INDEX_CACHE_BYTES
+	// through internal/config); Indexes is the shared index lookup
+	// (default IndexCache.NewFinder()); IndexMaxSegments caps
 	// the delta segments merges add before they consolidate (default 16);
 	// IndexTempDir holds an index build's spilled runs (default os.TempDir).
 	IndexColumns     []string
+	IndexCache       *index.Cache
 	Indexes          *index.Finder
 	IndexMaxSegments int
 	IndexTempDir     string
@@ -137,8 +140,11 @@ func (o *Options) setDefaults() {
 	if o.Cache == nil {
 		o.Cache = NewGenCache(gctune.Share(16, 256<<20))
 	}
+	if o.IndexCache == nil {
+		o.IndexCache = index.DefaultCache()
+	}
 	if o.Indexes == nil {
-		o.Indexes = index.NewFinder(0)
+		o.Indexes = o.IndexCache.NewFinder()
 	}
 	if o.IndexMaxSegments <= 0 {
 		o.IndexMaxSegments = 16

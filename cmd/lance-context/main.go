@@ -15,12 +15,17 @@ import (
 
 	"github.com/lance-context/lance-context/bench"
 	"github.com/lance-context/lance-context/buildinfo"
+	"github.com/lance-context/lance-context/internal/config"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	// The format layer's I/O and index cache settings (LC_IO_CONCURRENCY,
+	// LC_INDEX_CACHE_BYTES, LC_INDEX_PREWARM), read once for every verb:
+	// the stores and readers this process opens share what they build.
+	config.FormatFromEnv().Install()
 	if err := newRootCmd().ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)

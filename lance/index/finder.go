@@ -623,3 +623,11 @@ func Remove(ctx context.Context, store objstore.Store, uuid string) {
 	_ = store.Delete(ctx, indexDir(uuid)+PagesFile)
 	_ = store.Delete(ctx, indexDir(uuid)+LookupFile)
 }
+
+// Stats returns the entries (pages and key filters) c holds and the bytes
+// charged for them.
+func (c *Cache) Stats() (entries int, bytes int64) {
+	c.pages.mu.Lock()
+	defer c.pages.mu.Unlock()
+	return len(c.pages.m), c.pages.bytes
+}
