@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -69,12 +70,14 @@ type Catalog struct {
 
 	mu     sync.Mutex
 	stores map[string]*Store
+	uses   map[string]*storeUse // idle.go
+	now    func() time.Time     // the clock of use (tests set it)
 }
 
 // NewCatalog returns the catalog of the stores under root.
 func NewCatalog(root objstore.Store, shard string, opts Options) *Catalog {
 	opts.setDefaults()
-	c := &Catalog{root: root, shard: shard, opts: opts, stores: map[string]*Store{}}
+	c := &Catalog{root: root, shard: shard, opts: opts, stores: map[string]*Store{}, uses: map[string]*storeUse{}}
 	c.opts.metrics.stores = c.Opened // the per-store gauges
 	return c
 }
@@ -127,13 +130,17 @@ func (c *Catalog) Create(ctx context.Context, name string) (*Store, error) {
 	return c.Open(ctx, name)
 }
 
-// Open returns an existing store. ErrNotFound if it does not exist.
+// Open returns an existing store. ErrNotFound if it does not exist. The
+// store stays open at least until ctx is done (idle.go).
 func (c *Catalog) Open(ctx context.Context, name string) (*Store, error) {
 	if err := ValidateName(name); err != nil {
 		return nil, fmt.Errorf("%w: %q", ErrNotFound, name)
 	}
 	c.mu.Lock()
 	s, ok := c.stores[name]
+	if ok {
+		c.use(ctx, name)
+	}
 	c.mu.Unlock()
 	if ok {
 		return s, nil
@@ -146,9 +153,12 @@ func (c *Catalog) Open(ctx context.Context, name string) (*Store, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if prev, ok := c.stores[name]; ok {
+		c.use(ctx, name)
+		_ = s.Close(ctx)
 		return prev, nil // opened concurrently; keep the first
 	}
 	c.stores[name] = s
+	c.use(ctx, name)
 	return s, nil
 }
 
@@ -276,7 +286,9 @@ func (c *Catalog) Recover(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("store %s: %w", name, err))
 			continue
 		}
-		s, err := c.Open(ctx, name)
+		// Opened for this process's upkeep, not held: an idle store may
+		// close once recovered (idle.go).
+		s, err := c.Open(context.WithoutCancel(ctx), name)
 		if err == nil {
 			err = s.Flush(ctx) // claims the shard: replay, then seal
 		}

@@ -32,7 +32,9 @@
 // index builds read; a read of another process is covered by the read
 // grace. The Maintainer is the one owner of upkeep that worker and master
 // drive: sweepers, merges by count and by age, compaction then cleanup (row
-// retention first), pin renewal and the memtable budget.
+// retention first), pin renewal, the memtable budget, and closing stores
+// left idle (idle.go: Catalog.Open holds a store until its caller's context
+// ends; only a quiescent, unheld store is closed).
 //
 // # Large payloads (blob.go)
 //

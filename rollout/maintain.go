@@ -34,6 +34,11 @@ type MaintainPolicy struct {
 	// MemtableBudget bounds the memtables of all open stores together:
 	// past it, the largest is sealed (0: no bound beyond each store's own).
 	MemtableBudget int64
+	// IdleClose closes a store unused for this long, once quiescent
+	// (idle.go); MaxOpenStores closes the least recently used ones past
+	// this many. Zero: neither.
+	IdleClose     time.Duration
+	MaxOpenStores int
 }
 
 // MaintainEvents observes maintenance (a process's counters); nil fields
@@ -276,6 +281,12 @@ func (m *Maintainer) Run(ctx context.Context) {
 	defer stop4()
 	pinC, stop5 := tick(PinLeaseTTL / 10)
 	defer stop5()
+	var idleC <-chan time.Time
+	if m.policy.IdleClose > 0 || m.policy.MaxOpenStores > 0 {
+		c, stop6 := tick(min(max(m.policy.IdleClose/4, time.Second), time.Minute))
+		defer stop6()
+		idleC = c
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -305,6 +316,10 @@ func (m *Maintainer) Run(ctx context.Context) {
 					m.log.Info("cleanup", "store", st.Name(), "versions_removed", res.VersionsRemoved, "files_removed", res.FilesRemoved, "bytes_removed", res.BytesRemoved)
 				}
 			}
+		case <-idleC:
+			if closed := m.CloseIdle(ctx); len(closed) > 0 {
+				m.log.Info("closed idle stores", "stores", closed)
+			}
 		case <-pinC:
 			for _, st := range m.catalog.Opened() {
 				if err := st.RenewPin(ctx); err != nil {
@@ -313,6 +328,17 @@ func (m *Maintainer) Run(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// CloseIdle closes the stores idle past the policy's IdleClose and the
+// least recently used past MaxOpenStores, except those being merged here;
+// it returns their names.
+func (m *Maintainer) CloseIdle(ctx context.Context) []string {
+	return m.catalog.closeIdle(ctx, m.policy.IdleClose, m.policy.MaxOpenStores, func(st *Store) bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.merging[st.Name()]
+	})
 }
 
 // mergeAll folds everything st's shard holds into the base, pass after

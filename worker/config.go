@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lance-context/lance-context/internal/config"
 	"github.com/lance-context/lance-context/internal/gctune"
 	"github.com/lance-context/lance-context/rollout"
 	"github.com/lance-context/lance-context/wal"
@@ -77,6 +76,13 @@ type Config struct {
 	// multipart append: a 1 GiB part takes longer than 60 s below
 	// ~17 MB/s.
 	BlobTimeout time.Duration
+	// LC_STORE_IDLE_CLOSE_SECS (900) closes a store nobody used for that
+	// long once it holds nothing unsealed or unmerged of this worker (its
+	// shard writer stops renewing its heartbeat); LC_MAX_OPEN_STORES (2000,
+	// the reference's ROLLOUT_CACHE_CAPACITY) closes the least recently
+	// used past that many. 0 turns either off.
+	StoreIdleClose time.Duration
+	MaxOpenStores  int
 
 	ReadTimeout  time.Duration // LC_HTTP_READ_TIMEOUT_SECS, default 60
 	WriteTimeout time.Duration // LC_HTTP_WRITE_TIMEOUT_SECS, default 120
@@ -89,6 +95,7 @@ func (c Config) MaintainPolicy() rollout.MaintainPolicy {
 		FlushInterval: c.FlushInterval, MergeAfterGenerations: c.MergeAfterGenerations, MergeAfterAge: c.MergeAfterAge,
 		DrainInterval: c.CleanupInterval, CleanupInterval: c.VersionCleanupInterval, Retention: c.Retention,
 		CleanupAfterCompact: true, MemtableBudget: c.MemtableBudget,
+		IdleClose: c.StoreIdleClose, MaxOpenStores: c.MaxOpenStores,
 	}
 }
 
@@ -124,7 +131,7 @@ func FromEnv() (Config, error) {
 	} else {
 		c.VersionCleanupInterval = secs("LC_VERSION_CLEANUP_INTERVAL_SECS", 600)
 	}
-	if ret, rerr := config.Retention(); rerr != nil && err == nil {
+	if ret, rerr := rollout.RetentionFromEnv(); rerr != nil && err == nil {
 		err = rerr
 	} else {
 		c.Retention = ret
@@ -140,6 +147,8 @@ func FromEnv() (Config, error) {
 	c.BlobInlineBytes = min(envInt("LC_BLOB_INLINE_BYTES", 8<<20, &err), c.MaxPayloadBytes)
 	c.InflightBlobBytes = max(envInt("LC_INFLIGHT_BLOB_BYTES", 4<<30, &err), c.MaxBlobBytes)
 	c.BlobTimeout = secs("LC_BLOB_TIMEOUT_SECS", 1800)
+	c.StoreIdleClose = secs("LC_STORE_IDLE_CLOSE_SECS", 900)
+	c.MaxOpenStores = int(envInt("LC_MAX_OPEN_STORES", envInt("ROLLOUT_CACHE_CAPACITY", 2000, &err), &err))
 	c.ReadTimeout = secs("LC_HTTP_READ_TIMEOUT_SECS", 60)
 	c.WriteTimeout = secs("LC_HTTP_WRITE_TIMEOUT_SECS", 120)
 	c.IdleTimeout = secs("LC_HTTP_IDLE_TIMEOUT_SECS", 120)
@@ -149,12 +158,12 @@ func FromEnv() (Config, error) {
 		err = fmt.Errorf("LC_SHARD_HEARTBEAT_SECS=%d and LC_SHARD_HEARTBEAT_TTL_SECS=%d: want an interval of at least 1 and a TTL longer than it",
 			c.ShardHeartbeat/time.Second, c.ShardHeartbeatTTL/time.Second)
 	}
-	if d, derr := config.ReadConsistencyInterval(); derr != nil && err == nil {
+	if d, derr := rollout.ReadConsistencyIntervalFromEnv(); derr != nil && err == nil {
 		err = derr
 	} else {
 		c.ReadConsistencyInterval = d
 	}
-	if cols, ierr := config.IndexColumns(); ierr != nil && err == nil {
+	if cols, ierr := rollout.IndexColumnsFromEnv(); ierr != nil && err == nil {
 		err = ierr
 	} else {
 		c.IndexColumns = cols
