@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lance-context/lance-context/internal/config"
 	"github.com/lance-context/lance-context/internal/gctune"
 	"github.com/lance-context/lance-context/rollout"
 	"github.com/lance-context/lance-context/wal"
@@ -131,7 +132,7 @@ func FromEnv() (Config, error) {
 	} else {
 		c.VersionCleanupInterval = secs("LC_VERSION_CLEANUP_INTERVAL_SECS", 600)
 	}
-	if ret, rerr := rollout.RetentionFromEnv(); rerr != nil && err == nil {
+	if ret, rerr := config.Retention(); rerr != nil && err == nil {
 		err = rerr
 	} else {
 		c.Retention = ret
@@ -158,12 +159,12 @@ func FromEnv() (Config, error) {
 		err = fmt.Errorf("LC_SHARD_HEARTBEAT_SECS=%d and LC_SHARD_HEARTBEAT_TTL_SECS=%d: want an interval of at least 1 and a TTL longer than it",
 			c.ShardHeartbeat/time.Second, c.ShardHeartbeatTTL/time.Second)
 	}
-	if d, derr := rollout.ReadConsistencyIntervalFromEnv(); derr != nil && err == nil {
+	if d, derr := config.ReadConsistencyInterval(); derr != nil && err == nil {
 		err = derr
 	} else {
 		c.ReadConsistencyInterval = d
 	}
-	if cols, ierr := rollout.IndexColumnsFromEnv(); ierr != nil && err == nil {
+	if cols, ierr := config.IndexColumns(); ierr != nil && err == nil {
 		err = ierr
 	} else {
 		c.IndexColumns = cols
