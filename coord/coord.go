@@ -15,6 +15,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 // Config says how to reach etcd.
@@ -59,7 +61,10 @@ func Connect(ctx context.Context, cfg Config) (*Coord, error) {
 	if cfg.Prefix == "" {
 		cfg.Prefix = "/lance-context"
 	}
-	cc := clientv3.Config{Endpoints: cfg.Endpoints, DialTimeout: 5 * time.Second, Username: cfg.Username, Password: cfg.Password, Context: ctx}
+	cc := clientv3.Config{Endpoints: cfg.Endpoints, DialTimeout: 5 * time.Second, Username: cfg.Username, Password: cfg.Password, Context: ctx,
+		// Errors only: the client warns of every retry, and a clean
+		// shutdown's session revokes, cut short by design, read as faults.
+		Logger: zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.Lock(os.Stderr), zapcore.ErrorLevel))}
 	if cfg.CACert != "" || cfg.ClientCert != "" {
 		t := &tls.Config{MinVersion: tls.VersionTLS12}
 		if cfg.CACert != "" {
