@@ -116,9 +116,55 @@ func sleepBackoff(ctx context.Context, attempt int) error {
 	}
 }
 
-// commitOnce writes version latest+1. It returns an error wrapping
+// commitOnce writes version latest+1: the version buildVersion makes of
+// latest and ch, its transaction file, then its manifest (put-if-absent)
+// and the latest-version hint. It returns an error wrapping
 // objstore.ErrExists when another writer took that version.
 func commitOnce(ctx context.Context, latest *Dataset, ch *Change) (*Dataset, error) {
+	nv, err := buildVersion(latest, ch, time.Now(), uuid.NewString())
+	if err != nil {
+		return nil, err
+	}
+	m := nv.manifest
+	txnBytes, err := proto.MarshalOptions{Deterministic: true}.Marshal(nv.txn)
+	if err != nil {
+		return nil, fmt.Errorf("lance/table: marshal transaction: %w", err)
+	}
+	if err := latest.store.Put(ctx, transactionsDir+m.TransactionFile, txnBytes); err != nil {
+		return nil, fmt.Errorf("lance/table: write transaction: %w", err)
+	}
+	body, err := encodeManifestFile(m, nv.indexSection, nv.txn)
+	if err != nil {
+		return nil, err
+	}
+	if err := latest.store.PutIfAbsent(ctx, latest.naming.key(m.Version), body); err != nil {
+		// The transaction file of a lost attempt is harmless garbage: no
+		// manifest names it, and Lance's cleanup removes such files.
+		return nil, fmt.Errorf("lance/table: commit version %d: %w", m.Version, err)
+	}
+	// Best effort: the hint only speeds up finding the latest version.
+	_ = writeHint(ctx, latest.store, m.Version)
+	return &Dataset{store: latest.store, manifest: m, schema: nv.schema, indexSection: nv.indexSection, naming: latest.naming, files: latest.files, projs: newProjections()}, nil
+}
+
+// nextVersion is a version built from the one before it and a change, not
+// yet written: its manifest (naming its transaction file), index section,
+// transaction and schema.
+type nextVersion struct {
+	manifest     *pb.Manifest
+	indexSection []byte
+	txn          *pb.Transaction
+	schema       *schema.Schema
+}
+
+// buildVersion builds the version after latest that ch makes: fragment
+// ids for the new fragments (after the largest ever used), updated and
+// removed fragments (ErrConflict when one is gone), the schema, its
+// metadata and the table config, the manifest stamped at now, the index
+// section (a rewrite drops removed fragments from index bitmaps; index
+// changes applied) and the transaction, whose uuid is txnID. It reads and
+// writes nothing, and changes neither latest nor ch.
+func buildVersion(latest *Dataset, ch *Change, now time.Time, txnID string) (*nextVersion, error) {
 	m := proto.Clone(latest.manifest).(*pb.Manifest)
 	readVersion := m.GetVersion()
 	m.Version = readVersion + 1
@@ -195,7 +241,7 @@ func commitOnce(ctx context.Context, latest *Dataset, ch *Change) (*Dataset, err
 			delete(m.Config, k)
 		}
 	}
-	stampManifest(m)
+	stampManifest(m, now)
 
 	indexSection := latest.indexSection
 	if ch.Kind == KindRewrite && indexSection != nil && len(removed) > 0 {
@@ -211,28 +257,8 @@ func commitOnce(ctx context.Context, latest *Dataset, ch *Change) (*Dataset, err
 		}
 	}
 
-	txn := buildTransaction(readVersion, ch, newFrags, latest)
-	txnName := fmt.Sprintf("%d-%s.txn", readVersion, txn.GetUuid())
-	m.TransactionFile = txnName
-	txnBytes, err := proto.MarshalOptions{Deterministic: true}.Marshal(txn)
-	if err != nil {
-		return nil, fmt.Errorf("lance/table: marshal transaction: %w", err)
-	}
-	if err := latest.store.Put(ctx, transactionsDir+txnName, txnBytes); err != nil {
-		return nil, fmt.Errorf("lance/table: write transaction: %w", err)
-	}
-	body, err := encodeManifestFile(m, indexSection, txn)
-	if err != nil {
-		return nil, err
-	}
-	if err := latest.store.PutIfAbsent(ctx, latest.naming.key(m.Version), body); err != nil {
-		// The transaction file of a lost attempt is harmless garbage: no
-		// manifest names it, and Lance's cleanup removes such files.
-		return nil, fmt.Errorf("lance/table: commit version %d: %w", m.Version, err)
-	}
-	// Best effort: the hint only speeds up finding the latest version.
-	_ = writeHint(ctx, latest.store, m.Version)
-
+	txn := buildTransaction(readVersion, ch, newFrags, latest, txnID)
+	m.TransactionFile = fmt.Sprintf("%d-%s.txn", readVersion, txn.GetUuid())
 	s := latest.schema
 	if ch.Schema != nil {
 		s = ch.Schema
@@ -240,13 +266,12 @@ func commitOnce(ctx context.Context, latest *Dataset, ch *Change) (*Dataset, err
 	if len(ch.SchemaMetadata) > 0 {
 		s = &schema.Schema{Fields: s.Fields, Metadata: m.SchemaMetadata}
 	}
-	return &Dataset{store: latest.store, manifest: m, schema: s, indexSection: indexSection, naming: latest.naming, files: latest.files, projs: newProjections()}, nil
+	return &nextVersion{manifest: m, indexSection: indexSection, txn: txn, schema: s}, nil
 }
 
 // stampManifest sets the fields every version we write carries, and
 // recomputes the feature flags from the contents, as Lance does.
-func stampManifest(m *pb.Manifest) {
-	now := time.Now()
+func stampManifest(m *pb.Manifest, now time.Time) {
 	m.Timestamp = &pb.Timestamp{Seconds: now.Unix(), Nanos: int32(now.Nanosecond())}
 	m.WriterVersion = &pb.Manifest_WriterVersion{Library: writerLibrary, Version: writerVersion}
 	m.DataFormat = &pb.Manifest_DataStorageFormat{FileFormat: "lance", Version: "2.0"}
@@ -261,8 +286,8 @@ func stampManifest(m *pb.Manifest) {
 	}
 }
 
-func buildTransaction(readVersion uint64, ch *Change, newFrags []*pb.DataFragment, latest *Dataset) *pb.Transaction {
-	txn := &pb.Transaction{ReadVersion: readVersion, Uuid: uuid.NewString()}
+func buildTransaction(readVersion uint64, ch *Change, newFrags []*pb.DataFragment, latest *Dataset, txnID string) *pb.Transaction {
+	txn := &pb.Transaction{ReadVersion: readVersion, Uuid: txnID}
 	switch ch.Kind {
 	case KindAppend:
 		txn.Operation = &pb.Transaction_Append_{Append: &pb.Transaction_Append{Fragments: newFrags}}
@@ -328,7 +353,7 @@ func Create(ctx context.Context, store objstore.Store, s *schema.Schema, opts Cr
 		return nil, err
 	}
 	m := &pb.Manifest{Fields: s.Proto(), SchemaMetadata: s.Metadata, Version: 1, Config: maps.Clone(opts.Config)}
-	stampManifest(m)
+	stampManifest(m, time.Now())
 	txn := &pb.Transaction{ReadVersion: 0, Uuid: uuid.NewString(), Operation: &pb.Transaction_Overwrite_{
 		Overwrite: &pb.Transaction_Overwrite{Schema: m.Fields, SchemaMetadata: m.SchemaMetadata, ConfigUpsertValues: m.Config},
 	}}
