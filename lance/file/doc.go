@@ -16,13 +16,15 @@
 // ranges of different columns coalesced into one ranged read, then what
 // those reads tell them to read next (a string column's bytes after its
 // offsets), so a Read costs one object-store round trip per dependent step,
-// not per column. Up to IOConcurrency reads (LC_IO_CONCURRENCY, default 32:
-// sized for latency, not cores) are in flight per wave. A Source that
+// not per column. Up to IOConcurrency reads (IOOptions.Concurrency, set
+// by the process from LC_IO_CONCURRENCY; default 32: sized for latency,
+// not cores) are in flight per wave. A Source that
 // reads a local file (LocalSource) skips the waves: its fields decode in
 // turn and a fetch of up to 8 ranges reads them in turn, as a page-cache
 // read costs less than the goroutines. The offsets buffer of a string or
 // list page (up to 1 MiB) is read whole the first time and kept in the
-// process-wide cache (internal/lru), packed (row lengths per block of 256
+// cache of the Reader's IO (by default the process-wide internal/lru),
+// packed (row lengths per block of 256
 // rows, bit-packed to their range), so later reads of that page fetch
 // their bytes in the first wave; the first point read to do so for a
 // column of a Reader also starts a background read of the column's other
@@ -30,8 +32,10 @@
 // pages do not each meet an uncached one; a larger one (up to 32 MiB: a page of
 // short strings holds up to a fragment's rows) is read by the slice a
 // point read needs and, once per Reader, whole in the background for the
-// reads after it (queued: half the CPUs read such buffers at once, and
-// WaitPrefetches waits for them). Arrays point into the fetched bytes
+// reads after it (queued: half the CPUs read such buffers at once per
+// IO, and IO.Wait or, for the default IO, WaitPrefetches waits for them).
+// An IO (NewIO) owns that cache, the slots and the concurrency; Open and
+// OpenTail use DefaultIO, IO.Open and IO.OpenTail another. Arrays point into the fetched bytes
 // where the layout allows (one page, no conversion); a Source that also
 // implements SourceInto gets large buffers read straight into the output
 // arrays.

@@ -84,9 +84,9 @@
 // The first point lookup of an index in a process (not a merge's batch,
 // which has the key filter) starts its prewarm: every page, values and row
 // ids, read into the page cache in the background (64 pages a read, one
-// index at a time in the process, resting as long as each read took),
-// when page_data is at most half the cache and an eighth of the Go memory
-// limit (LC_INDEX_PREWARM=off turns it off). Without it a key index of
+// index at a time per Cache, resting as long as each read took), when
+// page_data is at most half the cache and an eighth of the Go memory
+// limit (CacheOptions.NoPrewarm, from LC_INDEX_PREWARM=off, turns it off). Without it a key index of
 // 10M rows (~39,000 pages) served a random lookup from a cold page nearly
 // every time until tens of thousands of lookups had passed: a decode of
 // ~15 us and two reads that the 100k-row index, cached after a few
