@@ -184,7 +184,7 @@ class Transport:
 
     # -- one exchange ------------------------------------------------------
 
-    def _exchange(self, method: str, target: str, headers: Dict[str, str], body: Optional[bytes],
+    def _exchange(self, method: str, target: str, headers: Dict[str, str], body: Any,
                   timeout: float, reuse: bool, sink: Optional[Callable[[bytes], None]], chunk: int):
         """Sends one request and reads its answer; returns (status, headers,
         body) with body None when it went to sink. Raises TRANSPORT_ERRORS."""
@@ -196,7 +196,11 @@ class Transport:
             elif conn.sock is not None:
                 conn.sock.settimeout(timeout)
             try:
-                conn.request(method, target, body=body, headers=headers)
+                if callable(body):
+                    # A stream made anew for each attempt, sent chunked.
+                    conn.request(method, target, body=body(), headers=headers, encode_chunked=True)
+                else:
+                    conn.request(method, target, body=body, headers=headers)
                 resp = conn.getresponse()
             except _STALE:
                 self._discard(conn)

@@ -30,7 +30,8 @@ __all__ = ["AsyncClient", "AsyncStore", "AsyncFeedIterator"]
 # Client methods that become coroutines of AsyncClient as they are.
 _PLAIN = (
     "health", "create_store", "stores", "stats", "version", "delete_store", "append", "add", "add_one", "flush",
-    "merge", "compact", "compact_stats", "checkout", "list", "get", "blob_with_type", "blob", "trajectory",
+    "merge", "compact", "compact_stats", "checkout", "list", "get", "blob_with_type", "blob", "download_blob",
+    "append_payload", "trajectory",
     "query", "cleanup", "tags", "create_tag", "tag", "delete_tag", "leases", "take_lease", "lease",
     "renew_lease", "release_lease", "retention", "set_retention", "create_snapshot", "snapshots", "snapshot",
     "renew_snapshot", "delete_snapshot", "feed", "feed_commit", "feed_groups", "feed_group",

@@ -228,6 +228,40 @@ class Client:
         return self._t.request("POST", tp.store_path(store, "records"), query={"flush": "true"} if flush else None,
                                body=body, content_type=tp.JSON).json()
 
+    def append_payload(self, store: str, record: Mapping[str, Any], payload: Any, flush: bool = False) -> dict:
+        """Appends one record whose payload is sent as a multipart part, read
+        and sent 1 MiB at a time: bytes, or a binary file object (read from
+        its position at the call; it must be seekable for a retry). The
+        worker streams a payload larger than its inline size into an object
+        of its own (up to LC_MAX_BLOB_BYTES, 1 GiB by default) and fills in
+        payload_size and payload_checksum. Returns what append returns."""
+        rec = _prepare(record)
+        rec.pop("binary_payload", None)
+        meta = json.dumps({"records": [rec]}).encode("utf-8")
+        boundary = uuid7().replace("-", "")
+        start = None if isinstance(payload, (bytes, bytearray, memoryview)) else payload.tell()
+
+        def parts():
+            yield (f"--{boundary}\r\nContent-Disposition: form-data; name=\"metadata\"\r\n"
+                   "Content-Type: application/json\r\n\r\n").encode("ascii") + meta
+            yield (f"\r\n--{boundary}\r\nContent-Disposition: form-data; name=\"0\"; filename=\"payload\"\r\n"
+                   "Content-Type: application/octet-stream\r\n\r\n").encode("ascii")
+            if start is None:
+                view = memoryview(payload)
+                for i in range(0, len(view), 1 << 20):
+                    yield bytes(view[i:i + (1 << 20)])
+            else:
+                payload.seek(start)
+                while True:
+                    chunk = payload.read(1 << 20)
+                    if not chunk:
+                        break
+                    yield chunk
+            yield f"\r\n--{boundary}--\r\n".encode("ascii")
+
+        return self._t.request("POST", tp.store_path(store, "records"), query={"flush": "true"} if flush else None,
+                               body=parts, content_type="multipart/form-data; boundary=" + boundary).json()
+
     def add(self, store: str, records: Iterable[Mapping[str, Any]], flush: bool = False) -> dict:
         """The reference's name for append."""
         return self.append(store, records, flush=flush)
@@ -314,6 +348,19 @@ class Client:
     def blob(self, store: str, id: str) -> bytes:
         """A record's payload bytes; NotFoundError when it has none."""
         return self.blob_with_type(store, id)[0]
+
+    def download_blob(self, store: str, id: str, out: Any) -> int:
+        """Writes a record's payload to the binary file object out, 1 MiB
+        at a time (never whole in memory, whatever its size); returns the
+        bytes written. NotFoundError when it has none."""
+        n = [0]
+
+        def sink(data: bytes) -> None:
+            out.write(data)
+            n[0] += len(data)
+
+        self._t.request("GET", tp.store_path(store, "records", tp.quote(id), "blob"), accept="*/*", sink=sink)
+        return n[0]
 
     def trajectory(self, store: str, rollout_id: str) -> List[dict]:
         """The records of a rollout ordered by sequence_order, then id."""
@@ -636,7 +683,8 @@ class FeedIterator:
 # them without it.
 STORE_METHODS = (
     "stats", "version", "delete_store", "append", "add", "add_one", "flush", "merge", "compact", "compact_stats",
-    "checkout", "list", "iter_records", "get", "blob_with_type", "blob", "trajectory", "query", "cleanup", "tags",
+    "checkout", "list", "iter_records", "get", "blob_with_type", "blob", "download_blob", "append_payload",
+    "trajectory", "query", "cleanup", "tags",
     "create_tag", "tag", "delete_tag", "leases", "take_lease", "lease", "renew_lease", "release_lease", "retention",
     "set_retention", "create_snapshot", "snapshots", "snapshot", "renew_snapshot", "delete_snapshot", "feed",
     "feed_commit", "feed_groups", "feed_group", "delete_feed_group", "feed_batches", "sample", "export",
