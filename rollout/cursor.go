@@ -125,7 +125,8 @@ func (s *Store) listByID(ctx context.Context, snap *snapshot, o ListOptions) (*L
 	if o.Source != SourceFragments {
 		offerWAL(&h)
 	}
-	var verify *Filter // a filter rows were chosen by through its index alone
+	var verify *Filter                    // a filter rows were chosen by through its index alone
+	var baseRows map[table.RowAddr]Record // base rows pageBase read whole
 	if early != nil {
 		v, err := early.wait()
 		if err != nil {
@@ -138,13 +139,13 @@ func (s *Store) listByID(ctx context.Context, snap *snapshot, o ListOptions) (*L
 			// rewritten in the WAL).
 			h = h[:0]
 			offerWAL(&h)
-			if verify, err = s.pageBase(ctx, snap, o, exclude, &h, k); err != nil {
+			if verify, baseRows, err = s.pageBase(ctx, snap, o, exclude, &h, k); err != nil {
 				return nil, err
 			}
 		}
 	} else if o.Source != SourceWAL && !missingFilter(snap.base, o.Filters) {
 		var err error
-		if verify, err = s.pageBase(ctx, snap, o, exclude, &h, k); err != nil {
+		if verify, baseRows, err = s.pageBase(ctx, snap, o, exclude, &h, k); err != nil {
 			return nil, err
 		}
 	}
@@ -169,6 +170,10 @@ func (s *Store) listByID(ctx context.Context, snap *snapshot, o ListOptions) (*L
 			continue
 		}
 		if rec, ok := early.taken(page[i].addr); ok {
+			out[i] = rec
+			continue
+		}
+		if rec, ok := baseRows[page[i].addr]; ok {
 			out[i] = rec
 			continue
 		}
@@ -208,18 +213,22 @@ func (s *Store) listByID(ctx context.Context, snap *snapshot, o ListOptions) (*L
 // o.Filters and whose id is not in exclude, keeping the k smallest ids (by
 // address: the rows are taken once the page is chosen). verify is the
 // filter rows were chosen by through its index alone (walkFiltered), which
-// the taken rows must be checked against.
-func (s *Store) pageBase(ctx context.Context, snap *snapshot, o ListOptions, exclude map[string]struct{}, h *idHeap, k int) (verify *Filter, err error) {
+// the taken rows must be checked against. rows, when not nil, holds the
+// page's rows already read, by address (a filter whose index names few
+// rows: they are read whole in the scan that finds them, so the page does
+// not read their id and filter columns a second time in a take).
+func (s *Store) pageBase(ctx context.Context, snap *snapshot, o ListOptions, exclude map[string]struct{}, h *idHeap, k int) (verify *Filter, rows map[table.RowAddr]Record, err error) {
 	opts := table.ScanOptions{Columns: []string{ColID}, Where: tableFilters(o.Filters), WithRowAddr: true, Index: s.finder()}
 	if len(exclude) > 0 {
 		opts.In = []table.In{{Column: ColID, Values: exclude, Negate: true}}
 	}
+	wide := false // the scan reads the rows whole
 	if len(o.Filters) == 0 {
 		// Unfiltered: walk the id index in order over the fragments it
 		// covers, and scan only the others.
 		covered, err := s.ascendIndexed(ctx, snap.base, o.After, exclude, h, k)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if covered != nil {
 			opts.Fragments = fragmentsOutside(snap.base, covered)
@@ -228,39 +237,66 @@ func (s *Store) pageBase(ctx context.Context, snap *snapshot, o ListOptions, exc
 		// One key filter: walk the id index in order, keeping the rows
 		// the filter's index names, when that reads less than the
 		// matching rows' ids would.
-		walked, err := s.walkFiltered(ctx, snap.base, o.Filters[0], o.After, exclude, h, k)
+		walked, few, err := s.walkFiltered(ctx, snap.base, o.Filters[0], o.After, exclude, h, k)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if walked != nil {
 			verify = &o.Filters[0]
 			opts.Fragments = fragmentsOutside(snap.base, walked)
+		} else if few {
+			wide = true
+			opts.Columns = baseColumns(snap.base, listColumns)
+			opts.PlainDictionaries = true
+			rows = map[table.RowAddr]Record{}
 		}
 	}
+	idCol := slices.Index(opts.Columns, ColID)
 	err = snap.base.Scan(ctx, opts, func(b arrow.RecordBatch) error {
-		ids, ok := b.Column(0).(interface {
+		ids, ok := b.Column(idCol).(interface {
 			Len() int
 			Value(int) string
 		})
 		if !ok {
-			return fmt.Errorf("rollout: store %s: column id is %s, want a string column", s.name, b.Column(0).DataType())
+			return fmt.Errorf("rollout: store %s: column id is %s, want a string column", s.name, b.Column(idCol).DataType())
 		}
-		addrs := b.Column(1).(*array.Uint64)
+		addrCol := int(b.NumCols()) - 1
+		addrs := b.Column(addrCol).(*array.Uint64)
+		var recs []Record
 		for i := 0; i < ids.Len(); i++ {
 			id := ids.Value(i)
 			if id <= o.After || (h.Len() == k && id >= (*h)[0].id) {
 				continue
 			}
 			a := addrs.Value(i)
-			h.offer(candidate{id: strings.Clone(id), addr: table.RowAddr{Fragment: a >> 32, Offset: uint32(a)}}, k)
+			addr := table.RowAddr{Fragment: a >> 32, Offset: uint32(a)}
+			h.offer(candidate{id: strings.Clone(id), addr: addr}, k)
+			if wide {
+				if recs == nil {
+					data := array.NewRecordBatch(arrow.NewSchema(b.Schema().Fields()[:addrCol], nil), b.Columns()[:addrCol], b.NumRows())
+					rs, err := recordsFromBatch(data)
+					data.Release()
+					if err != nil {
+						return err
+					}
+					recs = rs
+				}
+				rows[addr] = recs[i]
+			}
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return verify, nil
+	return verify, rows, nil
 }
+
+// fewMatchRows is the most rows a filter's index may name for a filtered
+// page of k rows to read them whole in the scan that finds them (one round
+// trip, each range once) instead of their ids first and the page's rows
+// after (two, the id and filter ranges read twice).
+func fewMatchRows(k int) int { return max(2*k, 64) }
 
 // earlyBase is a pageBase run without exclusions, started before the
 // pending rows are known; with take, it also takes the rows it chose, so
@@ -280,7 +316,12 @@ func (s *Store) startPageBase(ctx context.Context, snap *snapshot, o ListOptions
 	e := &earlyBase{done: make(chan struct{}), h: make(idHeap, 0, k), k: k}
 	go func() {
 		defer close(e.done)
-		if e.verify, e.err = s.pageBase(ctx, snap, o, nil, &e.h, k); e.err != nil || !take || e.h.Len() == 0 {
+		var rows map[table.RowAddr]Record
+		if e.verify, rows, e.err = s.pageBase(ctx, snap, o, nil, &e.h, k); e.err != nil || !take || e.h.Len() == 0 {
+			return
+		}
+		if rows != nil {
+			e.rows = rows // read whole by the scan
 			return
 		}
 		addrs := make([]table.RowAddr, len(e.h))
@@ -594,22 +635,28 @@ const maxSkipScan = 1 << 20
 // O(k · rows/matches) index entries, which stays flat as the table grows,
 // instead of reading the id of every matching row (O(matches)); it is
 // used only when it is the cheaper of the two. It returns the fragments it
-// answered for (nil: it did not walk, the caller scans as before).
-func (s *Store) walkFiltered(ctx context.Context, base *table.Dataset, f Filter, after string, exclude map[string]struct{}, h *idHeap, k int) (*roaring.Bitmap, error) {
+// answered for (nil: it did not walk, the caller scans as before), and
+// when it did not walk, few: the filter's index covers every fragment and
+// names at most fewMatchRows(k) rows (the scan may read them whole).
+func (s *Store) walkFiltered(ctx context.Context, base *table.Dataset, f Filter, after string, exclude map[string]struct{}, h *idHeap, k int) (walked *roaring.Bitmap, few bool, err error) {
 	cols := s.indexColumns()
-	if s.finder() == nil || !slices.Contains(cols, ColID) || !slices.Contains(cols, f.Column) {
-		return nil, nil
+	if s.finder() == nil || !slices.Contains(cols, f.Column) {
+		return nil, false, nil
 	}
 	if fd := base.Schema().Field(f.Column); fd == nil || !isStringField(fd.Type) {
-		return nil, nil
-	}
-	byID, err := index.Covered(base, ColID)
-	if err != nil || byID.IsEmpty() {
-		return nil, err
+		return nil, false, nil
 	}
 	coveredF, all, err := s.opts.Indexes.Addrs(ctx, base, f.Column, f.Value)
 	if err != nil || coveredF == nil {
-		return nil, err
+		return nil, false, err
+	}
+	few = len(all) <= fewMatchRows(k) && fragmentsOutside(base, coveredF).IsEmpty()
+	if !slices.Contains(cols, ColID) {
+		return nil, few, nil
+	}
+	byID, err := index.Covered(base, ColID)
+	if err != nil || byID.IsEmpty() {
+		return nil, few, err
 	}
 	both := roaring.And(byID, coveredF)
 	var runs, indexed int64
@@ -635,13 +682,13 @@ func (s *Store) walkFiltered(ctx context.Context, base *table.Dataset, f Filter,
 	}
 	matches := int64(len(match))
 	if matches == 0 {
-		return nil, nil // the scan answers from the index alone
+		return nil, few, nil // the scan answers from the index alone
 	}
 	// Expected entries walked for k matches, against the reads of the
 	// matching rows (about one range read per run of consecutive rows and
 	// column, worth ~walkEntriesPerRun entries of the walk).
 	if walk := int64(k) * indexed / matches; walk > runs*walkEntriesPerRun {
-		return nil, nil
+		return nil, few, nil
 	}
 	deleted := map[uint64]*roaring.Bitmap{}
 	var werr error
@@ -667,13 +714,13 @@ func (s *Store) walkFiltered(ctx context.Context, base *table.Dataset, f Filter,
 		return true
 	})
 	if werr != nil {
-		return nil, werr
+		return nil, false, werr
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	filteredWalks.Add(1)
-	return both, nil
+	return both, false, nil
 }
 
 // walkEntriesPerRun is how many id index entries a walk reads for the cost

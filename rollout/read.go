@@ -405,14 +405,80 @@ type pendingRef struct {
 }
 
 // findPending looks id up in the pending generations, newest first (wal's
-// Newest rule), through the generation cache.
+// Newest rule), through the generation cache. The candidates the cache
+// does not hold (the generations whose id range may hold id) are read in
+// one parallel wave, not one after another: a cold get waits one round
+// trip for them, not one per generation.
 func (s *Store) findPending(ctx context.Context, snap *snapshot, id string) (pendingRef, bool, error) {
-	r, ok, err := wal.FindNewest(ctx, snap.pendingRefs(), id, s.opts.Cache.loader(s.root))
+	refs := snap.pendingRefs()
+	load := s.opts.Cache.loader(s.root)
+	if !s.opts.Cache.holdsAll(s.root, refs) {
+		w := s.loadWave(ctx, refs, id)
+		defer w.wait() // no read of this call outlives it
+		load = w.load
+	}
+	r, ok, err := wal.FindNewest(ctx, refs, id, load)
 	if err != nil || !ok {
 		return pendingRef{}, false, err
 	}
 	return pendingRef{walRow{r.Gen, r.Row}, r.Gen.Ref.Shard, r.Gen.Ref.Gen}, true, nil
 }
+
+// genWave is a parallel read of the generations a key lookup may need,
+// started before the lookup asks for them in turn (wal.FindNewest).
+type genWave struct {
+	wg       sync.WaitGroup
+	loads    map[string]*genLoad // by generation key
+	fallback wal.Loader
+}
+
+type genLoad struct {
+	done chan struct{}
+	g    *wal.LoadedGeneration
+	err  error
+}
+
+// loadWave starts reading, through the generation cache, every generation
+// of refs whose id range may hold key (the candidates wal.FindNewest
+// would read), at most 16 at a time as loadPending does.
+func (s *Store) loadWave(ctx context.Context, refs []wal.GenRef, key string) *genWave {
+	w := &genWave{loads: map[string]*genLoad{}, fallback: s.opts.Cache.loader(s.root)}
+	sem := make(chan struct{}, 16)
+	for _, ref := range refs {
+		if g := ref.Gen; g.MinID != "" && (key < g.MinID || key > g.MaxID) {
+			continue
+		}
+		l := &genLoad{done: make(chan struct{})}
+		w.loads[ref.Key()] = l
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			defer close(l.done)
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			l.g, l.err = s.opts.Cache.get(ctx, s.root, ref)
+		}()
+	}
+	return w
+}
+
+// load is a wal.Loader answering from the wave (a generation outside it
+// is read as the cache reads it).
+func (w *genWave) load(ctx context.Context, ref wal.GenRef) (*wal.LoadedGeneration, error) {
+	l, ok := w.loads[ref.Key()]
+	if !ok {
+		return w.fallback(ctx, ref)
+	}
+	select {
+	case <-l.done:
+		return l.g, l.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// wait waits for every read of the wave.
+func (w *genWave) wait() { w.wg.Wait() }
 
 // Blob returns a record's payload and content type. ErrNotFound when the
 // record or its payload is absent.

@@ -43,6 +43,7 @@ type config struct {
 	samples     int
 	coldSamples int
 	mergeGens   int
+	pending     int
 	lancedb     string        // the Node script of the LanceDB side; "" skips it
 	interval    time.Duration // > 0: also time the warm reads with this read consistency interval
 }
@@ -58,6 +59,7 @@ func main() {
 	flag.IntVar(&c.samples, "samples", 9, "warm samples per operation")
 	flag.IntVar(&c.coldSamples, "cold-samples", 3, "cold samples (worker restarts) per operation")
 	flag.IntVar(&c.mergeGens, "merge-generations", 50, "pending generations of the merge measurement")
+	flag.IntVar(&c.pending, "pending", 5, "pending generations left over the merged store (2 records each, ids spanning the table's, so every one is a candidate of a get)")
 	flag.StringVar(&c.lancedb, "lancedb", "test/interop/bench_s3.mjs", "Node script timing LanceDB 0.31 on the same table (needs test/interop/node_modules); empty skips it")
 	flag.DurationVar(&c.interval, "read-consistency-interval", 0, "when > 0, also time the warm reads of a worker with ROLLOUT_READ_CONSISTENCY_INTERVAL set to it (e.g. 1s), beside the default (0)")
 	flag.Parse()
@@ -280,8 +282,8 @@ func (b *bench) call(ctx context.Context, method, path string, body any) ([]byte
 	return out, nil
 }
 
-// The measured reads go to store "bench", which stays a merged store with
-// nothing pending; appends go to "appends" and each merge measurement to a
+// The measured reads go to store "bench", a merged store with -pending
+// generations over it that no measurement merges; appends go to "appends" and each merge measurement to a
 // store of its own, so every latency reads the same table.
 const (
 	store        = "/api/v1/rollouts/bench"
@@ -323,7 +325,19 @@ func (b *bench) load(ctx context.Context) error {
 	if err := b.mergeAll(ctx, store); err != nil {
 		return err
 	}
-	slog.Info("loaded", "records", b.cfg.records, "secs", time.Since(start).Seconds())
+	// Pending generations over the base: ids at both ends of the table's
+	// (so each generation's id range holds every base id and a get must
+	// look in all of them), in a trajectory of their own.
+	for g := range b.cfg.pending {
+		recs := []any{
+			record(fmt.Sprintf("rec-%06d-p%d", 0, g), "traj-pending", 2*g),
+			record(fmt.Sprintf("rec-%06d-p%d", b.cfg.records-1, g), "traj-pending", 2*g+1),
+		}
+		if _, err := b.call(ctx, "POST", store+"/records?flush=true", map[string]any{"records": recs}); err != nil {
+			return err
+		}
+	}
+	slog.Info("loaded", "records", b.cfg.records, "pending_generations", b.cfg.pending, "secs", time.Since(start).Seconds())
 	return nil
 }
 
@@ -474,6 +488,7 @@ func (b *bench) reads() []namedOp {
 		{"stats", get(store)},
 		{"page fragments (25)", get(store + "/records?source=fragments&limit=25")},
 		{"page all (25)", get(store + "/records?source=all&limit=25")},
+		{"page filtered by rollout_id (25)", get(store + fmt.Sprintf("/records?source=all&limit=25&rollout_id=traj-%05d", b.cfg.records/10*211/1000))},
 		{"get by id", get(store + fmt.Sprintf("/records/rec-%06d", b.cfg.records*617/1000))},
 		{"trajectory (10 records)", get(store + fmt.Sprintf("/trajectories/traj-%05d", b.cfg.records/10*389/1000))},
 	}
