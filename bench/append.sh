@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# Append latency and group commit, in process (lance-context bench engine,
+# Append latency and group commit, in process (lance-context-bench engine,
 # append phase): single-record appends by 1 and 64 concurrent appenders, on
 # local disk and on S3 (versitygw) through test/latencyproxy at each added
 # latency. Prints one JSON line per (backend, latency, appenders) on stdout.
 #
-#   bench/append.sh [-bin bin/lance-context] [-delays 0,20ms] [-duration 5s] [-appenders 1,64]
+#   bench/append.sh [-bin bin/lance-context-bench] [-delays 0,20ms] [-duration 5s] [-appenders 1,64]
 #
 # -bin lets an A/B pair of builds run back to back on the same servers.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-bin=bin/lance-context delays=0,20ms duration=5s appenders=1,64
+bin=bin/lance-context-bench delays=0,20ms duration=5s appenders=1,64
 while [ $# -gt 0 ]; do
 	case "$1" in
 	-bin) bin="$2"; shift 2 ;;
@@ -20,7 +20,7 @@ while [ $# -gt 0 ]; do
 	*) echo "usage: $0 [-bin B] [-delays D,D] [-duration D] [-appenders N,N]" >&2; exit 2 ;;
 	esac
 done
-[ -x "$bin" ] || go build -o "$bin" ./cmd/lance-context
+[ -x "$bin" ] || go build -o "$bin" ./bench/cmd/lance-context-bench
 [ -x bin/latencyproxy ] || go build -o bin/latencyproxy ./test/latencyproxy/cmd/latencyproxy
 work="$(mktemp -d)"
 pids=()
@@ -33,7 +33,7 @@ trap cleanup EXIT
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 run() { # backend delay dir
-	"$bin" bench engine --dir "$3" --phases append --appenders "$appenders" --duration "$duration" 2>/dev/null |
+	"$bin" engine --dir "$3" --phases append --appenders "$appenders" --duration "$duration" 2>/dev/null |
 		python3 -c '
 import json, sys
 doc = json.load(sys.stdin)

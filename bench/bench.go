@@ -1,5 +1,5 @@
 // Package bench holds the benchmarks of the lance-context binary's bench
-// verbs (lance-context bench table|engine|http|master): each measures a
+// verbs (lance-context-bench table|engine|http|master, bench/cmd/lance-context-bench): each measures a
 // layer side by side with LanceDB where one applies, and prints JSON lines
 // (see bench/README.md). They live apart from the command so that the
 // production binary's own package holds no measurement code.

@@ -10,9 +10,9 @@ cd "$root"
 rows="${1:-1000000}"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-go build -o bin/lance-context ./cmd/lance-context
+go build -o bin/lance-context-bench ./bench/cmd/lance-context-bench
 [ -d test/interop/node_modules ] || (cd test/interop && npm ci --no-audit --no-fund --loglevel=error)
-echo "# go (lance-context bench table)"
-bin/lance-context bench table --dir "$tmp/go/bench.lance" --rows "$rows"
+echo "# go (lance-context-bench table)"
+bin/lance-context-bench table --dir "$tmp/go/bench.lance" --rows "$rows"
 echo "# lancedb 0.31 (node test/interop/bench.mjs)"
 (cd test/interop && node bench.mjs "$tmp/lancedb" --rows "$rows" 2>/dev/null)

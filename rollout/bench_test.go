@@ -1,7 +1,7 @@
 package rollout
 
 // Go benchmarks of the engine on local disk. The figures of record come from
-// `lance-context bench engine` (one command, JSON, local or S3); these are
+// `lance-context-bench engine` (one command, JSON, local or S3); these are
 // for profiling a piece: go test -run '^$' -bench Append -cpuprofile cpu.out ./rollout
 
 import (

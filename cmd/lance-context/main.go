@@ -1,6 +1,7 @@
 // Command lance-context is the one binary of lance-context: the worker, the
-// master, the all-in-one dev mode, client verbs, and tools for inspecting and
-// benchmarking Lance tables.
+// master, the all-in-one dev mode, client verbs, and tools for inspecting
+// Lance tables. The benchmarks are a binary of their own
+// (bench/cmd/lance-context-bench).
 package main
 
 import (
@@ -13,7 +14,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lance-context/lance-context/bench"
 	"github.com/lance-context/lance-context/buildinfo"
 	"github.com/lance-context/lance-context/internal/config"
 )
@@ -39,7 +39,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newVersionCmd(), newDevCmd(), newWorkerCmd(), newMasterCmd(), newInspectCmd(), bench.Command(), newWALCmd())
+	root.AddCommand(newVersionCmd(), newDevCmd(), newWorkerCmd(), newMasterCmd(), newInspectCmd(), newWALCmd())
 	root.AddCommand(clientCmds()...)
 	root.AddCommand(newSQLCmd())                                          // sql.go
 	root.AddCommand(newExportCmd())                                       // export.go
