@@ -597,9 +597,10 @@ func (r *run) reader(ctx context.Context, k int) {
 				continue
 			}
 			var page *client.ListPage
-			page, err = r.cl.List(ctx, store, client.ListOptions{Source: api.SourceAll, Limit: 100, Cursor: encodeCursor(idOf(w.g, rng.IntN(n)))})
+			after := idOf(w.g, rng.IntN(n))
+			page, err = r.cl.List(ctx, store, client.ListOptions{Source: api.SourceAll, Limit: 100, Cursor: encodeCursor(after)})
 			if err == nil {
-				r.checkOrder("page", page.Records, true)
+				r.checkOrder("page (source=all, after "+after+")", page.Records, true)
 			}
 		case 2:
 			op = "trajectory"
@@ -642,7 +643,12 @@ func (r *run) checkOrder(what string, recs []api.Record, ordered bool) {
 	for i, rec := range recs {
 		if seen[rec.ID] || (ordered && i > 0 && recs[i-1].ID >= rec.ID) {
 			r.pageErrors.Add(1)
-			r.finding("page_error", fmt.Sprintf("a %s lists %s twice or out of order", what, rec.ID))
+			// The ids around it, so that a finding says which rows met.
+			ids := make([]string, 0, 6)
+			for _, x := range recs[max(0, i-3):min(len(recs), i+3)] {
+				ids = append(ids, x.ID)
+			}
+			r.finding("page_error", fmt.Sprintf("a %s lists %s twice or out of order (position %d of %d; around it: %v)", what, rec.ID, i, len(recs), ids))
 			return
 		}
 		seen[rec.ID] = true
