@@ -5,6 +5,8 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lance-context/lance-context/objstore"
@@ -39,12 +41,11 @@ func (w *Writer) collect(from, to, version uint64, gens []string, sweepUpTo uint
 			}
 			w.manifestsCollected = max(w.manifestsCollected, upTo-keepManifests)
 		}
-		clean := true
-		for _, g := range gens {
-			if objstore.Discard(ctx, store, shardDir(shard)+g) != nil {
-				clean = false
-			}
+		keys := make([]string, len(gens))
+		for i, g := range gens {
+			keys[i] = shardDir(shard) + g
 		}
+		clean := discardAll(ctx, store, keys)
 		if sweepUpTo > 0 && !sweepGenerations(ctx, store, shard, sweepUpTo, listed) {
 			clean = false
 		}
@@ -66,7 +67,7 @@ func sweepGenerations(ctx context.Context, store objstore.Store, shard string, u
 	if err != nil {
 		return false
 	}
-	ok := true
+	var keys []string
 	for _, o := range objs {
 		rel := strings.TrimPrefix(o.Key, dir)
 		num, _, _ := strings.Cut(path.Base(rel), "-")
@@ -74,11 +75,9 @@ func sweepGenerations(ctx context.Context, store objstore.Store, shard string, u
 		if err != nil || n > upTo || listed[rel] {
 			continue
 		}
-		if objstore.Discard(ctx, store, o.Key) != nil {
-			ok = false
-		}
+		keys = append(keys, o.Key)
 	}
-	return ok
+	return discardAll(ctx, store, keys)
 }
 
 // sweepLog deletes, in the background, what a predecessor that crashed
@@ -120,6 +119,31 @@ func keepSet(xs []uint64) map[uint64]bool {
 		m[x] = true
 	}
 	return m
+}
+
+// discardParallel is how many deletes of drained generation files run at
+// once: a merge of 50 generations deleted them one request at a time.
+const discardParallel = 8
+
+// discardAll deletes keys (files no reader is sent to any more, so in any
+// order), discardParallel at a time. It reports whether every delete
+// succeeded.
+func discardAll(ctx context.Context, store objstore.Store, keys []string) bool {
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, discardParallel)
+	for _, k := range keys {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if objstore.Discard(ctx, store, k) != nil {
+				failed.Store(true)
+			}
+		}()
+	}
+	wg.Wait()
+	return !failed.Load()
 }
 
 // inBackground runs fn off the loop, one collection at a time, with a
