@@ -232,6 +232,10 @@ func (snap *snapshot) pendingRefs() []wal.GenRef {
 	return refs
 }
 
+// pendingReads is how many generation reads a read issues at once: 64
+// makes a backlog of 50 one wave of reads (16 took 4 waves).
+const pendingReads = 64
+
 // loadPending returns every pending generation, decoded, in (shard,
 // generation) order. Cold generations are read concurrently: with a long
 // backlog, one-by-one reads would dominate a cold list.
@@ -240,7 +244,7 @@ func (s *Store) loadPending(ctx context.Context, snap *snapshot) ([]*wal.LoadedG
 	out := make([]*wal.LoadedGeneration, len(refs))
 	errs := make([]error, len(refs))
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
+	sem := make(chan struct{}, pendingReads)
 	for i, ref := range refs {
 		wg.Add(1)
 		go func() {
@@ -440,10 +444,10 @@ type genLoad struct {
 
 // loadWave starts reading, through the generation cache, every generation
 // of refs whose id range may hold key (the candidates wal.FindNewest
-// would read), at most 16 at a time as loadPending does.
+// would read), at most pendingReads at a time as loadPending does.
 func (s *Store) loadWave(ctx context.Context, refs []wal.GenRef, key string) *genWave {
 	w := &genWave{loads: map[string]*genLoad{}, fallback: s.opts.Cache.loader(s.root)}
-	sem := make(chan struct{}, 16)
+	sem := make(chan struct{}, pendingReads)
 	for _, ref := range refs {
 		if g := ref.Gen; g.MinID != "" && (key < g.MinID || key > g.MaxID) {
 			continue

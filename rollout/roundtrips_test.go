@@ -456,6 +456,60 @@ func TestRoundTripsColdGetPending(t *testing.T) {
 	}
 }
 
+// TestRoundTripsColdPage50Pending pins a cold page over 50 pending
+// generations: they are read in one parallel wave (loadPending), beside
+// the base's index walk and rows.
+func TestRoundTripsColdPage50Pending(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a merged store")
+	}
+	ctx := context.Background()
+	mem := objstore.NewMemory()
+	const name, gens = "rt50", 50
+	s := mustStore(t, newCatalog(t, mem, "w", rtOptions(Options{})), name)
+	appendFlush(t, s, recs("m", 200, "m"))
+	for {
+		res, err := s.Merge(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Remaining == 0 {
+			break
+		}
+	}
+	for g := range gens {
+		appendFlush(t, s, []Record{{ID: fmt.Sprintf("p-%02d", g), RolloutID: "p", Content: ptr("x")}})
+	}
+	const requests, sequential = 60, 5 // 7 sequential when 16 were read at a time
+	var got objstore.Counts
+	for try := 0; ; try++ {
+		c := objstore.NewCounting(mem, roundTripLatency)
+		cs := mustStore(t, newCatalog(t, c, "reader", rtOptions(Options{})), name)
+		if err := c.WaitIdle(ctx, roundTripQuiet); err != nil {
+			t.Fatal(err)
+		}
+		c.Reset()
+		res, err := cs.List(ctx, ListOptions{Source: SourceAll, Limit: 25})
+		if err != nil || len(res.Records) != 25 {
+			t.Fatalf("page: %v", err)
+		}
+		if err := c.WaitIdle(ctx, roundTripQuiet); err != nil {
+			t.Fatal(err)
+		}
+		got = c.Counts()
+		if got.Sequential <= sequential || try == 2 {
+			break
+		}
+	}
+	t.Logf("cold page all over %d pending generations: %v", gens, got)
+	if got.Requests() > requests {
+		t.Errorf("%d requests, pinned at most %d (%v)", got.Requests(), requests, got)
+	}
+	if got.Sequential > sequential {
+		t.Errorf("%d sequential round trips, pinned at most %d (%v)", got.Sequential, sequential, got)
+	}
+}
+
 // rangeLog is a store that remembers every read it serves (whole objects
 // and ranges), for tests that no read fetches the same bytes twice.
 type rangeLog struct {
