@@ -199,44 +199,15 @@ type Store struct {
 	closed bool
 	health storeHealth
 
-	// The append queue: appends waiting for a driver to write them as one
-	// WAL entry (see enqueue).
-	amu      sync.Mutex
-	aqueue   []*queuedAppend
-	adrivers int
-	alast    time.Time // when a driver last took from aqueue
-	// The groups being written: how many (one, or two with one queued
-	// in the WAL writer behind the other), when the running one started,
-	// the moving average of a write, and a channel closed when a write
-	// ends (see takeAt).
-	awriting    int
-	awriteStart time.Time
-	awriteAvg   time.Duration
-	awrote      chan struct{}
+	// appends is the group commit: appends waiting to be written together
+	// as one WAL entry (appendqueue.go).
+	appends appendQueue
 
 	// The feed (feed.go): feedCh is closed at the next acknowledged
 	// append; feed indexes the base's rows by shard and seq.
 	feedMu sync.Mutex
 	feedCh chan struct{}
 	feed   *feedIndex
-}
-
-// queuedAppend is one caller's append waiting in Store.aqueue: records to
-// be built into the group's shared batch (a small JSON append), or batches
-// the caller built or sent (a large JSON append, an Arrow append).
-type queuedAppend struct {
-	ctx     context.Context
-	recs    []Record
-	batches []arrow.RecordBatch // retained by the queue
-	rows    int
-	size    int // approximate bytes
-	done    chan error
-}
-
-func (a *queuedAppend) release() {
-	for _, b := range a.batches {
-		b.Release()
-	}
 }
 
 func approxSize(recs []Record) int {
@@ -320,6 +291,7 @@ func openStore(ctx context.Context, name string, root objstore.Store, log wal.Lo
 		return nil, fmt.Errorf("rollout: store %q has an incompatible schema: %w", name, err)
 	}
 	st := &Store{name: name, root: root, log: log, shard: shard, opts: opts, feed: newFeedIndex()}
+	st.appends.write = st.appendBatch
 	st.evolved.Store(!changed)
 	st.sawVersion(d.Version())
 	return st, nil
@@ -499,178 +471,12 @@ func (s *Store) Append(ctx context.Context, recs []Record) ([]string, error) {
 		ids[i] = recs[i].ID
 	}
 	if len(recs) < buildBelowRecords {
-		return ids, s.enqueue(ctx, &queuedAppend{recs: recs, rows: len(recs), size: approxSize(recs)})
+		return ids, s.appends.enqueue(ctx, &queuedAppend{recs: recs, rows: len(recs), size: approxSize(recs)})
 	}
 	// Large enough to carry its batch's fixed cost: built here, in
 	// parallel with other callers, not by the driver.
 	rec := buildBatch(recs)
-	return ids, s.enqueue(ctx, &queuedAppend{batches: []arrow.RecordBatch{rec}, rows: len(recs), size: batchSize(rec)})
-}
-
-// The store's group commit (see doc.go, "Writes"): the only place where
-// appends wait for one another.
-const (
-	// buildBelowRecords: JSON appends with fewer records are built into
-	// one batch together with the other such appends of their group.
-	// Building and encoding a batch of the 38-column schema has a fixed
-	// cost (about 170 µs) far above that of a small row.
-	buildBelowRecords = 64
-	// groupMaxRecords and groupMaxBytes bound one group (one WAL entry);
-	// an append larger than that is a group of its own.
-	groupMaxRecords = 4096
-	groupMaxBytes   = 8 << 20
-	// groupDrivers is how many groups may be in flight at once: one being
-	// written while the next is formed and built.
-	groupDrivers = 2
-	// groupTimeout bounds the write of one group.
-	groupTimeout = 2 * time.Minute
-	// groupWindow is the least time between two takes from the queue
-	// while the other driver's group is in flight: the fixed costs of a
-	// group (building its batch, encoding, one WAL write) are then shared
-	// by every append of the window instead of the few that arrived
-	// during the last take. An idle store appends at once.
-	groupWindow = 2 * time.Millisecond
-	// groupLead: while a group is being written, the next is taken when
-	// that write is expected to be groupLead (as a fraction of a write)
-	// from its end, or when it ends, so that the next group is built
-	// while the write runs and holds every append that arrived meanwhile:
-	// on S3 (a 20 ms put) the window alone would send the next group 2 ms
-	// after the last, to wait 18 ms in the WAL writer with a tenth of the
-	// appends it could carry.
-	groupLead = 8
-)
-
-// takeAt returns when the next group may be taken from the queue while
-// another is in flight (amu held).
-func (s *Store) takeAt() time.Time {
-	at := s.alast.Add(groupWindow)
-	if s.awriting > 0 {
-		if due := s.awriteStart.Add(s.awriteAvg - s.awriteAvg/groupLead); due.After(at) {
-			at = due
-		}
-	}
-	return at
-}
-
-// enqueue puts a in the append queue, to be written together with the
-// other appends waiting at the same time as one WAL entry. It returns when
-// that entry is durable (or failed), or when ctx ends, in which case the
-// rows may still be written but are not acknowledged, as with wal.Append.
-// It takes over a's batches.
-func (s *Store) enqueue(ctx context.Context, a *queuedAppend) error {
-	a.ctx, a.done = ctx, make(chan error, 1)
-	s.amu.Lock()
-	s.aqueue = append(s.aqueue, a)
-	start := s.adrivers < groupDrivers
-	if start {
-		s.adrivers++
-	}
-	s.amu.Unlock()
-	if start {
-		go s.drive()
-	}
-	select {
-	case err := <-a.done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// drive writes queued appends, as many as are waiting (up to the group
-// bounds) per WAL entry, until the queue is empty.
-func (s *Store) drive() {
-	for {
-		s.amu.Lock()
-		if wait := time.Until(s.takeAt()); wait > 0 && s.adrivers > 1 && len(s.aqueue) > 0 && len(s.aqueue) < groupMaxRecords/4 {
-			if s.awrote == nil {
-				s.awrote = make(chan struct{})
-			}
-			wrote := s.awrote
-			s.amu.Unlock()
-			t := time.NewTimer(wait)
-			select {
-			case <-t.C:
-			case <-wrote: // the WAL writer is free: no reason to wait on
-			}
-			t.Stop()
-			s.amu.Lock()
-		}
-		s.alast = time.Now()
-		n, rows, size := 0, 0, 0
-		for n < len(s.aqueue) && (n == 0 || (rows+s.aqueue[n].rows <= groupMaxRecords && size+s.aqueue[n].size <= groupMaxBytes)) {
-			rows += s.aqueue[n].rows
-			size += s.aqueue[n].size
-			n++
-		}
-		if n == 0 {
-			s.adrivers--
-			s.amu.Unlock()
-			return
-		}
-		taken := s.aqueue[:n:n]
-		s.aqueue = s.aqueue[n:]
-		s.amu.Unlock()
-		s.writeGroup(taken)
-	}
-}
-
-// writeGroup writes the appends of one group as one WAL entry and answers
-// each of them.
-func (s *Store) writeGroup(taken []*queuedAppend) {
-	group := taken[:0:0]
-	var small []Record
-	var batches []arrow.RecordBatch
-	for _, a := range taken {
-		if err := a.ctx.Err(); err != nil {
-			// Its caller has gone: not written, not acknowledged.
-			a.release()
-			a.done <- err
-			continue
-		}
-		group = append(group, a)
-		small = append(small, a.recs...)
-		batches = append(batches, a.batches...)
-	}
-	if len(group) == 0 {
-		return
-	}
-	if len(small) > 0 {
-		built := buildBatch(small)
-		defer built.Release()
-		batches = append(batches, built)
-	}
-	// Not a caller's context: the entry carries several callers' rows.
-	// Each caller stops waiting on its own context; the bound keeps a
-	// stuck store from holding the driver forever.
-	s.amu.Lock()
-	if s.awriting == 0 {
-		s.awriteStart = time.Now()
-	}
-	s.awriting++
-	s.amu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
-	err := s.appendBatch(ctx, len(group), batches...)
-	cancel()
-	s.amu.Lock()
-	// The WAL writer takes groups in order: this write ran from
-	// awriteStart (its start, or the end of the write before it), and the
-	// one queued behind it, if any, runs from now.
-	s.awriting--
-	now := time.Now()
-	s.awriteAvg += (now.Sub(s.awriteStart) - s.awriteAvg) / 4
-	if s.awriting > 0 {
-		s.awriteStart = now
-	}
-	if s.awrote != nil {
-		close(s.awrote)
-		s.awrote = nil
-	}
-	s.amu.Unlock()
-	for _, a := range group {
-		a.release()
-		a.done <- err
-	}
+	return ids, s.appends.enqueue(ctx, &queuedAppend{batches: []arrow.RecordBatch{rec}, rows: len(recs), size: batchSize(rec)})
 }
 
 // AppendArrow appends the rows of batches whose columns are any subset of
@@ -700,7 +506,7 @@ func (s *Store) AppendArrow(ctx context.Context, recs ...arrow.RecordBatch) ([]s
 		return nil, invalid("no records: send at least one")
 	}
 	a.rows = len(ids)
-	if err := s.enqueue(ctx, a); err != nil {
+	if err := s.appends.enqueue(ctx, a); err != nil {
 		return nil, err
 	}
 	return ids, nil
