@@ -136,7 +136,10 @@ func TestSmallFilesPreloadIsOneWave(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			mem := NewMemory()
-			cs := NewCounting(c.wrap(mem), 5*time.Millisecond)
+			// A latency well above a loaded machine's scheduling delays:
+			// at 5 ms, -race on two busy cores started one of the six
+			// parallel requests after another had ended (two round trips).
+			cs := NewCounting(c.wrap(mem), 40*time.Millisecond)
 			s := NewSmallFiles(cs, func(k string) bool { return strings.HasPrefix(k, "idx/") }, 100)
 			keys := []string{"idx/a", "idx/b", "idx/c", "data/d"}
 			for _, k := range keys {
@@ -225,7 +228,7 @@ func TestSmallFilesGetTail(t *testing.T) {
 func TestSmallFilesGetTailWithoutTailReads(t *testing.T) {
 	ctx := context.Background()
 	mem := NewMemory()
-	c := NewCounting(Sub(noTail{mem}, "p"), 5*time.Millisecond)
+	c := NewCounting(Sub(noTail{mem}, "p"), 40*time.Millisecond) // see TestSmallFilesPreloadIsOneWave
 	s := NewSmallFiles(c, func(k string) bool { return strings.HasPrefix(k, "idx/") }, 1000)
 	small, large := bytes.Repeat([]byte("s"), 600), bytes.Repeat([]byte("L"), 5000)
 	large[4999] = 'E'
