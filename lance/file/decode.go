@@ -351,7 +351,7 @@ func (rc *readCtx) fetchNow(reqs []bufRange, dsts [][]byte) ([][]byte, error) {
 	}
 	errs := make([]error, len(jobs))
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, IOConcurrency())
+	sem := make(chan struct{}, rc.r.io.Concurrency()) // the reader's IO, not the default
 	for k, job := range jobs {
 		wg.Add(1)
 		sem <- struct{}{}
