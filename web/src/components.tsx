@@ -1,7 +1,8 @@
 // Small shared pieces.
-import type { ReactNode } from 'react';
+import { useState, type ReactNode } from 'react';
 import { errorMessage } from './api';
 import { absTime, relTime } from './format';
+import { Link } from './router';
 
 export function ErrorBanner({ error, prefix }: { error: unknown; prefix?: string }) {
   if (error === undefined || error === null) return null;
@@ -106,5 +107,55 @@ export function StatusRows({
         </tr>
       ) : null}
     </>
+  );
+}
+
+/** The title bar of a page under a store: Experiments / store / leaf, and a
+ *  button that copies the page's address (a link someone can share). */
+export function CrumbBar({
+  name,
+  storeHref,
+  leaf,
+  leafTestId,
+  copyTestId,
+  copyTitle,
+}: {
+  name: string;
+  storeHref: string;
+  leaf: string;
+  leafTestId: string;
+  copyTestId: string;
+  copyTitle: string;
+}) {
+  const [copied, setCopied] = useState(false);
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(window.location.href);
+      setCopied(true);
+      window.setTimeout(() => setCopied(false), 1500);
+    } catch {
+      // clipboard refused: the address bar still holds the link
+    }
+  };
+  return (
+    <div className="toolbar">
+      <h1>
+        <Link to="/" className="crumb">
+          Experiments
+        </Link>
+        <span className="crumb-sep">/</span>
+        <Link to={storeHref} className="crumb mono">
+          {name}
+        </Link>
+        <span className="crumb-sep">/</span>
+        <span className="mono" data-testid={leafTestId}>
+          {leaf}
+        </span>
+      </h1>
+      <span className="spacer" />
+      <button type="button" onClick={() => void copy()} data-testid={copyTestId} title={copyTitle}>
+        {copied ? 'Copied' : 'Copy link'}
+      </button>
+    </div>
   );
 }

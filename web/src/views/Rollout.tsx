@@ -1,9 +1,8 @@
 import { useEffect, useState } from 'react';
 import { api, fetchBlob, MAX_ROLLOUT_RECORDS, type RolloutRecord } from '../api';
-import { Badge, ErrorBanner } from '../components';
+import { Badge, CrumbBar, ErrorBanner } from '../components';
 import { absTime, fmtBytes, fmtInt, fmtNum, shortTime } from '../format';
 import { usePoll } from '../live';
-import { Link } from '../router';
 import { experimentHref } from './Experiments';
 import { RecordDetail } from './Records';
 import { logprobLevel, logprobStats, splitJson } from '../turns';
@@ -258,7 +257,6 @@ export function RolloutView({ name, rolloutId }: { name: string; rolloutId: stri
   const { data, error, loading } = usePoll(JSON.stringify(['rollout', name, rolloutId]), (signal) =>
     api.getRollout(name, rolloutId, signal),
   );
-  const [copied, setCopied] = useState(false);
   const turns = data?.records ?? [];
   const first = turns[0];
   const rewards = turns.map((t) => t.reward).filter((r): r is number => typeof r === 'number');
@@ -266,37 +264,16 @@ export function RolloutView({ name, rolloutId }: { name: string; rolloutId: stri
   const withTokens = turns.filter((t) => typeof t.num_output_tokens === 'number');
   const tokensOut = withTokens.length ? withTokens.reduce((n, t) => n + (t.num_output_tokens as number), 0) : undefined;
 
-  const copy = async () => {
-    try {
-      await navigator.clipboard.writeText(window.location.href);
-      setCopied(true);
-      window.setTimeout(() => setCopied(false), 1500);
-    } catch {
-      // clipboard refused: the address bar still holds the link
-    }
-  };
-
   return (
     <section data-testid="rollout-view" data-loading={loading ? 'true' : 'false'}>
-      <div className="toolbar">
-        <h1>
-          <Link to="/" className="crumb">
-            Experiments
-          </Link>
-          <span className="crumb-sep">/</span>
-          <Link to={experimentHref(name, 'records')} className="crumb mono">
-            {name}
-          </Link>
-          <span className="crumb-sep">/</span>
-          <span className="mono" data-testid="rollout-id">
-            {rolloutId}
-          </span>
-        </h1>
-        <span className="spacer" />
-        <button type="button" onClick={() => void copy()} data-testid="copy-link" title="Copy a link to this conversation">
-          {copied ? 'Copied' : 'Copy link'}
-        </button>
-      </div>
+      <CrumbBar
+        name={name}
+        storeHref={experimentHref(name, 'records')}
+        leaf={rolloutId}
+        leafTestId="rollout-id"
+        copyTestId="copy-link"
+        copyTitle="Copy a link to this conversation"
+      />
       <ErrorBanner error={error} />
       {loading && !error ? <p className="muted">Loading…</p> : null}
       {data ? (
