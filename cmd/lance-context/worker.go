@@ -38,6 +38,11 @@ LC_MEMORY_BUDGET_BYTES (3/4 of the container's memory limit, cgroup v2 or v1, el
 the process's budget; it sets GOMEMLIMIT, and the caches, memtables, merges and request bodies take shares of it),
 LC_MEMTABLE_BUDGET_BYTES (an eighth of the budget: memtables of all stores together; past it the largest is sealed),
 LC_INFLIGHT_BODY_BYTES (an eighth of the budget: append bodies being read at once; past it appends answer 503 OVERLOADED),
+LC_BLOB_INLINE_BYTES (8388608: a larger multipart payload part streams into an object of its own, _lc_blobs/),
+LC_MAX_BLOB_BYTES (1073741824: the largest payload part), LC_INFLIGHT_BLOB_BYTES (4294967296: multipart uploads at once,
+by Content-Length; past it 503), LC_BLOB_TIMEOUT_SECS (1800: the read timeout of a multipart append),
+LC_STORE_IDLE_CLOSE_SECS (900: a store unused this long, with nothing unsealed or unmerged here, is closed; 0 = never),
+LC_MAX_OPEN_STORES (2000, or ROLLOUT_CACHE_CAPACITY: past it the least recently used idle stores close),
 GOGC (300), GOMEMLIMIT (the budget).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
