@@ -18,8 +18,8 @@ import (
 func TestIdleStoresCloseAndReopen(t *testing.T) {
 	ctx := context.Background()
 	c := newCatalog(t, objstore.NewMemory(), "w1", Options{IndexColumns: []string{}})
-	now := time.Now()
-	c.now = func() time.Time { return now }
+	clock := &fakeClock{t: time.Now()}
+	c.now = clock.now
 	m := NewMaintainer(c, MaintainPolicy{IdleClose: 10 * time.Minute}, MaintainEvents{}, nil)
 	for i := range 6 {
 		s := mustStore(t, c, fmt.Sprintf("s%d", i))
@@ -62,7 +62,7 @@ func TestIdleStoresCloseAndReopen(t *testing.T) {
 	if closed := m.CloseIdle(ctx); len(closed) != 0 {
 		t.Fatalf("closed %v before any store was idle", closed)
 	}
-	now = now.Add(11 * time.Minute)
+	clock.advance(11 * time.Minute)
 	if closed := m.CloseIdle(ctx); !slices.Equal(closed, []string{"s5"}) {
 		t.Fatalf("closed %v, want only s5 (the rest are held, unsealed, unmerged, pinned or merging)", closed)
 	}
@@ -85,7 +85,7 @@ func TestIdleStoresCloseAndReopen(t *testing.T) {
 	m.mu.Lock()
 	delete(m.merging, "s4")
 	m.mu.Unlock()
-	now = now.Add(11 * time.Minute)
+	clock.advance(11 * time.Minute)
 	if closed := m.CloseIdle(ctx); len(closed) != 5 || len(open()) != 0 {
 		t.Fatalf("closed %v, open %v", closed, open())
 	}
@@ -108,12 +108,12 @@ func TestIdleStoresCloseAndReopen(t *testing.T) {
 func TestMaxOpenStoresClosesTheLeastRecentlyUsed(t *testing.T) {
 	ctx := context.Background()
 	c := newCatalog(t, objstore.NewMemory(), "w1", Options{IndexColumns: []string{}})
-	now := time.Now()
-	c.now = func() time.Time { return now }
+	clock := &fakeClock{t: time.Now()}
+	c.now = clock.now
 	m := NewMaintainer(c, MaintainPolicy{MaxOpenStores: 3}, MaintainEvents{}, nil)
 	for i := range 5 {
 		mustStore(t, c, fmt.Sprintf("s%d", i))
-		now = now.Add(time.Second)
+		clock.advance(time.Second)
 	}
 	if _, err := c.Open(ctx, "s0"); err != nil { // s0 used again: now the newest
 		t.Fatal(err)

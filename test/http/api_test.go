@@ -137,6 +137,9 @@ func TestBadInputStoresNothing(t *testing.T) {
 			"LC_MAX_BODY_BYTES":          "65536",
 			"LC_MAX_RECORDS_PER_REQUEST": "5",
 			"LC_MAX_PAYLOAD_BYTES":       "1024",
+			// A larger multipart part streams to an object of its own,
+			// up to this.
+			"LC_MAX_BLOB_BYTES": "1536",
 		})
 		c := newClient(t, w)
 		c.Token = token
@@ -215,7 +218,7 @@ func TestBadInputStoresNothing(t *testing.T) {
 			{name: "multipart body over LC_MAX_BODY_BYTES", method: "POST", path: recs + "?flush=true", ctype: "multipart/form-data; boundary=xyz", body: "--xyz\r\nContent-Disposition: form-data; name=\"metadata\"\r\n\r\n{\"records\":[{\"rollout_id\":\"r\",\"content\":\"" + big + "\"}]}\r\n--xyz--\r\n", status: 413, code: "PAYLOAD_TOO_LARGE"},
 			{name: "more than LC_MAX_RECORDS_PER_REQUEST", method: "POST", path: recs + "?flush=true", ctype: "application/json", body: sixRecs, status: 413, code: "PAYLOAD_TOO_LARGE"},
 			{name: "JSON payload over LC_MAX_PAYLOAD_BYTES", method: "POST", path: recs + "?flush=true", ctype: "application/json", body: `{"records":[{"rollout_id":"r","binary_payload":"` + payload2k + `"}]}`, status: 413, code: "PAYLOAD_TOO_LARGE"},
-			{name: "multipart payload over LC_MAX_PAYLOAD_BYTES", method: "POST", path: recs + "?flush=true", ctype: mpCT, body: string(mpBody), status: 413, code: "PAYLOAD_TOO_LARGE"},
+			{name: "multipart payload over LC_MAX_BLOB_BYTES", method: "POST", path: recs + "?flush=true", ctype: mpCT, body: string(mpBody), status: 413, code: "PAYLOAD_TOO_LARGE"},
 			{name: "arrow over LC_MAX_RECORDS_PER_REQUEST", method: "POST", path: recs + "?flush=true", ctype: "application/vnd.apache.arrow.stream", body: string(arrowBody(t, 6, "ar")), status: 413, code: "PAYLOAD_TOO_LARGE"},
 		}
 		for _, tc := range cases {
