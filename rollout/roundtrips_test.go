@@ -96,9 +96,11 @@ var roundTripDepthPins = map[string]int{
 	"trajectory 10 records (warm, interval)": 1,
 	// A merge's drained generation files are deleted 8 at a time in the
 	// background (wal discardAll): 63 sequential for 50 generations when
-	// they went one at a time.
-	"merge 16 generations (warm)": 24,
-	"merge 50 generations (warm)": 27,
+	// they went one at a time, 26 now (23-24 for 16). The pins leave room
+	// for waves of deletes that a loaded machine under -race starts late
+	// (33 in a local CI run) and still catch deletes gone sequential.
+	"merge 16 generations (warm)": 30,
+	"merge 50 generations (warm)": 40,
 }
 
 // roundTripLatency is the latency of every counted request, so that
