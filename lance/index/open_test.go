@@ -30,7 +30,7 @@ func TestOpenIndexFileIsOneRoundTrip(t *testing.T) {
 		name string
 		wrap func(objstore.Store) objstore.Store
 	}{{"store", plain}, {"smallfiles", asRollout}} {
-		cs := objstore.NewCounting(st, 5*time.Millisecond)
+		cs := objstore.NewCounting(st, 40*time.Millisecond) // above scheduling delays under -race on busy cores
 		if _, err := openFile(ctx, w.wrap(cs), key); err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +58,7 @@ func TestOpenBTreeRoundTrips(t *testing.T) {
 		{"store", plain, 3},
 		{"smallfiles", asRollout, 1},
 	} {
-		cs := objstore.NewCounting(st, 5*time.Millisecond)
+		cs := objstore.NewCounting(st, 40*time.Millisecond) // above scheduling delays under -race on busy cores
 		if _, err := OpenBTree(ctx, w.wrap(cs), res.Index, nil); err != nil {
 			t.Fatal(err)
 		}

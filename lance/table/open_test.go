@@ -91,7 +91,7 @@ func fragmentedTable(t *testing.T, n int) (*objstore.Counting, *Dataset) {
 	for i := range n {
 		appendRows(t, mem, i*10, i*10+10)
 	}
-	c := objstore.NewCounting(mem, 2*time.Millisecond)
+	c := objstore.NewCounting(mem, 40*time.Millisecond) // above scheduling delays under -race on busy cores
 	d, err := Open(context.Background(), c)
 	if err != nil {
 		t.Fatal(err)
