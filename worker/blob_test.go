@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lance-context/lance-context/objstore"
 	"github.com/lance-context/lance-context/rollout"
@@ -145,9 +146,11 @@ func TestPayloadUploadBudgetAnswers503(t *testing.T) {
 	cfg := blobConfig()
 	cfg.InflightBlobBytes = 1
 	srv, _ := blobServer(t, cfg)
-	// One upload in flight: a body that has not finished arriving.
+	// One upload in flight: a body that has not finished arriving. It is
+	// cut however the test ends: the server's Close waits for it.
 	pr, pw := io.Pipe()
-	first := make(chan int)
+	defer pw.CloseWithError(io.ErrUnexpectedEOF)
+	first := make(chan int, 1)
 	go func() {
 		req, _ := http.NewRequest("POST", srv.URL+"/api/v1/rollouts/s/records", pr)
 		req.Header.Set("Content-Type", "multipart/form-data; boundary=x")
@@ -162,7 +165,9 @@ func TestPayloadUploadBudgetAnswers503(t *testing.T) {
 	pw.Write([]byte("--x\r\nContent-Disposition: form-data; name=\"metadata\"\r\n\r\n"))
 	var code int
 	var hdr http.Header
-	for range 100 { // until the first request holds the budget
+	// Until the first request holds the budget (it may take a while to be
+	// read on a loaded machine; uploads before that are stored).
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		body, ctype := payloadBody(t, `{"records":[{"id":"b","rollout_id":"r"}]}`, []byte("x"))
 		code, _, hdr = sendH(t, srv, "POST", "/api/v1/rollouts/s/records", ctype, nil, body)
 		if code == 503 {
