@@ -2,10 +2,9 @@ package gcs
 
 import (
 	"context"
-	"fmt"
-	"strings"
 
 	"github.com/lance-context/lance-context/objstore"
+	"github.com/lance-context/lance-context/objstore/internal/driver"
 )
 
 // Scheme is the URL scheme this package registers with objstore when it is
@@ -18,9 +17,9 @@ func init() { objstore.Register(Scheme, Open) }
 // configuration ConfigFromEnv reads and opts' transport. It is the
 // objstore.Opener of "gs".
 func Open(ctx context.Context, url string, opts objstore.OpenOptions) (objstore.Store, error) {
-	bucket, prefix, _ := strings.Cut(strings.TrimPrefix(url, Scheme+"://"), "/")
-	if bucket == "" {
-		return nil, fmt.Errorf("objstore: open %q: missing bucket", url)
+	bucket, prefix, err := driver.SplitURL(url, Scheme, "bucket")
+	if err != nil {
+		return nil, err
 	}
 	cfg := ConfigFromEnv()
 	cfg.Bucket = bucket

@@ -324,3 +324,14 @@ func BodySize(n *int64) int64 {
 	}
 	return *n
 }
+
+// SplitURL splits "scheme://bucket/prefix" (the prefix optional) for a
+// driver's Open; what names the bucket in the error ("bucket",
+// "container").
+func SplitURL(url, scheme, what string) (bucket, prefix string, err error) {
+	bucket, prefix, _ = strings.Cut(strings.TrimPrefix(url, scheme+"://"), "/")
+	if bucket == "" {
+		return "", "", fmt.Errorf("objstore: open %q: missing %s", url, what)
+	}
+	return bucket, prefix, nil
+}
