@@ -57,6 +57,7 @@ type config struct {
 	warmup       int
 	compactMin   int
 	osCache      string
+	http         httpConfig
 }
 
 func main() {
@@ -80,8 +81,13 @@ func main() {
 	flag.StringVar(&c.osCache, "os-cache", osCacheWarm, "the OS page cache state reads are timed in: warm (the table's files read first, when they fit in memory), cold (dropped; root only) or as-is")
 	flag.BoolVar(&orderedIDs, "ordered-ids", false, "ids that rise with the append order (as the server's UUIDv7 ids), not random ones")
 	flag.BoolVar(&problemsPerBlock, "problems-per-block", false, "2,000 problems per 100k rows (50 rows a problem at every size) instead of 2,000 in all")
+	flag.StringVar(&c.http.workerBin, "worker-bin", "bin/lance-context", "the service binary whose worker serves --measure http")
+	flag.IntVar(&c.http.first, "http-first", 1000, "--measure http: reads timed from a fresh worker's first request")
+	flag.IntVar(&c.http.untimed, "http-untimed", 3000, "--measure http: untimed reads after those")
+	flag.IntVar(&c.http.after, "http-after", 1000, "--measure http: reads timed after the untimed ones")
+	flag.BoolVar(&c.http.keepAlive, "http-keepalive", false, "--measure http: reuse connections (default: one connection per call)")
 	var measure string
-	flag.StringVar(&measure, "measure", "build,get,trajectory,rollout,filtered,page,offset,merge", "what to measure (a subset of the default)")
+	flag.StringVar(&measure, "measure", "build,get,trajectory,rollout,filtered,page,offset,merge", "what to measure (a subset of the default, or http: get and trajectory over HTTP from a fresh worker process, --worker-bin)")
 	flag.Parse()
 	c.measure = map[string]bool{}
 	for _, m := range strings.Split(measure, ",") {
@@ -498,7 +504,9 @@ func run(ctx context.Context, c config) error {
 		for i := range ids {
 			ids[i] = rowID(probe())
 		}
-		s.Get(ctx, ids[0]) // open footers and lookups once
+		if c.measure["get"] {
+			s.Get(ctx, ids[0]) // open footers and lookups once
+		}
 		gets, err := timeCalls(c, "get", c.calls, func(i int) error {
 			r, err := s.Get(ctx, ids[i])
 			if err == nil && r.ID != ids[i] {
@@ -604,6 +612,11 @@ func run(ctx context.Context, c config) error {
 		}
 
 		out["process_peak_rss_mib"] = rssPeakMiB()
+		if c.measure["http"] {
+			if out["http"], err = httpReads(ctx, c, size, rng); err != nil {
+				return err
+			}
+		}
 
 		if c.lancedb {
 			// LanceDB's copy links the same files: the same cache state.
