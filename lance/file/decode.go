@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -169,6 +168,8 @@ type readCtx struct {
 	// local: the source is a local file (LocalSource): no waves, and few
 	// reads in turn.
 	local bool
+	// held: the bytes this Read has fetched (fetchNow, io.go).
+	held heldSpans
 }
 
 // waves batches the reads of the fields one Read decodes concurrently: a
@@ -279,89 +280,6 @@ func (rc *readCtx) fetch(reqs []bufRange, dsts [][]byte) ([][]byte, error) {
 		return rc.waves.fetch(rc, reqs, dsts)
 	}
 	return rc.fetchNow(reqs, dsts)
-}
-
-// fetchNow is fetch without waiting for other fields' reads.
-func (rc *readCtx) fetchNow(reqs []bufRange, dsts [][]byte) ([][]byte, error) {
-	out := make([][]byte, len(reqs))
-	into, _ := rc.r.src.(SourceInto)
-	idx := make([]int, 0, len(reqs))
-	var direct []int
-	for i, q := range reqs {
-		switch {
-		case q.size <= 0:
-			out[i] = []byte{}
-		case into != nil && dsts != nil && dsts[i] != nil && q.size >= rc.r.directMin:
-			direct = append(direct, i)
-		default:
-			idx = append(idx, i)
-		}
-	}
-	sort.Slice(idx, func(a, b int) bool { return reqs[idx[a]].off < reqs[idx[b]].off })
-	type group struct {
-		off, end int64
-		members  []int
-	}
-	var groups []group
-	for _, i := range idx {
-		q := reqs[i]
-		if n := len(groups); n > 0 && q.off <= groups[n-1].end+coalesceGap {
-			g := &groups[n-1]
-			g.end = max(g.end, q.off+q.size)
-			g.members = append(g.members, i)
-			continue
-		}
-		groups = append(groups, group{q.off, q.off + q.size, []int{i}})
-	}
-	jobs := make([]func() error, 0, len(groups)+len(direct))
-	for _, g := range groups {
-		jobs = append(jobs, func() error {
-			b, err := readExact(rc.ctx, rc.r.src, g.off, g.end-g.off)
-			if err != nil {
-				return err
-			}
-			for _, i := range g.members {
-				q := reqs[i]
-				out[i] = b[q.off-g.off : q.off-g.off+q.size : q.off-g.off+q.size]
-			}
-			return nil
-		})
-	}
-	for _, i := range direct {
-		jobs = append(jobs, func() error {
-			q := reqs[i]
-			dst := dsts[i][:q.size:q.size]
-			if err := into.ReadRangeInto(rc.ctx, q.off, dst); err != nil {
-				return fmt.Errorf("lance/file: read [%d, +%d): %w", q.off, q.size, err)
-			}
-			out[i] = dst
-			return nil
-		})
-	}
-	// A few reads of a local file go one after another (page-cache reads
-	// cost less than goroutines); many go in parallel, as a cold disk
-	// answers them faster so.
-	if len(jobs) == 1 || (rc.local && len(jobs) <= localSerialReads) {
-		for _, job := range jobs {
-			if err := job(); err != nil {
-				return out, err
-			}
-		}
-		return out, nil
-	}
-	errs := make([]error, len(jobs))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, rc.r.io.Concurrency()) // the reader's IO, not the default
-	for k, job := range jobs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			errs[k] = job()
-		}()
-	}
-	wg.Wait()
-	return out, multierr.Join(errs...)
 }
 
 // copyInto copies src to the start of dst unless fetch already read it there.
@@ -640,8 +558,8 @@ func (rc *readCtx) decodeBinary(n *node, ranges []rowRange) (arrow.ArrayData, er
 			pre[i] = true
 			continue
 		}
-		if wholeOffsets(d.indices, i0, p.hi) {
-			reqs[4*i+1], whole[i] = d.indices, true
+		if rq, ok := rc.offsetsRead(d.indices, i0, p.hi); ok {
+			reqs[4*i+1], whole[i] = rq, true
 			rc.warmColumnOffsets(n.col, d.indices, i0, p.hi)
 			continue
 		}
@@ -687,7 +605,7 @@ func (rc *readCtx) decodeBinary(n *node, ranges []rowRange) (arrow.ArrayData, er
 			if i0 > 0 {
 				i0--
 			}
-			bp.idx = rc.keepOffsets(d.indices, bp.idx, d.adj, i0, bp.hi)
+			bp.idx = rc.keepOffsets(d.indices, reqs[4*i+1], bp.idx, d.adj, i0, bp.hi)
 		}
 		if err := span(bp); err != nil {
 			return nil, err
@@ -984,9 +902,9 @@ func (rc *readCtx) decodeList(n *node, ranges []rowRange) (arrow.ArrayData, erro
 			got[i] = w
 			continue
 		}
-		switch {
-		case wholeOffsets(d.offsets, i0, p.hi):
-			reqs[i], whole[i], need = d.offsets, true, true
+		switch rq, ok := rc.offsetsRead(d.offsets, i0, p.hi); {
+		case ok:
+			reqs[i], whole[i], need = rq, true, true
 			rc.warmColumnOffsets(n.col, d.offsets, i0, p.hi)
 		default:
 			reqs[i], need = bufRange{d.offsets.off + 8*i0, 8 * (p.hi - i0)}, true
@@ -1007,7 +925,7 @@ func (rc *readCtx) decodeList(n *node, ranges []rowRange) (arrow.ArrayData, erro
 					i0--
 				}
 				d := n.col.pages[p.page].desc.(*listDesc)
-				got[i] = rc.keepOffsets(d.offsets, fetched[i], d.adj, i0, p.hi)
+				got[i] = rc.keepOffsets(d.offsets, reqs[i], fetched[i], d.adj, i0, p.hi)
 			default:
 				got[i] = fetched[i]
 			}

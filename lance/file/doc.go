@@ -16,24 +16,37 @@
 // ranges of different columns coalesced into one ranged read, then what
 // those reads tell them to read next (a string column's bytes after its
 // offsets), so a Read costs one object-store round trip per dependent step,
-// not per column. Up to IOConcurrency reads (IOOptions.Concurrency, set
+// not per column. No byte is read twice by one Read: a range that Open's
+// tail (kept by the Reader; a small file is all tail, and its reads cost
+// no request) or an earlier wave of the Read holds (the gap a coalesced
+// read fetched between two ranges) is taken from those bytes, and a
+// coalesced read reads only the parts around them. Up to IOConcurrency reads
+// (IOOptions.Concurrency, set
 // by the process from LC_IO_CONCURRENCY; default 32: sized for latency,
 // not cores) are in flight per wave. A Source that
 // reads a local file (LocalSource) skips the waves: its fields decode in
 // turn and a fetch of up to 8 ranges reads them in turn, as a page-cache
-// read costs less than the goroutines. The offsets buffer of a string or
-// list page (up to 1 MiB) is read whole the first time and kept in the
-// cache of the Reader's IO (by default the process-wide internal/lru),
-// packed (row lengths per block of 256
-// rows, bit-packed to their range), so later reads of that page fetch
-// their bytes in the first wave; the first point read to do so for a
-// column of a Reader also starts a background read of the column's other
-// such buffers (up to 32 MiB in all), so that random reads over many
-// pages do not each meet an uncached one; a larger one (up to 32 MiB: a page of
-// short strings holds up to a fragment's rows) is read by the slice a
-// point read needs and, once per Reader, whole in the background for the
-// reads after it (queued: half the CPUs read such buffers at once per
-// IO, and IO.Wait or, for the default IO, WaitPrefetches waits for them).
+// read costs less than the goroutines.
+//
+// Offsets (the u64 ends of a string or list page) are cached packed (row
+// lengths per block of 256 rows, bit-packed to their range) in the cache
+// of the Reader's IO (by default the process-wide internal/lru), so a
+// later read of the same rows fetches their bytes in the first wave. A
+// point read of an object (a Source that is not a LocalSource) reads the
+// 512-entry (4 KiB) chunks of the offsets buffer its rows fall in and
+// caches those chunks: what a cold read downloads is bounded by what it
+// returns, however many rows a page holds. A read of much of a page (a
+// scan) reads a buffer up to 1 MiB whole and caches it. With
+// IOOptions.WholeOffsets, and always for a local file, a point read reads
+// the buffer whole instead (up to 1 MiB) and the first point read to do
+// so for a column of a Reader also starts a background read of the
+// column's other such buffers (up to 32 MiB in all), so that random reads
+// over many pages do not each meet an uncached one; a larger one (up to
+// 32 MiB: a page of short strings holds up to a fragment's rows) is read
+// by the slice a point read needs and, once per Reader, whole in the
+// background for the reads after it (queued: half the CPUs read such
+// buffers at once per IO, and IO.Wait or, for the default IO,
+// WaitPrefetches waits for them).
 // An IO (NewIO) owns that cache, the slots and the concurrency; Open and
 // OpenTail use DefaultIO, IO.Open and IO.OpenTail another. Arrays point into the fetched bytes
 // where the layout allows (one page, no conversion); a Source that also

@@ -100,6 +100,21 @@ func openBytes(t testing.TB, b []byte) (*Reader, *memSource) {
 	return r, src
 }
 
+// openBytesIO is openBytes for a Reader of io.
+func openBytesIO(t testing.TB, b []byte, io *IO) (*Reader, *memSource) {
+	t.Helper()
+	src := &memSource{b: b}
+	r, err := io.Open(context.Background(), src, int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, src
+}
+
+// wholeIO reads offsets buffers whole, as before they were read by range:
+// the tests of that mode (prefetches, column warms) use it.
+var wholeIO = NewIO(IOOptions{WholeOffsets: true})
+
 // ---------------------------------------------------------------- random data
 
 var words = []string{"", "a", "héllo", "世界", "🚀 rocket", "plain ascii text", "tab\tnewline\n", "ñ", "0123456789abcdef"}

@@ -3,13 +3,17 @@ package file
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"runtime"
 	"slices"
+	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/lance-context/lance-context/internal/bgwork"
 	"github.com/lance-context/lance-context/internal/lru"
+	"github.com/lance-context/lance-context/internal/multierr"
 )
 
 // DefaultIOConcurrency is the reads one fetch of a Read keeps in flight by
@@ -30,9 +34,18 @@ type IOOptions struct {
 	// large store (every page of every short-string column read whole
 	// once) leaves the reads that started it CPUs to run on.
 	PrefetchSlots int
-	// Cache keeps whole offsets buffers (packed); nil: the process-wide
-	// metadata cache (lru.Shared).
+	// Cache keeps offsets buffers and chunks of them (packed); nil: the
+	// process-wide metadata cache (lru.Shared).
 	Cache *lru.Cache
+	// WholeOffsets makes a point read of an object (a Source that is not
+	// a LocalSource) read the offsets buffers it touches whole (up to
+	// maxCachedOffsets; larger ones in the background) and warm its
+	// column's others in the background, as a local file's reads always
+	// do: later random reads then find every offset cached, at the cost of
+	// downloading the offsets of every touched column. By default such a
+	// read takes the offsetsChunk-entry chunks its rows need (cached), so
+	// that what a cold read downloads is bounded by what it returns.
+	WholeOffsets bool
 }
 
 // IO is what the Readers opened through it share: the read concurrency,
@@ -43,6 +56,7 @@ type IOOptions struct {
 // Readers with its Open and OpenTail.
 type IO struct {
 	concurrency int
+	whole       bool // IOOptions.WholeOffsets
 	cache       *lru.Cache
 	slots       chan struct{} // prefetch slots
 	prefetches  bgwork.Group  // background reads started and not yet done
@@ -59,7 +73,7 @@ func NewIO(o IOOptions) *IO {
 	if o.Cache == nil {
 		o.Cache = lru.Shared()
 	}
-	return &IO{concurrency: o.Concurrency, cache: o.Cache, slots: make(chan struct{}, o.PrefetchSlots)}
+	return &IO{concurrency: o.Concurrency, whole: o.WholeOffsets, cache: o.Cache, slots: make(chan struct{}, o.PrefetchSlots)}
 }
 
 var defaultIO atomic.Pointer[IO]
@@ -135,27 +149,77 @@ type offsetsKey struct {
 	off int64
 }
 
+// offsetsChunk is the entries of one chunk of an offsets buffer read by
+// range (4 KiB): a point read of an object reads and caches the chunks
+// holding its rows' offsets, not the whole buffer (byRange).
+const offsetsChunk = 512
+
+// offsetsChunkKey names chunk k (entries [k*offsetsChunk, ...)) of the
+// offsets buffer at off, cached packed.
+type offsetsChunkKey struct {
+	r     *Reader
+	off   int64
+	chunk int64
+}
+
+// byRange reports whether this Read reads offsets by chunk (see
+// IOOptions.WholeOffsets): an object's, unless its IO says whole.
+func (rc *readCtx) byRange() bool { return !rc.local && !rc.r.io.whole }
+
+// pointRead reports whether a read of entries [i0, hi) of offsets buffer
+// b takes little of it (at most 1/64): a scan takes much, reads what it
+// needs and is done with it.
+func pointRead(b bufRange, i0, hi int64) bool { return 64*8*(hi-i0) <= b.size }
+
 // cachedOffsets returns entries [i0, hi) of offsets buffer b (raw u64 LE)
-// when the cache holds the buffer.
+// when the cache holds the buffer, or every chunk of it they fall in.
 func (rc *readCtx) cachedOffsets(b bufRange, i0, hi int64) ([]byte, bool) {
 	if b.size > maxPrefetchedOffsets || b.size < 8*hi || i0 >= hi {
 		return nil, false
 	}
-	v, ok := rc.r.io.cache.Get(offsetsKey{rc.r, b.off})
-	if !ok {
+	if v, ok := rc.r.io.cache.Get(offsetsKey{rc.r, b.off}); ok {
+		p := v.(*packedOffsets)
+		if int64(p.n) != b.size/8 {
+			return nil, false
+		}
+		return p.appendRange(make([]byte, 0, 8*(hi-i0)), int(i0), int(hi)), true
+	}
+	k0, k1 := i0/offsetsChunk, (hi-1)/offsetsChunk
+	if k1-k0 >= 64 || !pointRead(b, i0, hi) {
 		return nil, false
 	}
-	p := v.(*packedOffsets)
-	if int64(p.n) != b.size/8 {
-		return nil, false
+	out := make([]byte, 0, 8*(hi-i0))
+	for k := k0; k <= k1; k++ {
+		v, ok := rc.r.io.cache.Get(offsetsChunkKey{rc.r, b.off, k})
+		if !ok {
+			return nil, false
+		}
+		p := v.(*packedOffsets)
+		lo := max(i0, k*offsetsChunk) - k*offsetsChunk
+		end := min(hi, (k+1)*offsetsChunk) - k*offsetsChunk
+		if int64(p.n) < end {
+			return nil, false
+		}
+		out = p.appendRange(out, int(lo), int(end))
 	}
-	return p.appendRange(make([]byte, 0, 8*(hi-i0)), int(i0), int(hi)), true
+	return out, true
 }
 
-// wholeOffsets reports whether offsets buffer b is read whole (and cached)
-// for a read of its entries [i0, hi).
-func wholeOffsets(b bufRange, i0, hi int64) bool {
-	return b.size <= maxCachedOffsets && b.size >= 8*hi && i0 < hi
+// offsetsRead returns the range of offsets buffer b that a read of its
+// entries [i0, hi) reads to keep (keepOffsets), and false when it reads
+// just the entries, keeping nothing. A point read of an object
+// (byRange) reads the chunks the entries fall in; other reads read a
+// buffer up to maxCachedOffsets whole; larger ones, the entries.
+func (rc *readCtx) offsetsRead(b bufRange, i0, hi int64) (bufRange, bool) {
+	if b.size < 8*hi || i0 >= hi {
+		return bufRange{}, false
+	}
+	if rc.byRange() && pointRead(b, i0, hi) && b.size > 8*offsetsChunk {
+		n := b.size / 8
+		lo, end := i0/offsetsChunk*offsetsChunk, min(n, ((hi-1)/offsetsChunk+1)*offsetsChunk)
+		return bufRange{b.off + 8*lo, 8 * (end - lo)}, true
+	}
+	return b, b.size <= maxCachedOffsets
 }
 
 // WaitPrefetches returns once no background offsets read of the default
@@ -174,7 +238,7 @@ func WaitPrefetches(ctx context.Context) error { return DefaultIO().Wait(ctx) }
 // slots were busy left them to be asked for again, at random, for tens of
 // thousands of reads.
 func (rc *readCtx) prefetchOffsets(b bufRange, adj uint64, i0, hi int64) {
-	if b.size <= maxCachedOffsets || b.size > maxPrefetchedOffsets || 64*8*(hi-i0) > b.size {
+	if rc.byRange() || b.size <= maxCachedOffsets || b.size > maxPrefetchedOffsets || 64*8*(hi-i0) > b.size {
 		return
 	}
 	r := rc.r
@@ -195,7 +259,7 @@ func (rc *readCtx) prefetchOffsets(b bufRange, adj uint64, i0, hi int64) {
 }
 
 // warmColumnOffsets: a point read that reads a small offsets buffer whole
-// (wholeOffsets, a first touch: keepOffsets caches it) starts, once per
+// (offsetsRead, a first touch: keepOffsets caches it) starts, once per
 // Reader and column, a background read of the column's other small
 // offsets buffers, so that later point reads of the column find theirs
 // cached. A page of ~1 KB strings holds ~8,000 rows, so a 1M-row
@@ -206,7 +270,7 @@ func (rc *readCtx) prefetchOffsets(b bufRange, adj uint64, i0, hi int64) {
 // prefetch slot (IOOptions.PrefetchSlots), and only when together they are at most
 // maxPrefetchedOffsets; a read of much of a page (a scan) starts none.
 func (rc *readCtx) warmColumnOffsets(c *column, b bufRange, i0, hi int64) {
-	if 64*8*(hi-i0) > b.size || !columnWarmOn() {
+	if rc.byRange() || !pointRead(b, i0, hi) || !columnWarmOn() {
 		return
 	}
 	r := rc.r
@@ -273,7 +337,7 @@ func cacheOffsetsInSlot(ctx context.Context, r *Reader, b bufRange, adj uint64) 
 	defer func() { <-r.io.slots }()
 	ctx, cancel := context.WithTimeout(ctx, prefetchTimeout)
 	defer cancel()
-	raw, err := readExact(ctx, r.src, b.off, b.size)
+	raw, err := r.readAt(ctx, b.off, b.size)
 	if err != nil {
 		return false
 	}
@@ -285,13 +349,23 @@ func cacheOffsetsInSlot(ctx context.Context, r *Reader, b bufRange, adj uint64) 
 // prefetchTimeout bounds a background offsets read.
 const prefetchTimeout = time.Minute
 
-// keepOffsets caches got, the whole offsets buffer b, packed, and returns
-// its entries [i0, hi). adj is the page's null adjustment (nulls are
-// stored as end + adj; 0: none).
-func (rc *readCtx) keepOffsets(b bufRange, got []byte, adj uint64, i0, hi int64) []byte {
-	p := packOffsets(got[:b.size/8*8], adj)
-	rc.r.io.cache.Put(offsetsKey{rc.r, b.off}, p, p.bytes())
-	return got[8*i0 : 8*hi]
+// keepOffsets caches got, the bytes at rq of offsets buffer b (rq from
+// offsetsRead: the whole buffer, or whole chunks of it), packed, and
+// returns its entries [i0, hi). adj is the page's null adjustment (nulls
+// are stored as end + adj; 0: none).
+func (rc *readCtx) keepOffsets(b, rq bufRange, got []byte, adj uint64, i0, hi int64) []byte {
+	if rq == b {
+		p := packOffsets(got[:b.size/8*8], adj)
+		rc.r.io.cache.Put(offsetsKey{rc.r, b.off}, p, p.bytes())
+		return got[8*i0 : 8*hi]
+	}
+	first := (rq.off - b.off) / 8
+	for at := int64(0); at < int64(len(got))/8; at += offsetsChunk {
+		end := min(int64(len(got))/8, at+offsetsChunk)
+		p := packOffsets(got[8*at:8*end], adj)
+		rc.r.io.cache.Put(offsetsChunkKey{rc.r, b.off, (first + at) / offsetsChunk}, p, p.bytes())
+	}
+	return got[8*(i0-first) : 8*(hi-first)]
 }
 
 // offsetsBlock is the entries per block of packedOffsets.
@@ -464,5 +538,189 @@ func (p *packedOffsets) appendRange(out []byte, lo, hi int) []byte {
 			out = binary.LittleEndian.AppendUint64(out, w)
 		}
 	}
+	return out
+}
+
+// fetchNow is fetch without waiting for other fields' reads. Nearby
+// ranges are coalesced into one read (their gap read too), and no byte is
+// read twice by one Read: what Open's tail or an earlier wave of the Read
+// holds (heldSpans: a coalesced read's gaps, often the bytes a string
+// column's next wave asks for; a data page inside the 64 KiB tail) is
+// taken from there, and a group of ranges reads only the parts around it.
+func (rc *readCtx) fetchNow(reqs []bufRange, dsts [][]byte) ([][]byte, error) {
+	out := make([][]byte, len(reqs))
+	into, _ := rc.r.src.(SourceInto)
+	idx := make([]int, 0, len(reqs))
+	var direct []int
+	for i, q := range reqs {
+		switch {
+		case q.size <= 0:
+			out[i] = []byte{}
+		case into != nil && dsts != nil && dsts[i] != nil && q.size >= rc.r.directMin && len(rc.heldIn(q.off, q.off+q.size)) == 0:
+			direct = append(direct, i)
+		default:
+			idx = append(idx, i)
+		}
+	}
+	sort.Slice(idx, func(a, b int) bool { return reqs[idx[a]].off < reqs[idx[b]].off })
+	type group struct {
+		off, end int64
+		members  []int
+		held     []heldSpan // what the Read holds of it, in order
+		reads    []heldSpan // the rest, read now (b set by the read)
+	}
+	var groups []*group
+	for _, i := range idx {
+		q := reqs[i]
+		if n := len(groups); n > 0 && q.off <= groups[n-1].end+coalesceGap {
+			g := groups[n-1]
+			g.end = max(g.end, q.off+q.size)
+			g.members = append(g.members, i)
+			continue
+		}
+		groups = append(groups, &group{off: q.off, end: q.off + q.size, members: []int{i}})
+	}
+	var reads []*heldSpan
+	for _, g := range groups {
+		g.held = rc.heldIn(g.off, g.end)
+		pos := g.off
+		for _, h := range g.held {
+			if h.off > pos {
+				g.reads = append(g.reads, heldSpan{off: pos, b: make([]byte, 0, h.off-pos)})
+			}
+			pos = h.off + int64(len(h.b))
+		}
+		if pos < g.end {
+			g.reads = append(g.reads, heldSpan{off: pos, b: make([]byte, 0, g.end-pos)})
+		}
+		for k := range g.reads {
+			reads = append(reads, &g.reads[k])
+		}
+	}
+	jobs := make([]func() error, 0, len(reads)+len(direct))
+	for _, rd := range reads {
+		jobs = append(jobs, func() error {
+			b, err := readExact(rc.ctx, rc.r.src, rd.off, int64(cap(rd.b)))
+			rd.b = b
+			return err
+		})
+	}
+	for _, i := range direct {
+		jobs = append(jobs, func() error {
+			q := reqs[i]
+			dst := dsts[i][:q.size:q.size]
+			if err := into.ReadRangeInto(rc.ctx, q.off, dst); err != nil {
+				return fmt.Errorf("lance/file: read [%d, +%d): %w", q.off, q.size, err)
+			}
+			out[i] = dst
+			return nil
+		})
+	}
+	if err := rc.runJobs(jobs); err != nil {
+		return out, err
+	}
+	for _, g := range groups {
+		var b []byte
+		switch {
+		case len(g.held) == 0 && len(g.reads) == 1:
+			b = g.reads[0].b
+		case len(g.reads) == 0 && len(g.held) == 1:
+			b = g.held[0].b
+		default: // pieces held and read: one buffer of them
+			b = make([]byte, g.end-g.off)
+			for _, h := range g.held {
+				copy(b[h.off-g.off:], h.b)
+			}
+			for _, h := range g.reads {
+				copy(b[h.off-g.off:], h.b)
+			}
+		}
+		for _, i := range g.members {
+			q := reqs[i]
+			out[i] = b[q.off-g.off : q.off-g.off+q.size : q.off-g.off+q.size]
+		}
+	}
+	// Kept for the Read's later waves. Direct reads are not: they went into
+	// output arrays, and are large ranges read once.
+	for _, rd := range reads {
+		rc.held.add(rd.off, rd.b)
+	}
+	return out, nil
+}
+
+// runJobs runs the reads of one fetch. A few reads of a local file go one
+// after another (page-cache reads cost less than goroutines); many go in
+// parallel, as a cold disk answers them faster so.
+func (rc *readCtx) runJobs(jobs []func() error) error {
+	if len(jobs) == 1 || (rc.local && len(jobs) <= localSerialReads) {
+		for _, job := range jobs {
+			if err := job(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, rc.r.io.Concurrency()) // the reader's IO, not the default
+	for k, job := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[k] = job()
+		}()
+	}
+	wg.Wait()
+	return multierr.Join(errs...)
+}
+
+// heldSpans are the bytes one Read has fetched, sorted by file offset and
+// disjoint (fetchNow reads only what is not held).
+type heldSpans struct {
+	mu    sync.Mutex
+	spans []heldSpan
+}
+
+// heldSpan is the bytes of the file at [off, off+len(b)).
+type heldSpan struct {
+	off int64
+	b   []byte
+}
+
+func (h *heldSpans) add(off int64, b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	i := sort.Search(len(h.spans), func(i int) bool { return h.spans[i].off >= off })
+	h.spans = slices.Insert(h.spans, i, heldSpan{off, b})
+}
+
+// heldIn returns what the Read holds of [off, end): the pieces of its
+// earlier reads and of Open's tail, clipped to the range, in order.
+func (rc *readCtx) heldIn(off, end int64) []heldSpan {
+	var out []heldSpan
+	clip := func(s heldSpan) {
+		lo, hi := max(off, s.off), min(end, s.off+int64(len(s.b)))
+		if lo < hi {
+			out = append(out, heldSpan{lo, s.b[lo-s.off : hi-s.off : hi-s.off]})
+		}
+	}
+	h := &rc.held
+	h.mu.Lock()
+	for _, s := range h.spans {
+		if s.off >= end {
+			break
+		}
+		clip(s)
+	}
+	h.mu.Unlock()
+	if t := rc.r.tail; len(t) > 0 {
+		clip(heldSpan{rc.r.size - int64(len(t)), t})
+	}
+	// The tail starts after every span the Read read (those never overlap
+	// it), so out stays in order.
 	return out
 }

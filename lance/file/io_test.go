@@ -24,7 +24,7 @@ func TestIOsDoNotShareOffsets(t *testing.T) {
 	col := sb.NewArray()
 	rec := array.NewRecordBatch(as, []arrow.Array{col}, n)
 	b, _ := writeFile(t, as, WriterOptions{}, rec)
-	a := NewIO(IOOptions{Cache: lru.New(1 << 20), Concurrency: 3, PrefetchSlots: 1})
+	a := NewIO(IOOptions{Cache: lru.New(1 << 20), Concurrency: 3, PrefetchSlots: 1, WholeOffsets: true})
 	z := NewIO(IOOptions{Cache: lru.New(1 << 20)})
 	if a.Concurrency() != 3 || z.Concurrency() != DefaultIOConcurrency {
 		t.Fatalf("concurrency %d and %d, want 3 and %d", a.Concurrency(), z.Concurrency(), DefaultIOConcurrency)

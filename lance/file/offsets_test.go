@@ -86,7 +86,7 @@ func TestLargeOffsetsPrefetched(t *testing.T) {
 	col := sb.NewArray()
 	rec := array.NewRecordBatch(as, []arrow.Array{col}, n)
 	b, _ := writeFile(t, as, WriterOptions{PageBytes: 64 << 20}, rec)
-	r, src := openBytes(t, b)
+	r, src := openBytesIO(t, b, wholeIO)
 	n0 := r.top[0].col
 	if len(n0.pages) != 1 {
 		t.Fatalf("%d pages, want one", len(n0.pages))
@@ -100,7 +100,7 @@ func TestLargeOffsetsPrefetched(t *testing.T) {
 		t.Helper()
 		before := src.reads.Load()
 		got, err := r.Read(context.Background(), []int32{0}, row, row+1)
-		if werr := WaitPrefetches(context.Background()); werr != nil {
+		if werr := wholeIO.Wait(context.Background()); werr != nil {
 			t.Fatal(werr)
 		}
 		if err != nil {
@@ -114,7 +114,7 @@ func TestLargeOffsetsPrefetched(t *testing.T) {
 	}
 	first := reads(100_000)
 	var warm []int64
-	for _, row := range []int64{0, 1, 150_001, n - 1} {
+	for _, row := range []int64{0, 1, 150_001, n - 20_000} { // not the last rows: their bytes are in Open's tail
 		warm = append(warm, reads(row))
 	}
 	if k := reads(3); k != 0 { // a null: the offsets say so
@@ -132,14 +132,14 @@ func TestLargeOffsetsPrefetched(t *testing.T) {
 		}
 	}
 	// A read of most of the page on a new Reader starts none.
-	r2, src2 := openBytes(t, b)
+	r2, src2 := openBytesIO(t, b, wholeIO)
 	before := src2.reads.Load()
 	got, err := r2.Read(context.Background(), []int32{0}, 1000, n-1000)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got.Release()
-	if err := WaitPrefetches(context.Background()); err != nil {
+	if err := wholeIO.Wait(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if k := src2.reads.Load() - before; k != 2 {
@@ -154,7 +154,7 @@ func TestLargeOffsetsPrefetched(t *testing.T) {
 // hundreds of them stayed cold for tens of thousands of reads.
 func TestLargeOffsetsPrefetchedWhenSlotsAreBusy(t *testing.T) {
 	const n, cols = 140_000, 6 // 1.1 MB of offsets per column, one page each
-	cols2 := cap(DefaultIO().slots) + cols
+	cols2 := cap(wholeIO.slots) + cols
 	var fields []arrow.Field
 	for c := range cols2 {
 		fields = append(fields, arrow.Field{Name: fmt.Sprintf("s%d", c), Type: arrow.BinaryTypes.String})
@@ -170,7 +170,7 @@ func TestLargeOffsetsPrefetchedWhenSlotsAreBusy(t *testing.T) {
 	}
 	rec := array.NewRecordBatch(as, arrs, n)
 	b, _ := writeFile(t, as, WriterOptions{PageBytes: 64 << 20}, rec)
-	r, _ := openBytes(t, b)
+	r, _ := openBytesIO(t, b, wholeIO)
 	ids := make([]int32, cols2)
 	for c := range cols2 {
 		ids[c] = int32(c)
@@ -184,13 +184,13 @@ func TestLargeOffsetsPrefetchedWhenSlotsAreBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 	got.Release()
-	if err := WaitPrefetches(context.Background()); err != nil {
+	if err := wholeIO.Wait(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	for c := range cols2 {
 		d := r.top[int32(c)].col.pages[0].desc.(*binDesc)
 		if _, ok := r.io.cache.Get(offsetsKey{r, d.indices.off}); !ok {
-			t.Errorf("column %d: offsets not prefetched (%d slots for %d buffers)", c, cap(DefaultIO().slots), cols2)
+			t.Errorf("column %d: offsets not prefetched (%d slots for %d buffers)", c, cap(wholeIO.slots), cols2)
 		}
 	}
 }
@@ -258,7 +258,7 @@ func TestSmallOffsetsOfAColumnWarmedByAPointRead(t *testing.T) {
 		}
 		return k
 	}
-	r, src := openBytes(t, b)
+	r, src := openBytesIO(t, b, wholeIO)
 	for c := range int32(2) {
 		bufs := offsetsOf(r, c)
 		if len(bufs) < 4 {
@@ -287,7 +287,7 @@ func TestSmallOffsetsOfAColumnWarmedByAPointRead(t *testing.T) {
 	for c := range int32(2) {
 		read(r, src, c, 17)
 	}
-	if err := WaitPrefetches(context.Background()); err != nil {
+	if err := wholeIO.Wait(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	for c := range int32(2) {
@@ -300,20 +300,20 @@ func TestSmallOffsetsOfAColumnWarmedByAPointRead(t *testing.T) {
 			if row%11 == 5 {
 				row++
 			}
-			if k := read(r, src, c, row); k != 1 {
+			if k := read(r, src, c, row); k > 1 { // 0: its bytes are in Open's tail
 				t.Errorf("column %d page %d: %d reads after the warm, want 1 (its bytes)", c, p, k)
 			}
 		}
 	}
 	// A read of most of a page, on a new Reader, warms nothing else.
-	r2, _ := openBytes(t, b)
+	r2, _ := openBytesIO(t, b, wholeIO)
 	col := r2.top[0].col
 	got, err := r2.Read(context.Background(), []int32{0}, col.starts[2], col.starts[3])
 	if err != nil {
 		t.Fatal(err)
 	}
 	got.Release()
-	if err := WaitPrefetches(context.Background()); err != nil {
+	if err := wholeIO.Wait(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if k := cached(r2, 0); k != 1 {

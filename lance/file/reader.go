@@ -36,6 +36,9 @@ type Reader struct {
 	top          map[int32]*node
 	directMin    int64 // see directReadMin
 	metaBytes    int64 // the metadata bytes Open read, for cache accounting
+	// tail is the end of the file Open read (metaBytes long), kept so that
+	// a data page inside it is not read again (fetchNow, readAt).
+	tail []byte
 
 	io         *IO          // shared with the other Readers of its IO
 	prefetched *prefetchSet // offsets buffers read in the background (prefetchOffsets)
@@ -167,7 +170,7 @@ func openTail(ctx context.Context, src Source, size int64, tail []byte) (*Reader
 	}
 
 	r := &Reader{prefetched: &prefetchSet{offs: map[int64]struct{}{}, cols: map[int]struct{}{}}, schemas: &schemaMemo{m: map[string]*arrow.Schema{}}, src: src, size: size, major: ft.major, minor: ft.minor, schema: sch,
-		numRows: int64(fd.GetLength()), top: map[int32]*node{}, directMin: directReadMin, metaBytes: int64(len(t.b))}
+		numRows: int64(fd.GetLength()), top: map[int32]*node{}, directMin: directReadMin, metaBytes: int64(len(t.b)), tail: t.b}
 	metas := make([]*pb.ColumnMetadata, ncol)
 	for i := range metas {
 		e := t.at(int64(ft.cmoTableStart)+16*int64(i), 16)
@@ -245,6 +248,22 @@ func (t *tail) ensure(from int64) error {
 // at returns n bytes at file offset off; the caller has ensured they are held.
 func (t *tail) at(off, n int64) []byte {
 	return t.b[off-t.start : off-t.start+n]
+}
+
+// readAt reads n bytes at off, taking what Open's tail holds from it.
+func (r *Reader) readAt(ctx context.Context, off, n int64) ([]byte, error) {
+	ts := r.size - int64(len(r.tail))
+	switch {
+	case len(r.tail) == 0 || off+n <= ts:
+		return readExact(ctx, r.src, off, n)
+	case off >= ts:
+		return r.tail[off-ts : off-ts+n : off-ts+n], nil
+	}
+	head, err := readExact(ctx, r.src, off, ts-off)
+	if err != nil {
+		return nil, err
+	}
+	return append(head[:len(head):len(head)], r.tail[:off+n-ts]...), nil
 }
 
 func readExact(ctx context.Context, src Source, off, n int64) ([]byte, error) {

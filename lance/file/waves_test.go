@@ -15,7 +15,7 @@ import (
 func TestReadWavesAndCachedOffsets(t *testing.T) {
 	recs := mixedRecords(11, 3000)
 	b, _ := writeFile(t, mixedSchema, WriterOptions{}, recs...)
-	r, src := openBytes(t, b)
+	r, src := openBytesIO(t, b, wholeIO) // the second read's offsets cached whole
 	ids := []int32{r.Schema().Field("id").ID, r.Schema().Field("n").ID, r.Schema().Field("text").ID}
 	read := func(r *Reader, lo, hi int64) (int64, func()) {
 		t.Helper()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -14,19 +15,71 @@ import (
 )
 
 // fileCache keeps opened data file readers (their footers and column
-// metadata), decoded deletion files and decoded manifests in the
-// process-wide byte-bounded LRU (internal/lru, LC_METADATA_CACHE_BYTES).
+// metadata), decoded deletion files and decoded manifests in a
+// byte-bounded LRU (internal/lru; by default the process-wide one,
+// LC_METADATA_CACHE_BYTES), and opens data files through its file.IO.
 // Data and deletion files are immutable once written (a data file's name is
 // a fresh uuid; a deletion file's name holds the fragment id, read version
 // and a random id), so their entries never go stale. A manifest's name is
 // reused when a table is deleted and created again, so a manifest entry is
 // used only when the object's size and modification time match the listing
-// that found it (see openListed).
+// that found it (see openListed). A Cache is its exported face.
 type fileCache struct {
-	c *lru.Cache
+	c  *lru.Cache
+	io *file.IO
 }
 
-var sharedFileCache = &fileCache{c: lru.Shared()}
+// CacheOptions configure a Cache. The zero value is the default.
+type CacheOptions struct {
+	// LRU holds the entries; nil: the process-wide metadata cache
+	// (lru.Shared).
+	LRU *lru.Cache
+	// IO opens the data files (their offsets cache, read concurrency and
+	// prefetch slots); nil: file.DefaultIO at each open.
+	IO *file.IO
+}
+
+// Cache is what the Datasets opened through it share: decoded manifests,
+// opened data file readers and deletion bitmaps, and the file.IO their
+// reads go through. A Dataset and every version committed from it keep
+// the Cache they were opened with. A process uses one (DefaultCache, what
+// Open, Checkout, Create and Commit use unless it installs its own with
+// SetDefaultCache); a test whose tables must share no cached state with
+// others makes its own with NewCache and opens them with its methods.
+type Cache struct{ f *fileCache }
+
+// NewCache returns a Cache with options o.
+func NewCache(o CacheOptions) *Cache {
+	if o.LRU == nil {
+		o.LRU = lru.Shared()
+	}
+	return &Cache{&fileCache{c: o.LRU, io: o.IO}}
+}
+
+var defaultCache atomic.Pointer[Cache]
+
+// DefaultCache returns the Cache of the package's Open, Checkout, Create
+// and Commit: the one SetDefaultCache installed, else one with the zero
+// CacheOptions.
+func DefaultCache() *Cache {
+	if c := defaultCache.Load(); c != nil {
+		return c
+	}
+	defaultCache.CompareAndSwap(nil, NewCache(CacheOptions{}))
+	return defaultCache.Load()
+}
+
+// SetDefaultCache makes c the Cache of the package's functions, for tables
+// opened after it.
+func SetDefaultCache(c *Cache) { defaultCache.Store(c) }
+
+// fileIO returns the IO data files are opened with.
+func (f *fileCache) fileIO() *file.IO {
+	if f.io != nil {
+		return f.io
+	}
+	return file.DefaultIO()
+}
 
 type cacheKey struct {
 	store objstore.Store

@@ -77,8 +77,13 @@ type ChangeFunc func(ctx context.Context, latest *Dataset) (*Change, error)
 // Commit applies fn to the latest version and commits the result as the next
 // version, rebasing and retrying when another writer commits first.
 func Commit(ctx context.Context, store objstore.Store, fn ChangeFunc) (*Dataset, error) {
+	return DefaultCache().Commit(ctx, store, fn)
+}
+
+// Commit is the package's Commit for a table whose Datasets share c.
+func (c *Cache) Commit(ctx context.Context, store objstore.Store, fn ChangeFunc) (*Dataset, error) {
 	for attempt := 0; attempt < maxCommitAttempts; attempt++ {
-		latest, err := Open(ctx, store)
+		latest, err := c.Open(ctx, store)
 		if err != nil {
 			return nil, err
 		}
@@ -347,6 +352,11 @@ type CreateOptions struct {
 // Create makes version 1 of a new, empty table with the given schema. It
 // fails with an error wrapping objstore.ErrExists when a table exists.
 func Create(ctx context.Context, store objstore.Store, s *schema.Schema, opts CreateOptions) (*Dataset, error) {
+	return DefaultCache().Create(ctx, store, s, opts)
+}
+
+// Create is the package's Create for a table whose Datasets share c.
+func (c *Cache) Create(ctx context.Context, store objstore.Store, s *schema.Schema, opts CreateOptions) (*Dataset, error) {
 	if _, _, err := latestVersion(ctx, store); err == nil {
 		return nil, fmt.Errorf("lance/table: create: %w", objstore.ErrExists)
 	} else if !errors.Is(err, ErrNoTable) {
@@ -374,7 +384,7 @@ func Create(ctx context.Context, store objstore.Store, s *schema.Schema, opts Cr
 		return nil, fmt.Errorf("lance/table: create: %w", err)
 	}
 	_ = writeHint(ctx, store, 1)
-	return &Dataset{store: store, manifest: m, schema: s, naming: namingV2, files: sharedFileCache, projs: newProjections()}, nil
+	return &Dataset{store: store, manifest: m, schema: s, naming: namingV2, files: c.f, projs: newProjections()}, nil
 }
 
 // Append commits fragments (already written with WriteFragment) as new data.

@@ -16,6 +16,7 @@ func CommitFrom(ctx context.Context, store objstore.Store, start *Dataset, fn Ch
 	if start == nil {
 		return Commit(ctx, store, fn)
 	}
+	c := &Cache{start.files} // the retries share start's cache
 	if extra := start.manifest.GetWriterFeatureFlags() &^ writableFlags; extra != 0 {
 		return nil, fmt.Errorf("%w: writer flags %#x; refusing to write", ErrUnsupportedFeature, extra)
 	}
@@ -27,5 +28,5 @@ func CommitFrom(ctx context.Context, store objstore.Store, start *Dataset, fn Ch
 	if !errors.Is(err, objstore.ErrExists) {
 		return next, err
 	}
-	return Commit(ctx, store, fn)
+	return c.Commit(ctx, store, fn)
 }

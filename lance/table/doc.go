@@ -35,9 +35,13 @@
 // is found from the hint, probing upward. A
 // listing is strongly consistent, so Open always returns the latest
 // version committed before it began. Decoded manifests, opened data file
-// readers (footer and column metadata) and deletion bitmaps are kept in the
-// process-wide byte-bounded LRU (internal/lru; LC_METADATA_CACHE_BYTES,
-// default 256 MiB). Data and deletion files are immutable (fresh names), so
+// readers (footer and column metadata) and deletion bitmaps are kept in a
+// Cache: by default (DefaultCache, what Open, Checkout, Create and Commit
+// use) the process-wide byte-bounded LRU (internal/lru;
+// LC_METADATA_CACHE_BYTES, default 256 MiB) with data files opened through
+// file.DefaultIO; NewCache makes one with its own LRU and file.IO, whose
+// methods open tables that share nothing with others (a Dataset, and every
+// version committed from it, keeps its Cache). Data and deletion files are immutable (fresh names), so
 // those entries never go stale; a manifest entry is used only when the
 // listed object's size and modification time match the cached one (a table
 // deleted and created again reuses manifest names). Dataset.WarmFiles opens

@@ -84,12 +84,12 @@ func TestOpenAfterRecreateIsNotStale(t *testing.T) {
 // fragmentedTable makes a table of n fragments of 10 rows and opens it
 // through a new counting store with a 2 ms latency (nothing cached; counts
 // reset).
-func fragmentedTable(t *testing.T, n int) (*objstore.Counting, *Dataset) {
+func fragmentedTable(t *testing.T, n, rows int) (*objstore.Counting, *Dataset) {
 	t.Helper()
 	mem := objstore.NewMemory()
 	newTable(t, mem)
 	for i := range n {
-		appendRows(t, mem, i*10, i*10+10)
+		appendRows(t, mem, i*rows, i*rows+rows)
 	}
 	c := objstore.NewCounting(mem, 40*time.Millisecond) // above scheduling delays under -race on busy cores
 	d, err := Open(context.Background(), c)
@@ -106,7 +106,7 @@ func fragmentedTable(t *testing.T, n int) (*objstore.Counting, *Dataset) {
 // it, reads no footer again.
 func TestWarmFilesOpensInOneWave(t *testing.T) {
 	ctx := context.Background()
-	c, d := fragmentedTable(t, 4)
+	c, d := fragmentedTable(t, 4, 10)
 	d.WarmFiles(ctx, 3)
 	if got := c.Counts(); got.Requests() != 3 || got.Sequential != 1 {
 		t.Errorf("WarmFiles(3) of 4 fragments: %v, want 3 requests in 1 round trip", got)
@@ -132,7 +132,10 @@ func TestWarmFilesOpensInOneWave(t *testing.T) {
 // not one fragment's after another's.
 func TestTakeRowsReadsFragmentsInParallel(t *testing.T) {
 	ctx := context.Background()
-	c, d := fragmentedTable(t, 6)
+	// Fragments of 20,000 rows: the rows taken lie before the 64 KiB tail
+	// their file's Open read (a smaller file's take reads nothing).
+	const rows = 20_000
+	c, d := fragmentedTable(t, 6, rows)
 	var addrs []RowAddr
 	for _, f := range d.Fragments() {
 		addrs = append(addrs, RowAddr{Fragment: f.GetId(), Offset: 7})
@@ -154,7 +157,7 @@ func TestTakeRowsReadsFragmentsInParallel(t *testing.T) {
 	take() // opens the files
 	c.Reset()
 	got := take()
-	if want := []int64{57, 47, 37, 27, 17, 7}; !slices.Equal(got, want) {
+	if want := []int64{5*rows + 7, 4*rows + 7, 3*rows + 7, 2*rows + 7, rows + 7, 7}; !slices.Equal(got, want) {
 		t.Fatalf("take = %v, want %v", got, want)
 	}
 	// Per fragment: the string column's offsets, then its bytes (the int

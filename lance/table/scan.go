@@ -422,7 +422,7 @@ func (d *Dataset) openFile(ctx context.Context, df *pb.DataFile) (*file.Reader, 
 		}
 		size = info.Size
 	}
-	r, err := file.OpenTail(ctx, HeldSource(d.store, key), size, tail)
+	r, err := d.files.fileIO().OpenTail(ctx, HeldSource(d.store, key), size, tail)
 	if err != nil {
 		return nil, fmt.Errorf("lance/table: open data file %s: %w", key, err)
 	}

@@ -35,39 +35,53 @@ type Dataset struct {
 // version costs that one listing (see fileCache). Other tables take the
 // hint and probe upward.
 func Open(ctx context.Context, store objstore.Store) (*Dataset, error) {
+	return DefaultCache().Open(ctx, store)
+}
+
+// Open is the package's Open for a table whose Datasets share c.
+func (c *Cache) Open(ctx context.Context, store objstore.Store) (*Dataset, error) {
+	return c.f.open(ctx, store)
+}
+
+func (f *fileCache) open(ctx context.Context, store objstore.Store) (*Dataset, error) {
 	for attempt := 0; ; attempt++ {
 		info, v, n, err := latestVersionInfo(ctx, store)
 		if err != nil {
 			return nil, err
 		}
 		if info.Key == "" {
-			return load(ctx, store, v, n)
+			return f.load(ctx, store, v, n)
 		}
-		if d, ok := sharedFileCache.manifest(store, info.Key, info); ok {
+		if d, ok := f.manifest(store, info.Key, info); ok {
 			return d, nil
 		}
-		d, err := load(ctx, store, v, n)
+		d, err := f.load(ctx, store, v, n)
 		if errors.Is(err, objstore.ErrNotFound) && attempt < 2 {
 			continue // cleaned up since the listing: it is no longer the latest
 		}
 		if err != nil {
 			return nil, err
 		}
-		sharedFileCache.putManifest(store, info.Key, info, d)
+		f.putManifest(store, info.Key, info, d)
 		return d, nil
 	}
 }
 
 // Checkout returns the given version of the table.
 func Checkout(ctx context.Context, store objstore.Store, version uint64) (*Dataset, error) {
+	return DefaultCache().Checkout(ctx, store, version)
+}
+
+// Checkout is the package's Checkout for a table whose Datasets share c.
+func (c *Cache) Checkout(ctx context.Context, store objstore.Store, version uint64) (*Dataset, error) {
 	_, n, err := latestVersion(ctx, store)
 	if err != nil {
 		return nil, err
 	}
-	return load(ctx, store, version, n)
+	return c.f.load(ctx, store, version, n)
 }
 
-func load(ctx context.Context, store objstore.Store, version uint64, n naming) (*Dataset, error) {
+func (f *fileCache) load(ctx context.Context, store objstore.Store, version uint64, n naming) (*Dataset, error) {
 	key := n.key(version)
 	b, err := store.Get(ctx, key)
 	if err != nil {
@@ -90,7 +104,7 @@ func load(ctx context.Context, store objstore.Store, version uint64, n naming) (
 	if err != nil {
 		return nil, fmt.Errorf("lance/table: version %d schema: %w", version, err)
 	}
-	return &Dataset{store: store, manifest: mf.manifest, schema: s, indexSection: mf.indexSection, naming: n, files: sharedFileCache, projs: newProjections()}, nil
+	return &Dataset{store: store, manifest: mf.manifest, schema: s, indexSection: mf.indexSection, naming: n, files: f, projs: newProjections()}, nil
 }
 
 // listFirstNames is how many names of _versions/ the second listing of

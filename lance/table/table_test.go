@@ -609,16 +609,19 @@ func FuzzDecodeManifestFile(f *testing.F) {
 // other are read as one range, and every row still comes back in the order
 // asked, duplicates and rows of other fragments included.
 func TestTakeCoalescesNearbyRows(t *testing.T) {
+	// Fragments of 20,000 rows: the rows taken lie before the 64 KiB tail
+	// their file's Open read (a smaller file's take reads nothing).
+	const rows = 20_000
 	store := objstore.NewMemory()
 	newTable(t, store)
-	appendRows(t, store, 0, 100)
-	d := appendRows(t, store, 100, 200)
+	appendRows(t, store, 0, rows)
+	d := appendRows(t, store, rows, 2*rows)
 	frags := d.Fragments()
 	addrs := []RowAddr{
 		{frags[1].GetId(), 3}, {frags[0].GetId(), 99}, {frags[0].GetId(), 0}, {frags[0].GetId(), 5},
 		{frags[1].GetId(), 3}, {frags[0].GetId(), 40}, {frags[1].GetId(), 99}, {frags[0].GetId(), 6},
 	}
-	want := []int64{103, 99, 0, 5, 103, 40, 199, 6}
+	want := []int64{rows + 3, 99, 0, 5, rows + 3, 40, rows + 99, 6}
 	counting := objstore.NewCounting(store, 0)
 	d2, err := Open(context.Background(), counting)
 	if err != nil {

@@ -1,0 +1,173 @@
+package file
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+// logSource is a memSource that records every range it serves.
+type logSource struct {
+	*memSource
+	mu     sync.Mutex
+	ranges [][2]int64
+}
+
+func (l *logSource) ReadRange(ctx context.Context, off, n int64) ([]byte, error) {
+	l.mu.Lock()
+	l.ranges = append(l.ranges, [2]int64{off, off + n})
+	l.mu.Unlock()
+	return l.memSource.ReadRange(ctx, off, n)
+}
+
+func (l *logSource) take() [][2]int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r := l.ranges
+	l.ranges = nil
+	return r
+}
+
+// TestReadTakesTheTailFromOpen: a file whose data lies in the 64 KiB Open
+// read (its tail) is read by Read with no request at all; before, the
+// tail was kept for metadata only and the pages in it were read again.
+func TestReadTakesTheTailFromOpen(t *testing.T) {
+	b, _ := writeFile(t, mixedSchema, WriterOptions{}, mixedRecords(21, 300)...)
+	if len(b) > tailReadSize {
+		t.Fatalf("a file of %d bytes: not the case under test", len(b))
+	}
+	for _, io := range []*IO{DefaultIO(), wholeIO} {
+		r, src := openBytesIO(t, b, io)
+		before := src.reads.Load()
+		var ids []int32
+		for _, f := range r.Schema().Fields {
+			ids = append(ids, f.ID)
+		}
+		for _, rg := range [][2]int64{{0, 300}, {17, 18}, {250, 260}} {
+			got, err := r.Read(context.Background(), ids, rg[0], rg[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			fresh, _ := openBytes(t, b)
+			want, err := fresh.Read(context.Background(), ids, rg[0], rg[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range ids {
+				assertEqualArrays(t, fmt.Sprint(ids[i]), want.Column(i), got.Column(i))
+			}
+			got.Release()
+			want.Release()
+		}
+		if n := src.reads.Load() - before; n != 0 {
+			t.Errorf("whole offsets %v: reads of a file held by Open's tail took %d requests, want 0", io.whole, n)
+		}
+	}
+}
+
+// TestNoByteReadTwiceInARead: the requests of one Read never overlap one
+// another nor Open's tail: a coalesced read's gap that a later wave needs
+// (a string column's bytes after its offsets, read with another column's
+// values) is taken from the bytes already read.
+func TestNoByteReadTwiceInARead(t *testing.T) {
+	b, _ := writeFile(t, mixedSchema, WriterOptions{PageBytes: 8 << 10}, mixedRecords(22, 20000, 20000)...)
+	for _, io := range []*IO{DefaultIO(), wholeIO} {
+		ms := &memSource{b: b}
+		src := &logSource{memSource: ms}
+		r, err := io.Open(context.Background(), src, int64(len(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tailStart := int64(len(b)) - int64(len(r.tail))
+		src.take()
+		var ids []int32
+		for _, f := range r.Schema().Fields {
+			ids = append(ids, f.ID)
+		}
+		for _, rg := range [][2]int64{{17, 18}, {19_990, 20_010}, {5000, 5003}, {39_000, 39_999}, {100, 2100}} {
+			got, err := r.Read(context.Background(), ids, rg[0], rg[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			got.Release()
+			rs := src.take()
+			for i, a := range rs {
+				if a[1] > tailStart {
+					t.Errorf("whole %v, rows %v: read [%d, %d) overlaps Open's tail from %d", io.whole, rg, a[0], a[1], tailStart)
+				}
+				for _, c := range rs[i+1:] {
+					if a[0] < c[1] && c[0] < a[1] {
+						t.Errorf("whole %v, rows %v: reads [%d, %d) and [%d, %d) overlap", io.whole, rg, a[0], a[1], c[0], c[1])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestPointReadReadsOffsetsByRange: a point read of an object reads the
+// chunks of the offsets buffers its rows fall in, not the buffers whole
+// nor (in the background) the column's others: a cold read downloads
+// about what it returns. The chunks are cached, so a read of the same or
+// a nearby row reads its bytes alone.
+func TestPointReadReadsOffsetsByRange(t *testing.T) {
+	const n = 300_000 // 2.4 MB of offsets in one page
+	as := arrow.NewSchema([]arrow.Field{
+		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "l", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32), Nullable: true},
+	}, nil)
+	sb := array.NewStringBuilder(mem)
+	lb := array.NewListBuilder(mem, arrow.PrimitiveTypes.Int32)
+	vb := lb.ValueBuilder().(*array.Int32Builder)
+	for i := range n {
+		if i%7 == 3 {
+			sb.AppendNull()
+			lb.AppendNull()
+			continue
+		}
+		sb.Append(fmt.Sprintf("v%07d", i))
+		lb.Append(true)
+		vb.Append(int32(i))
+	}
+	cols := []arrow.Array{sb.NewArray(), lb.NewArray()}
+	rec := array.NewRecordBatch(as, cols, n)
+	for _, pageBytes := range []int{64 << 20, 64 << 10} { // one large page; many small ones
+		b, _ := writeFile(t, as, WriterOptions{PageBytes: pageBytes}, rec)
+		io := NewIO(IOOptions{})
+		r, src := openBytesIO(t, b, io)
+		read := func(c int32, row int64) (reads, bytes int64) {
+			t.Helper()
+			r0, b0 := src.reads.Load(), src.bytes.Load()
+			got, err := r.Read(context.Background(), []int32{c}, row, row+1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer got.Release()
+			if err := io.Wait(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			want := array.NewSlice(cols[c], row, row+1)
+			defer want.Release()
+			assertEqualArrays(t, as.Field(int(c)).Name, want, got.Column(0))
+			return src.reads.Load() - r0, src.bytes.Load() - b0
+		}
+		for c := range int32(2) {
+			reads, bytes := read(c, 123_456)
+			t.Logf("pages of %d bytes, column %d: a cold point read took %d reads, %d bytes", pageBytes, c, reads, bytes)
+			// Two chunks at most (the row before's end may lie in the
+			// chunk before), and the row's bytes.
+			if max := int64(2*8*offsetsChunk + 64); bytes > max {
+				t.Errorf("pages of %d bytes, column %d: a cold point read read %d bytes, want at most %d", pageBytes, c, bytes, max)
+			}
+			for _, row := range []int64{123_456, 123_457, 123_460} {
+				if k, _ := read(c, row); k != 1 {
+					t.Errorf("pages of %d bytes, column %d, row %d: %d reads after its chunk was read, want 1 (its bytes)", pageBytes, c, row, k)
+				}
+			}
+		}
+	}
+}
