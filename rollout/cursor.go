@@ -82,23 +82,22 @@ func (h *idHeap) offer(c candidate, k int) {
 // o.After, after skipping o.Offset of them. The base table is read in two
 // narrow passes: its id column (with the filter columns) to choose the
 // page, then the chosen rows by address.
-func (s *Store) listByID(ctx context.Context, snap *snapshot, o ListOptions) (*ListResult, error) {
-	var exclude map[string]struct{}
+func (s *Store) listByID(ctx context.Context, v *view, o ListOptions) (*ListResult, error) {
 	var rows []walRow
 	deep := o.Offset >= skipMinOffset && len(o.Filters) == 0 && o.Source != SourceWAL
 	var early *earlyBase
-	if o.Source == SourceAll && !deep && !missingFilter(snap.base, o.Filters) && !s.pendingCached(snap) {
+	if o.Source == SourceAll && !deep && !missingFilter(v.base(), o.Filters) && !v.pendingCached() {
 		// The pending generations must be read first (a cold process, or
-		// new generations): walk the base at the same time, without the
-		// pending ids to exclude, so the base's reads do not wait for
-		// theirs (as get and trajectory do).
+		// new generations): walk the base at the same time, on a view of
+		// the base alone, so the base's reads do not wait for theirs (as
+		// get and trajectory do).
 		bctx, cancel := context.WithCancel(ctx)
-		early = s.startPageBase(bctx, snap, o, o.Offset+o.Limit+1, o.Offset == 0)
+		early = s.startPageBase(bctx, v.baseOnly(), o, o.Offset+o.Limit+1, o.Offset == 0)
 		defer func() { cancel(); early.wait() }() // no read of this call outlives it
 	}
 	if o.Source != SourceFragments {
 		var err error
-		if rows, exclude, err = s.walRows(ctx, snap); err != nil {
+		if rows, err = v.pending(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -106,7 +105,7 @@ func (s *Store) listByID(ctx context.Context, snap *snapshot, o ListOptions) (*L
 		// A deep offset: start from a cursor whose rank the index pages
 		// give, and count only what lies after it.
 		var err error
-		if o, err = s.skipOffset(ctx, snap.base, o, rows, exclude); err != nil {
+		if o, err = s.skipOffset(ctx, v, o); err != nil {
 			return nil, err
 		}
 	}
@@ -128,24 +127,24 @@ func (s *Store) listByID(ctx context.Context, snap *snapshot, o ListOptions) (*L
 	var verify *Filter                    // a filter rows were chosen by through its index alone
 	var baseRows map[table.RowAddr]Record // base rows pageBase read whole
 	if early != nil {
-		v, err := early.wait()
+		ver, err := early.wait()
 		if err != nil {
 			return nil, err
 		}
-		verify = v
-		if !early.merge(&h, exclude, k) {
+		verify = ver
+		if !early.merge(&h, v, k) {
 			// The pending rows took places the early walk filled: walk
-			// again, without them (rare: a page's worth of base rows
+			// again, through the view (rare: a page's worth of base rows
 			// rewritten in the WAL).
 			h = h[:0]
 			offerWAL(&h)
-			if verify, baseRows, err = s.pageBase(ctx, snap, o, exclude, &h, k); err != nil {
+			if verify, baseRows, err = s.pageBase(ctx, v, o, &h, k); err != nil {
 				return nil, err
 			}
 		}
-	} else if o.Source != SourceWAL && !missingFilter(snap.base, o.Filters) {
+	} else if o.Source != SourceWAL && !missingFilter(v.base(), o.Filters) {
 		var err error
-		if verify, baseRows, err = s.pageBase(ctx, snap, o, exclude, &h, k); err != nil {
+		if verify, baseRows, err = s.pageBase(ctx, v, o, &h, k); err != nil {
 			return nil, err
 		}
 	}
@@ -184,7 +183,7 @@ func (s *Store) listByID(ctx context.Context, snap *snapshot, o ListOptions) (*L
 		// Rows are read in address order (TakeRows then does not reorder
 		// every column) and put in id order here.
 		sortByAddr(addrs, at)
-		b, err := snap.base.TakeRows(ctx, addrs, baseColumns(snap.base, listColumns))
+		b, err := v.base().TakeRows(ctx, addrs, baseColumns(v.base(), listColumns))
 		if err != nil {
 			return nil, err
 		}
@@ -209,50 +208,48 @@ func (s *Store) listByID(ctx context.Context, snap *snapshot, o ListOptions) (*L
 	return res, nil
 }
 
-// pageBase offers to h the live base rows above o.After that match
-// o.Filters and whose id is not in exclude, keeping the k smallest ids (by
+// pageBase offers to h the base rows v shows above o.After that match
+// o.Filters, keeping the k smallest ids (by
 // address: the rows are taken once the page is chosen). verify is the
 // filter rows were chosen by through its index alone (walkFiltered), which
 // the taken rows must be checked against. rows, when not nil, holds the
 // page's rows already read, by address (a filter whose index names few
 // rows: they are read whole in the scan that finds them, so the page does
 // not read their id and filter columns a second time in a take).
-func (s *Store) pageBase(ctx context.Context, snap *snapshot, o ListOptions, exclude map[string]struct{}, h *idHeap, k int) (verify *Filter, rows map[table.RowAddr]Record, err error) {
+func (s *Store) pageBase(ctx context.Context, v *view, o ListOptions, h *idHeap, k int) (verify *Filter, rows map[table.RowAddr]Record, err error) {
+	base := v.base()
 	opts := table.ScanOptions{Columns: []string{ColID}, Where: tableFilters(o.Filters), WithRowAddr: true, Index: s.finder()}
-	if len(exclude) > 0 {
-		opts.In = []table.In{{Column: ColID, Values: exclude, Negate: true}}
-	}
 	wide := false // the scan reads the rows whole
 	if len(o.Filters) == 0 {
 		// Unfiltered: walk the id index in order over the fragments it
 		// covers, and scan only the others.
-		covered, err := s.ascendIndexed(ctx, snap.base, o.After, exclude, h, k)
+		covered, err := s.ascendIndexed(ctx, v, o.After, h, k)
 		if err != nil {
 			return nil, nil, err
 		}
 		if covered != nil {
-			opts.Fragments = fragmentsOutside(snap.base, covered)
+			opts.Fragments = fragmentsOutside(base, covered)
 		}
 	} else if len(o.Filters) == 1 {
 		// One key filter: walk the id index in order, keeping the rows
 		// the filter's index names, when that reads less than the
 		// matching rows' ids would.
-		walked, few, err := s.walkFiltered(ctx, snap.base, o.Filters[0], o.After, exclude, h, k)
+		walked, few, err := s.walkFiltered(ctx, v, o.Filters[0], o.After, h, k)
 		if err != nil {
 			return nil, nil, err
 		}
 		if walked != nil {
 			verify = &o.Filters[0]
-			opts.Fragments = fragmentsOutside(snap.base, walked)
+			opts.Fragments = fragmentsOutside(base, walked)
 		} else if few {
 			wide = true
-			opts.Columns = baseColumns(snap.base, listColumns)
+			opts.Columns = baseColumns(base, listColumns)
 			opts.PlainDictionaries = true
 			rows = map[table.RowAddr]Record{}
 		}
 	}
 	idCol := slices.Index(opts.Columns, ColID)
-	err = snap.base.Scan(ctx, opts, func(b arrow.RecordBatch) error {
+	err = v.scanBase(ctx, opts, func(b arrow.RecordBatch) error {
 		ids, ok := b.Column(idCol).(interface {
 			Len() int
 			Value(int) string
@@ -298,8 +295,8 @@ func (s *Store) pageBase(ctx context.Context, snap *snapshot, o ListOptions, exc
 // after (two, the id and filter ranges read twice).
 func fewMatchRows(k int) int { return max(2*k, 64) }
 
-// earlyBase is a pageBase run without exclusions, started before the
-// pending rows are known; with take, it also takes the rows it chose, so
+// earlyBase is a pageBase run on a view of the base alone, started before
+// the pending rows are known; with take, it also takes the rows it chose, so
 // that the page's base rows are read in the same round trip as the pending
 // generations (most of them stay on the page: pending rows displace only
 // those above the pending ids that fall among them).
@@ -312,12 +309,12 @@ type earlyBase struct {
 	rows   map[table.RowAddr]Record // the rows taken ahead, by address
 }
 
-func (s *Store) startPageBase(ctx context.Context, snap *snapshot, o ListOptions, k int, take bool) *earlyBase {
+func (s *Store) startPageBase(ctx context.Context, v *view, o ListOptions, k int, take bool) *earlyBase {
 	e := &earlyBase{done: make(chan struct{}), h: make(idHeap, 0, k), k: k}
 	go func() {
 		defer close(e.done)
 		var rows map[table.RowAddr]Record
-		if e.verify, rows, e.err = s.pageBase(ctx, snap, o, nil, &e.h, k); e.err != nil || !take || e.h.Len() == 0 {
+		if e.verify, rows, e.err = s.pageBase(ctx, v, o, &e.h, k); e.err != nil || !take || e.h.Len() == 0 {
 			return
 		}
 		if rows != nil {
@@ -330,7 +327,7 @@ func (s *Store) startPageBase(ctx context.Context, snap *snapshot, o ListOptions
 		}
 		// In address order TakeRows does not reorder (the rows are kept by address).
 		slices.SortFunc(addrs, table.RowAddr.Compare)
-		b, err := snap.base.TakeRows(ctx, addrs, baseColumns(snap.base, listColumns))
+		b, err := v.base().TakeRows(ctx, addrs, baseColumns(v.base(), listColumns))
 		if err != nil {
 			e.err = err
 			return
@@ -369,19 +366,19 @@ func (e *earlyBase) taken(addr table.RowAddr) (Record, bool) {
 	return r, ok
 }
 
-// merge offers to h the early walk's rows whose id has no pending write.
-// It reports whether h now holds the page: the early walk kept the k
-// smallest base ids, up to its largest t; without the excluded ones they
-// are every base row up to t, so h is exact unless the walk was full and
-// h is short of k or reaches above t (base rows above t may belong).
-func (e *earlyBase) merge(h *idHeap, exclude map[string]struct{}, k int) bool {
+// merge offers to h the early walk's rows that v shows. It reports
+// whether h now holds the page: the early walk kept the k smallest base
+// ids, up to its largest t; without the hidden ones they are every base
+// row v shows up to t, so h is exact unless the walk was full and h is
+// short of k or reaches above t (base rows above t may belong).
+func (e *earlyBase) merge(h *idHeap, v *view, k int) bool {
 	full := e.h.Len() == e.k
 	var t string
 	if full {
 		t = e.h[0].id
 	}
 	for _, c := range e.h {
-		if _, pending := exclude[c.id]; !pending {
+		if !v.hides(c.id) {
 			h.offer(c, k)
 		}
 	}
@@ -415,41 +412,25 @@ func sortByAddr(addrs []table.RowAddr, at []int) {
 	copy(at, st)
 }
 
-// ascendIndexed offers to h the live base rows above after, in id order,
-// through the id index: it stops once h holds k ids below the next one, so
-// it reads O(log n + k) index entries, not the id column. It returns the
-// fragments the index covers (nil when it covers none: the caller scans).
-func (s *Store) ascendIndexed(ctx context.Context, base *table.Dataset, after string, exclude map[string]struct{}, h *idHeap, k int) (*roaring.Bitmap, error) {
+// ascendIndexed offers to h the base rows v shows above after, in id
+// order, through the id index: it stops once h holds k ids below the next
+// one, so it reads O(log n + k) index entries, not the id column. It
+// returns the fragments the index covers (nil when it covers none: the
+// caller scans).
+func (s *Store) ascendIndexed(ctx context.Context, v *view, after string, h *idHeap, k int) (*roaring.Bitmap, error) {
 	if s.finder() == nil || !slices.Contains(s.indexColumns(), ColID) {
 		return nil, nil
 	}
-	deleted := map[uint64]*roaring.Bitmap{}
-	var werr error
-	covered, err := s.opts.Indexes.Ascend(ctx, base, ColID, after, func(id string, addr uint64) bool {
-		if h.Len() == k && id >= (*h)[0].id {
-			return false // every later id is larger still
-		}
-		frag, off := addr>>32, uint32(addr)
-		del, ok := deleted[frag]
-		if !ok {
-			if del, werr = base.DeletedRows(ctx, frag); werr != nil {
-				return false
-			}
-			deleted[frag] = del
-		}
-		if del != nil && del.Contains(off) {
-			return true
-		}
-		if _, pending := exclude[id]; pending {
-			return true // a newer write waits in the WAL
-		}
-		h.offer(candidate{id: strings.Clone(id), addr: table.RowAddr{Fragment: frag, Offset: off}}, k)
+	return v.ascendBase(ctx, after, nil, h.full(k), func(id string, addr table.RowAddr) bool {
+		h.offer(candidate{id: strings.Clone(id), addr: addr}, k)
 		return true
 	})
-	if werr != nil {
-		return nil, werr
-	}
-	return covered, err
+}
+
+// full returns whether h holds k ids all below id (a walk in id order
+// then ends: every later id is larger still).
+func (h *idHeap) full(k int) func(id string) bool {
+	return func(id string) bool { return h.Len() == k && id >= (*h)[0].id }
 }
 
 // missingFilter reports a filter on a column the base table does not have
@@ -475,10 +456,11 @@ var offsetSkips atomic.Int64
 // rows in between, so that it names the same page: a deep offset then costs
 // O(log n) index page reads instead of a walk over offset ids. It counts
 // exactly the rows the listing counts: live base rows of the fragments the
-// id index covers (Ranker), live rows of the other fragments (scanned),
-// minus base rows whose id waits in the WAL (excluded), plus the WAL rows
-// (source all). When the index cannot rank exactly, o is returned as is.
-func (s *Store) skipOffset(ctx context.Context, base *table.Dataset, o ListOptions, walRows []walRow, exclude map[string]struct{}) (ListOptions, error) {
+// id index covers (Ranker), less the ones v hides, the rows of the other
+// fragments v shows (scanned), plus the pending rows (source all; v has
+// read them). When the index cannot rank exactly, o is returned as is.
+func (s *Store) skipOffset(ctx context.Context, v *view, o ListOptions) (ListOptions, error) {
+	base := v.base()
 	if s.finder() == nil || !slices.Contains(s.indexColumns(), ColID) {
 		return o, nil
 	}
@@ -504,6 +486,8 @@ func (s *Store) skipOffset(ctx context.Context, base *table.Dataset, o ListOptio
 				frags.Add(uint32(f.GetId()))
 			}
 		}
+		// The id column alone, the hidden ids dropped here (not by the
+		// scan, which would read the column twice).
 		opts := table.ScanOptions{Columns: []string{ColID}, Fragments: frags}
 		err := base.Scan(ctx, opts, func(b arrow.RecordBatch) error {
 			ids, ok := b.Column(0).(interface {
@@ -514,7 +498,7 @@ func (s *Store) skipOffset(ctx context.Context, base *table.Dataset, o ListOptio
 				return fmt.Errorf("rollout: store %s: column id is %s, want a string column", s.name, b.Column(0).DataType())
 			}
 			for i := 0; i < ids.Len(); i++ {
-				if _, pending := exclude[ids.Value(i)]; !pending {
+				if !v.hides(ids.Value(i)) {
 					others = append(others, strings.Clone(ids.Value(i)))
 				}
 			}
@@ -524,58 +508,19 @@ func (s *Store) skipOffset(ctx context.Context, base *table.Dataset, o ListOptio
 			return o, err
 		}
 	}
-	for i := range walRows {
-		others = append(others, walRows[i].gen.Key(walRows[i].row))
+	for _, r := range v.rows {
+		others = append(others, r.id())
 	}
 	slices.Sort(others)
-	// Base rows of ranked fragments whose id waits in the WAL are not
-	// listed from the base: their ids, sorted.
-	var hidden []string
-	if len(exclude) > 0 {
-		ids := make([]string, 0, len(exclude))
-		for id := range exclude {
-			ids = append(ids, id)
-		}
-		slices.Sort(ids)
-		covered, found, err := s.opts.Indexes.Find(ctx, base, ColID, ids)
-		if err != nil {
-			return o, err
-		}
-		var addrs []table.RowAddr
-		for frag, offs := range found {
-			if !covered.Contains(uint32(frag)) || !rk.Covered().Contains(uint32(frag)) {
-				continue
-			}
-			del, err := base.DeletedRows(ctx, frag)
-			if err != nil {
-				return o, err
-			}
-			for _, off := range offs {
-				if del == nil || !del.Contains(off) {
-					addrs = append(addrs, table.RowAddr{Fragment: frag, Offset: off})
-				}
-			}
-		}
-		if len(addrs) > 0 {
-			b, err := base.TakePlain(ctx, addrs, []string{ColID})
-			if err != nil {
-				return o, err
-			}
-			col, ok := b.Column(0).(interface{ Value(int) string })
-			if !ok {
-				b.Release()
-				return o, fmt.Errorf("rollout: store %s: column id is %s, want a string column", s.name, b.Column(0).DataType())
-			}
-			for i := range addrs {
-				hidden = append(hidden, strings.Clone(col.Value(i)))
-			}
-			b.Release()
-			slices.Sort(hidden)
-		}
+	// Base rows of ranked fragments the view hides are not listed: their
+	// ids, sorted.
+	hidden, err := v.hiddenBaseIDs(ctx, rk.Covered())
+	if err != nil {
+		return o, err
 	}
-	// upTo is the number of listed rows whose id is <= v.
-	upTo := func(v string) (int64, error) {
-		succ := v + "\x00" // the smallest string above v
+	// upTo is the number of listed rows whose id is <= id.
+	upTo := func(id string) (int64, error) {
+		succ := id + "\x00" // the smallest string above id
 		n, err := rk.Below(ctx, succ)
 		if err != nil {
 			return 0, err
@@ -629,7 +574,7 @@ func (s *Store) skipOffset(ctx context.Context, base *table.Dataset, o ListOptio
 // reads to count them; beyond it the listing counts through as before.
 const maxSkipScan = 1 << 20
 
-// walkFiltered offers to h the live base rows above after whose column
+// walkFiltered offers to h the base rows v shows above after whose column
 // f.Column holds f.Value, in id order, by walking the id index and keeping
 // the rows the filter column's index names. A filtered page then costs
 // O(k · rows/matches) index entries, which stays flat as the table grows,
@@ -638,7 +583,8 @@ const maxSkipScan = 1 << 20
 // answered for (nil: it did not walk, the caller scans as before), and
 // when it did not walk, few: the filter's index covers every fragment and
 // names at most fewMatchRows(k) rows (the scan may read them whole).
-func (s *Store) walkFiltered(ctx context.Context, base *table.Dataset, f Filter, after string, exclude map[string]struct{}, h *idHeap, k int) (walked *roaring.Bitmap, few bool, err error) {
+func (s *Store) walkFiltered(ctx context.Context, v *view, f Filter, after string, h *idHeap, k int) (walked *roaring.Bitmap, few bool, err error) {
+	base := v.base()
 	cols := s.indexColumns()
 	if s.finder() == nil || !slices.Contains(cols, f.Column) {
 		return nil, false, nil
@@ -690,32 +636,10 @@ func (s *Store) walkFiltered(ctx context.Context, base *table.Dataset, f Filter,
 	if walk := int64(k) * indexed / matches; walk > runs*walkEntriesPerRun {
 		return nil, few, nil
 	}
-	deleted := map[uint64]*roaring.Bitmap{}
-	var werr error
-	_, err = s.opts.Indexes.AscendEach(ctx, base, ColID, after, index.NewAddrSet(match), func(id string, addr uint64) bool {
-		if h.Len() == k && id >= (*h)[0].id {
-			return false
-		}
-		frag, off := addr>>32, uint32(addr)
-		del, ok := deleted[frag]
-		if !ok {
-			if del, werr = base.DeletedRows(ctx, frag); werr != nil {
-				return false
-			}
-			deleted[frag] = del
-		}
-		if del != nil && del.Contains(off) {
-			return true
-		}
-		if _, pending := exclude[id]; pending {
-			return true
-		}
-		h.offer(candidate{id: strings.Clone(id), addr: table.RowAddr{Fragment: frag, Offset: off}}, k)
+	_, err = v.ascendBase(ctx, after, index.NewAddrSet(match), h.full(k), func(id string, addr table.RowAddr) bool {
+		h.offer(candidate{id: strings.Clone(id), addr: addr}, k)
 		return true
 	})
-	if werr != nil {
-		return nil, false, werr
-	}
 	if err != nil {
 		return nil, false, err
 	}

@@ -196,6 +196,11 @@ func (s *Store) readRetry(ctx context.Context, withWAL bool, plan readPlan, read
 	return fmt.Errorf("rollout: store %s changed during the read; retry the request: %w", s.name, err)
 }
 
+// readView is readRetry with the snapshot's view.
+func (s *Store) readView(ctx context.Context, withWAL bool, plan readPlan, read func(*view) error) error {
+	return s.readRetry(ctx, withWAL, plan, func(snap *snapshot) error { return read(s.newView(snap)) })
+}
+
 // walRow is one winning row of the WAL tier.
 type walRow struct {
 	gen *wal.LoadedGeneration
@@ -308,9 +313,9 @@ func (s *Store) List(ctx context.Context, o ListOptions) (*ListResult, error) {
 		o.Source = SourceFragments
 	}
 	var res *ListResult
-	err := s.readRetry(ctx, o.Source != SourceFragments, planList(o), func(snap *snapshot) error {
+	err := s.readView(ctx, o.Source != SourceFragments, planList(o), func(v *view) error {
 		var err error
-		res, err = s.listByID(ctx, snap, o)
+		res, err = s.listByID(ctx, v, o)
 		return err
 	})
 	return res, err
@@ -323,82 +328,18 @@ func (s *Store) Get(ctx context.Context, id string) (*Record, error) { return s.
 // as a checkout of v reads it, without changing what other reads see.
 func (s *Store) GetAt(ctx context.Context, id string, v uint64) (*Record, error) {
 	var out *Record
-	err := s.readRetry(ctx, true, planGet.at(v), func(snap *snapshot) error {
+	err := s.readView(ctx, true, planGet.at(v), func(vw *view) error {
 		var err error
-		out, err = s.get(ctx, snap, id)
+		out, err = vw.get(ctx, id)
 		return err
 	})
 	return out, err
-}
-
-func (s *Store) get(ctx context.Context, snap *snapshot, id string) (*Record, error) {
-	if !s.pendingCached(snap) {
-		// The pending generations must be read first (a cold process, or
-		// new generations): look the id up in the base at the same time,
-		// so the base's reads do not wait for theirs. The base's answer is
-		// used only when no pending generation holds the id.
-		bctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		type result struct {
-			r   *Record
-			err error
-		}
-		ch := make(chan result, 1)
-		go func() {
-			r, err := s.getBase(bctx, snap, id)
-			ch <- result{r, err}
-		}()
-		r, ok, err := s.getPending(ctx, snap, id)
-		if err != nil || ok {
-			cancel()
-			<-ch // no read of this call outlives it
-			return r, err
-		}
-		b := <-ch
-		return b.r, b.err
-	}
-	if r, ok, err := s.getPending(ctx, snap, id); err != nil || ok {
-		return r, err
-	}
-	return s.getBase(ctx, snap, id)
 }
 
 // pendingCached reports whether every pending generation of snap is
 // decoded in the generation cache (reading them costs no request).
 func (s *Store) pendingCached(snap *snapshot) bool {
 	return s.opts.Cache.holdsAll(s.root, snap.pendingRefs())
-}
-
-// getPending looks id up in the pending generations.
-func (s *Store) getPending(ctx context.Context, snap *snapshot, id string) (*Record, bool, error) {
-	w, ok, err := s.findPending(ctx, snap, id)
-	if err != nil || !ok {
-		return nil, false, err
-	}
-	r, err := w.record()
-	if err != nil {
-		return nil, false, err
-	}
-	return &r, true, nil
-}
-
-// getBase looks id up in the base table; ErrNotFound when it is not there.
-func (s *Store) getBase(ctx context.Context, snap *snapshot, id string) (*Record, error) {
-	var out *Record
-	err := snap.base.Scan(ctx, table.ScanOptions{Columns: baseColumns(snap.base, listColumns), Where: []table.Eq{{Column: ColID, Value: id}}, Limit: 1, Index: s.finder(), PlainDictionaries: true}, func(b arrow.RecordBatch) error {
-		rs, err := recordsFromBatch(b)
-		if err == nil && len(rs) > 0 {
-			out = &rs[0]
-		}
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	if out == nil {
-		return nil, fmt.Errorf("%w: record %q", ErrNotFound, id)
-	}
-	return out, nil
 }
 
 // pendingRef locates a row in a generation.
@@ -516,9 +457,9 @@ func (s *Store) Trajectory(ctx context.Context, rolloutID string) ([]Record, err
 // TrajectoryAt is Trajectory from base version v alone (0: the latest).
 func (s *Store) TrajectoryAt(ctx context.Context, rolloutID string, v uint64) ([]Record, error) {
 	var out []Record
-	err := s.readRetry(ctx, true, planTrajectory.at(v), func(snap *snapshot) error {
+	err := s.readView(ctx, true, planTrajectory.at(v), func(vw *view) error {
 		var err error
-		out, err = s.trajectory(ctx, snap, rolloutID)
+		out, err = s.trajectory(ctx, vw, rolloutID)
 		return err
 	})
 	if err != nil {
@@ -534,33 +475,33 @@ func (s *Store) TrajectoryAt(ctx context.Context, rolloutID string, v uint64) ([
 	return out, nil
 }
 
-// trajectory reads a rollout's records from one snapshot: the pending rows
-// of the rollout, and the base rows (through the rollout_id index) whose
-// id has no pending write. Unlike a listing it needs no id order, so the
-// base rows are read with their columns in one scan, not ids first and
-// rows after (one round trip less).
-func (s *Store) trajectory(ctx context.Context, snap *snapshot, rolloutID string) ([]Record, error) {
+// trajectory reads a rollout's records from one view: the pending rows
+// of the rollout, and the base rows (through the rollout_id index) the
+// view shows. Unlike a listing it needs no id order, so the base rows are
+// read with their columns in one scan, not ids first and rows after (one
+// round trip less).
+func (s *Store) trajectory(ctx context.Context, v *view, rolloutID string) ([]Record, error) {
 	fs := []Filter{{ColRolloutID, rolloutID}}
-	scanBase := !missingFilter(snap.base, fs)
+	scanBase := !missingFilter(v.base(), fs)
 	// The pending generations must be read first (a cold process, or new
-	// generations): scan the base at the same time, without the pending
-	// ids to exclude (they are dropped after), so the base's reads do not
-	// wait for theirs.
+	// generations): scan the base at the same time, on a view of the base
+	// alone (what the pending rows hide is dropped after), so the base's
+	// reads do not wait for theirs.
 	var (
 		early    []Record
 		earlyErr error
 		done     chan struct{}
 	)
-	if scanBase && !s.pendingCached(snap) {
+	if scanBase && !v.pendingCached() {
 		bctx, cancel := context.WithCancel(ctx)
 		defer func() { cancel(); <-done }() // no read of this call outlives it
 		done = make(chan struct{})
 		go func() {
 			defer close(done)
-			early, earlyErr = s.trajectoryBase(bctx, snap, fs, nil, maxTrajectory+1)
+			early, earlyErr = s.trajectoryBase(bctx, v.baseOnly(), fs, maxTrajectory+1)
 		}()
 	}
-	rows, exclude, err := s.walRows(ctx, snap)
+	rows, err := v.pending(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -585,17 +526,17 @@ func (s *Store) trajectory(ctx context.Context, snap *snapshot, rolloutID string
 		}
 		if len(early) <= maxTrajectory {
 			for _, r := range early {
-				if _, ok := exclude[r.ID]; !ok {
+				if !v.hides(r.ID) {
 					out = append(out, r)
 				}
 			}
 			scanBase = false
 		}
-		// Else the scan stopped at its limit before the exclusions:
-		// scan again with them, below.
+		// Else the scan stopped at its limit before the pending rows
+		// were known: scan again through the view, below.
 	}
 	if scanBase {
-		rs, err := s.trajectoryBase(ctx, snap, fs, exclude, maxTrajectory+1-len(out))
+		rs, err := s.trajectoryBase(ctx, v, fs, maxTrajectory+1-len(out))
 		if err != nil {
 			return nil, err
 		}
@@ -607,16 +548,12 @@ func (s *Store) trajectory(ctx context.Context, snap *snapshot, rolloutID string
 	return out, nil
 }
 
-// trajectoryBase reads up to limit base rows matching fs whose id is not
-// in exclude.
-func (s *Store) trajectoryBase(ctx context.Context, snap *snapshot, fs []Filter, exclude map[string]struct{}, limit int) ([]Record, error) {
-	opts := table.ScanOptions{Columns: baseColumns(snap.base, listColumns), Where: tableFilters(fs), Index: s.finder(),
+// trajectoryBase reads up to limit base rows matching fs that v shows.
+func (s *Store) trajectoryBase(ctx context.Context, v *view, fs []Filter, limit int) ([]Record, error) {
+	opts := table.ScanOptions{Columns: baseColumns(v.base(), listColumns), Where: tableFilters(fs), Index: s.finder(),
 		PlainDictionaries: true, Limit: int64(limit)}
-	if len(exclude) > 0 {
-		opts.In = []table.In{{Column: ColID, Values: exclude, Negate: true}}
-	}
 	var out []Record
-	err := snap.base.Scan(ctx, opts, func(b arrow.RecordBatch) error {
+	err := v.scanBase(ctx, opts, func(b arrow.RecordBatch) error {
 		rs, err := recordsFromBatch(b)
 		out = append(out, rs...)
 		return err

@@ -66,7 +66,7 @@ func (s *Store) Scan(ctx context.Context, o ScanOptions, fn func(arrow.RecordBat
 		if snap, err = s.snapshot(ctx, o.Source != SourceFragments, readPlan{files: true, fresh: attempt > 0, version: o.Version}); err != nil {
 			return err
 		}
-		err = s.scan(ctx, snap, o.Source, cols, o.BatchRows, emit)
+		err = s.scan(ctx, s.newView(snap), o.Source, cols, o.BatchRows, emit)
 		if !errors.Is(err, objstore.ErrNotFound) || emitted {
 			break
 		}
@@ -77,14 +77,12 @@ func (s *Store) Scan(ctx context.Context, o ScanOptions, fn func(arrow.RecordBat
 	return err
 }
 
-func (s *Store) scan(ctx context.Context, snap *snapshot, src Source, cols []string, batchRows int, fn func(arrow.RecordBatch) error) error {
-	var exclude map[string]struct{}
+func (s *Store) scan(ctx context.Context, v *view, src Source, cols []string, batchRows int, fn func(arrow.RecordBatch) error) error {
 	if src != SourceFragments {
-		rows, ids, err := s.walRows(ctx, snap)
+		rows, err := v.pending(ctx)
 		if err != nil {
 			return err
 		}
-		exclude = ids
 		// Runs of consecutive winning rows of one generation are zero-copy
 		// slices of the cached generation.
 		if err := emitRuns(rows, cols, fn); err != nil {
@@ -95,11 +93,8 @@ func (s *Store) scan(ctx context.Context, snap *snapshot, src Source, cols []str
 		return nil
 	}
 	// Columns the base table lacks read as null (see baseColumns).
-	opts := table.ScanOptions{Columns: baseColumns(snap.base, cols), BatchRows: batchRows, PlainDictionaries: true}
-	if len(exclude) > 0 {
-		opts.In = []table.In{{Column: ColID, Values: exclude, Negate: true}}
-	}
-	return snap.base.Scan(ctx, opts, func(b arrow.RecordBatch) error {
+	opts := table.ScanOptions{Columns: baseColumns(v.base(), cols), BatchRows: batchRows, PlainDictionaries: true}
+	return v.scanBase(ctx, opts, func(b arrow.RecordBatch) error {
 		out, err := project(b, cols)
 		if err != nil {
 			return err
