@@ -34,8 +34,8 @@ type view struct {
 	s    *Store
 	snap *snapshot
 
-	read   bool               // pending rows read
-	rows   []walRow           // the winning pending rows, oldest generation first
+	read   bool                // pending rows read
+	rows   []walRow            // the winning pending rows, oldest generation first
 	hidden map[string]struct{} // their ids: the base rows they hide
 }
 
