@@ -382,17 +382,18 @@ func TestCutEntryIsCorruption(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg, err := f.encode(r)
-	if err != nil {
+	msg := &encoded{}
+	if err := f.encode(msg, r); err != nil {
 		t.Fatal(err)
 	}
-	whole := f.header.assemble([][]byte{msg, msg}, 1, 0)
+	defer msg.release()
+	whole := f.header.assemble([]*encoded{msg, msg}, 1, 0, nil)
 	e, err := checkEntry("s1", 1, whole)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.release()
-	cut := whole[:len(whole)-len(endOfStream)-len(msg)]
+	cut := whole[:len(whole)-len(endOfStream)-msg.size]
 	if _, err := checkEntry("s1", 1, cut); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("entry cut after its first batch: %v, want corruption", err)
 	}

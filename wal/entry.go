@@ -21,21 +21,59 @@ func entryKey(shard string, pos uint64) string {
 	return fmt.Sprintf("%swal/%020d.arrow", shardDir(shard), pos)
 }
 
-// encodeBatch returns rec as one IPC record batch message, the unit an
-// entry is made of after its schema message. Appenders encode their own
-// batches, in parallel, so that the writer's loop only concatenates.
-func encodeBatch(rec arrow.RecordBatch) ([]byte, error) {
+// encoded is record batch messages of an entry, as pieces that concatenate
+// to them. The large pieces are the batches' own buffers, not copies: the
+// one copy of a row on its way to the log is the entry's assembly (and, for
+// a segment, the kernel's). Appenders encode their own batches, in
+// parallel, so that the writer's loop only concatenates.
+type encoded struct {
+	parts    [][]byte
+	size     int
+	payloads []ipc.Payload // hold the buffers parts point into
+	// owned is set while the last part is a copy of small writes, which the
+	// next small write may extend in place.
+	owned bool
+}
+
+// copyBelow: writes shorter than this are copied (the IPC writer reuses
+// its scratch for lengths and padding); longer ones are buffers of the
+// batch or its message header, referenced.
+const copyBelow = 256
+
+func (e *encoded) Write(p []byte) (int, error) {
+	e.size += len(p)
+	if len(p) >= copyBelow {
+		e.parts = append(e.parts, p)
+		e.owned = false
+		return len(p), nil
+	}
+	if n := len(e.parts); e.owned && cap(e.parts[n-1])-len(e.parts[n-1]) >= len(p) {
+		e.parts[n-1] = append(e.parts[n-1], p...)
+		return len(p), nil
+	}
+	e.parts = append(e.parts, append(make([]byte, 0, 4*copyBelow), p...))
+	e.owned = true
+	return len(p), nil
+}
+
+// add encodes rec as one IPC record batch message.
+func (e *encoded) add(rec arrow.RecordBatch) error {
 	p, err := ipc.GetRecordBatchPayload(rec)
 	if err != nil {
-		return nil, fmt.Errorf("wal: encode batch: %w", err)
+		return fmt.Errorf("wal: encode batch: %w", err)
 	}
-	defer p.Release()
-	var buf bytes.Buffer
-	buf.Grow(int(recordBytes(rec)) + 64*rec.Schema().NumFields() + 1024)
-	if _, err := p.WritePayload(&buf); err != nil {
-		return nil, fmt.Errorf("wal: encode batch: %w", err)
+	e.payloads = append(e.payloads, p)
+	if _, err := p.WritePayload(e); err != nil {
+		return fmt.Errorf("wal: encode batch: %w", err)
 	}
-	return buf.Bytes(), nil
+	return nil
+}
+
+func (e *encoded) release() {
+	for i := range e.payloads {
+		e.payloads[i].Release()
+	}
+	e.payloads, e.parts = nil, nil
 }
 
 // columnSet says which columns of the row schema an entry carries: byte i
@@ -97,11 +135,11 @@ func newEntryFormat(s *arrow.Schema, set columnSet, shard string, epoch uint64) 
 	return f, nil
 }
 
-// encode returns rec, projected to the format's columns, as one IPC
+// encode adds rec, projected to the format's columns, to e as one IPC
 // record batch message.
-func (f *entryFormat) encode(rec arrow.RecordBatch) ([]byte, error) {
+func (f *entryFormat) encode(e *encoded, rec arrow.RecordBatch) error {
 	if f.full {
-		return encodeBatch(rec)
+		return e.add(rec)
 	}
 	cols := make([]arrow.Array, len(f.cols))
 	for i, c := range f.cols {
@@ -109,7 +147,7 @@ func (f *entryFormat) encode(rec arrow.RecordBatch) ([]byte, error) {
 	}
 	p := array.NewRecordBatch(f.schema, cols, rec.NumRows())
 	defer p.Release()
-	return encodeBatch(p)
+	return e.add(p)
 }
 
 // widen returns rec with the columns of s it lacks added as nulls, or
@@ -184,13 +222,20 @@ func newEntryHeader(s *arrow.Schema, shard string, epoch uint64) (*entryHeader, 
 }
 
 // assemble returns the entry at pos made of msgs, after headroom bytes
-// left for the caller (a segment frame's header).
-func (h *entryHeader) assemble(msgs [][]byte, pos uint64, headroom int) []byte {
+// left for the caller (a segment frame's header). It appends to buf[:0]
+// when buf is large enough (a segment log reuses its buffer: allocating
+// one clears it, which cost as much as the copy).
+func (h *entryHeader) assemble(msgs []*encoded, pos uint64, headroom int, buf []byte) []byte {
 	n := headroom + len(h.msg) + len(endOfStream)
 	for _, m := range msgs {
-		n += len(m)
+		n += m.size
 	}
-	out := make([]byte, headroom, n)
+	var out []byte
+	if cap(buf) >= n {
+		out = buf[:headroom]
+	} else {
+		out = make([]byte, headroom, n)
+	}
 	out = append(out, h.msg...)
 	var digits [positionWidth]byte
 	v := pos
@@ -200,7 +245,9 @@ func (h *entryHeader) assemble(msgs [][]byte, pos uint64, headroom int) []byte {
 	}
 	copy(out[headroom+h.posOff:], digits[:])
 	for _, m := range msgs {
-		out = append(out, m...)
+		for _, p := range m.parts {
+			out = append(out, p...)
+		}
 	}
 	return append(out, endOfStream...)
 }

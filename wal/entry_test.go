@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -54,19 +55,18 @@ func TestEntryIsAnArrowStream(t *testing.T) {
 
 // encodeEntry makes the entry at pos of batches, as a writer would (tests).
 func encodeEntry(s *arrow.Schema, batches []arrow.RecordBatch, shard string, epoch, pos uint64) ([]byte, error) {
-	msgs := make([][]byte, len(batches))
-	for i, b := range batches {
-		m, err := encodeBatch(b)
-		if err != nil {
+	msgs := &encoded{}
+	defer msgs.release()
+	for _, b := range batches {
+		if err := msgs.add(b); err != nil {
 			return nil, err
 		}
-		msgs[i] = m
 	}
 	h, err := newEntryHeader(s, shard, epoch)
 	if err != nil {
 		return nil, err
 	}
-	return h.assemble(msgs, pos, 0), nil
+	return h.assemble([]*encoded{msgs}, pos, 0, nil), nil
 }
 
 // TestEntriesLeaveOutNullColumns: an entry carries only the columns with a
@@ -130,5 +130,56 @@ func TestRegression_SharedNullColumnsDoNotFillTheMemtable(t *testing.T) {
 	defer rec.Release()
 	if got := recordBytes(rec); got > 1024 {
 		t.Fatalf("a 1-row batch counts %d bytes", got)
+	}
+}
+
+// TestEncodedSharesBatchBuffers: encoding a batch for an entry copies none
+// of its large buffers (the entry's assembly is the one copy), and small
+// writes the IPC writer makes from reused scratch are copied, so the
+// assembled entry is still the stream.
+func TestEncodedSharesBatchBuffers(t *testing.T) {
+	s := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.BinaryTypes.String}}, nil)
+	b := array.NewStringBuilder(memory.DefaultAllocator)
+	long := string(bytes.Repeat([]byte("x"), 4096))
+	b.AppendValues([]string{long, long + "y"}, nil)
+	col := b.NewArray()
+	b.Release()
+	rec := array.NewRecordBatch(s, []arrow.Array{col}, 2)
+	col.Release()
+	defer rec.Release()
+	enc := &encoded{}
+	defer enc.release()
+	if err := enc.add(rec); err != nil {
+		t.Fatal(err)
+	}
+	values := col.(*array.String).ValueBytes()
+	shared := false
+	for _, p := range enc.parts {
+		if len(p) == len(values) && unsafe.SliceData(p) == unsafe.SliceData(values) {
+			shared = true
+		}
+	}
+	if !shared {
+		t.Fatalf("the value buffer (%d bytes) was copied into the encoding", len(values))
+	}
+	h, err := newEntryHeader(s, "s1", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Assembling into a dirty reused buffer gives the same bytes as into a
+	// new one.
+	dirty := bytes.Repeat([]byte{0xee}, 3*enc.size)
+	got := h.assemble([]*encoded{enc, enc}, 7, frameHeaderSize, dirty)[frameHeaderSize:]
+	want := h.assemble([]*encoded{enc, enc}, 7, 0, nil)
+	if !bytes.Equal(got, want) {
+		t.Fatal("assembling into a reused buffer changed the entry")
+	}
+	e, err := decodeEntry(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.release()
+	if len(e.batches) != 2 || e.position != 7 || e.batches[1].Column(0).(*array.String).Value(1) != long+"y" {
+		t.Fatalf("decoded %d batches at %d", len(e.batches), e.position)
 	}
 }

@@ -12,7 +12,7 @@ type entryLog interface {
 	// put makes the entry of msgs (encoded in format f) durable at the
 	// writer's next position, pos. An error wrapping ErrLogFailed means
 	// what reached the log is unknown: the writer must stop.
-	put(ctx context.Context, pos uint64, f *entryFormat, msgs [][]byte) error
+	put(ctx context.Context, pos uint64, f *entryFormat, msgs []*encoded) error
 	// sealed says positions up to upTo are in committed generations.
 	sealed(upTo uint64)
 	// close releases the log's files when the writer stops.
@@ -25,7 +25,7 @@ type entryLog interface {
 // the writer's collection.
 type objectLog struct{ w *Writer }
 
-func (l objectLog) put(ctx context.Context, _ uint64, f *entryFormat, msgs [][]byte) error {
+func (l objectLog) put(ctx context.Context, _ uint64, f *entryFormat, msgs []*encoded) error {
 	start := time.Now()
 	err := l.w.putEntry(ctx, f.header, msgs)
 	l.w.opts.Metrics.PutSeconds.Observe(since(start))
@@ -36,9 +36,15 @@ func (objectLog) sealed(uint64) {}
 func (objectLog) close()        {}
 
 // put appends the entry as a frame and flushes it.
-func (l *segmentLog) put(_ context.Context, pos uint64, f *entryFormat, msgs [][]byte) error {
+func (l *segmentLog) put(_ context.Context, pos uint64, f *entryFormat, msgs []*encoded) error {
 	start := time.Now()
-	if err := l.append(pos, f.header.assemble(msgs, pos, frameHeaderSize)); err != nil {
+	frame := f.header.assemble(msgs, pos, frameHeaderSize, l.buf)
+	if cap(frame) <= maxKeptFrameBuffer {
+		l.buf = frame[:0] // written by the time append returns (io.WriterAt keeps nothing)
+	} else {
+		l.buf = nil
+	}
+	if err := l.append(pos, frame); err != nil {
 		return err
 	}
 	if l.metrics != nil {

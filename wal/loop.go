@@ -165,6 +165,9 @@ func (o *op) release() {
 	for _, r := range o.recs {
 		r.Release()
 	}
+	if o.enc != nil {
+		o.enc.release()
+	}
 }
 
 func (w *Writer) failQueued(queue []*op, err error) {
@@ -188,11 +191,11 @@ func (w *Writer) failAll(err error) {
 
 func (w *Writer) appendGroup(ctx context.Context, group []*op) {
 	var recs []arrow.RecordBatch
-	var msgs [][]byte
+	var msgs []*encoded
 	appends := 0
 	for _, o := range group {
 		recs = append(recs, o.recs...)
-		msgs = append(msgs, o.msgs...)
+		msgs = append(msgs, o.enc)
 		appends += o.appends
 	}
 	err := w.writeEntry(ctx, group[0].format, recs, msgs)

@@ -14,7 +14,7 @@ import (
 // writeEntry makes recs (encoded as msgs in format f) durable at the next
 // free position and adds them to the memtable. A nil return is the
 // acknowledgement.
-func (w *Writer) writeEntry(ctx context.Context, f *entryFormat, recs []arrow.RecordBatch, msgs [][]byte) error {
+func (w *Writer) writeEntry(ctx context.Context, f *entryFormat, recs []arrow.RecordBatch, msgs []*encoded) error {
 	if w.err != nil {
 		return w.err
 	}
@@ -25,7 +25,7 @@ func (w *Writer) writeEntry(ctx context.Context, f *entryFormat, recs []arrow.Re
 	}
 	size := len(f.header.msg) + len(endOfStream)
 	for _, m := range msgs {
-		size += len(m)
+		size += m.size
 	}
 	if err := w.log.put(ctx, w.nextPos, f, msgs); err != nil {
 		if errors.Is(err, ErrLogFailed) {
@@ -64,10 +64,11 @@ func (w *Writer) writeEntry(ctx context.Context, f *entryFormat, recs []arrow.Re
 
 // putEntry writes msgs as an object entry at nextPos, put-if-absent,
 // adopting entries other writers left at the positions it finds taken.
-func (w *Writer) putEntry(ctx context.Context, header *entryHeader, msgs [][]byte) error {
+func (w *Writer) putEntry(ctx context.Context, header *entryHeader, msgs []*encoded) error {
 	for {
 		pos := w.nextPos
-		data := header.assemble(msgs, pos, 0)
+		// A new buffer each time: a store may keep what it was given.
+		data := header.assemble(msgs, pos, 0, nil)
 		key := entryKey(w.opts.Shard, pos)
 		err := retry(ctx, func() error { return w.opts.Store.PutIfAbsent(ctx, key, data) })
 		if errors.Is(err, objstore.ErrExists) {

@@ -55,8 +55,12 @@ const (
 	// segment is 1/hurryFraction full, whichever comes first: a seal that
 	// completes meanwhile then hands over a spare instead of a new file.
 	hurryFraction = 4
-	segmentSuffix = ".seg"
-	spareSuffix   = ".spare"
+	// maxKeptFrameBuffer bounds the frame buffer a segment log keeps for
+	// its next frame (a group commit's entries are at most MaxEntryBytes,
+	// 16 MiB by default, plus one append's overshoot).
+	maxKeptFrameBuffer = 32 << 20
+	segmentSuffix      = ".seg"
+	spareSuffix        = ".spare"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -99,6 +103,7 @@ type segmentLog struct {
 	seq    uint64   // of cur
 	cur    *segment // nil until the first append
 	closed []*segment
+	buf    []byte        // the last frame's buffer, reused by the next
 	next   chan prepared // the segment after cur, prepared in the background
 	quit   chan struct{} // closed by close: stop preparing
 

@@ -205,7 +205,7 @@ const (
 type op struct {
 	kind    opKind
 	recs    []arrow.RecordBatch // opAppend: rows that must land in one entry
-	msgs    [][]byte            // opAppend: recs encoded in format
+	enc     *encoded            // opAppend: recs encoded in format
 	format  *entryFormat        // opAppend
 	appends int                 // opAppend: the callers whose rows recs are
 	upTo    uint64
@@ -269,19 +269,18 @@ func (w *Writer) AppendGroup(ctx context.Context, appends int, recs ...arrow.Rec
 	if err != nil {
 		return err
 	}
-	msgs := make([][]byte, len(recs))
-	for i, rec := range recs {
+	enc := &encoded{}
+	for _, rec := range recs {
 		// Encoded here, on the caller's goroutine: the loop is serial.
-		m, err := f.encode(rec)
-		if err != nil {
+		if err := f.encode(enc, rec); err != nil {
+			enc.release()
 			return err
 		}
-		msgs[i] = m
 	}
 	for _, rec := range recs {
 		rec.Retain()
 	}
-	return w.do(ctx, &op{kind: opAppend, recs: recs, msgs: msgs, format: f, appends: max(appends, 1)})
+	return w.do(ctx, &op{kind: opAppend, recs: recs, enc: enc, format: f, appends: max(appends, 1)})
 }
 
 // format returns the writer's entry format for set, made on first use.
