@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/lance-context/lance-context/objstore/internal/sleep"
 )
 
 // Counting wraps a Store and counts what goes through it: calls per
@@ -27,7 +29,7 @@ type Counting struct {
 	latency time.Duration
 
 	mu       sync.Mutex
-	calls    [OpCommit + 1]int
+	calls    [numOps]int
 	read     int64
 	written  int64
 	inFlight int
@@ -107,7 +109,7 @@ func (c *Counting) Counts() Counts {
 func (c *Counting) Reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.calls = [OpCommit + 1]int{}
+	c.calls = [numOps]int{}
 	c.read, c.written = 0, 0
 	c.maxIn = c.inFlight
 	c.doneMax, c.depth = 0, 0
@@ -122,7 +124,7 @@ func (c *Counting) WaitIdle(ctx context.Context, quiet time.Duration) error {
 		c.mu.Lock()
 		before, busy := c.total, c.inFlight > 0
 		c.mu.Unlock()
-		if err := sleepCtx(ctx, quiet); err != nil {
+		if err := sleep.Ctx(ctx, quiet); err != nil {
 			return err
 		}
 		c.mu.Lock()
@@ -166,7 +168,7 @@ func (c *Counting) wait(ctx context.Context) error {
 	if c.latency <= 0 {
 		return nil
 	}
-	return sleepCtx(ctx, c.latency)
+	return sleep.Ctx(ctx, c.latency)
 }
 
 // Get implements Store.

@@ -16,7 +16,11 @@
 //     (lance/..., wal, rollout, sqlquery, worker, master, coord) import
 //     none, so they link no cloud SDK (TestEngineLinksNoCloudSDK).
 //   - objstore/internal/driver: what the cloud drivers share (the retries
-//     of a conditional put and of a torn read, below).
+//     of a conditional put and of a torn read, below; the streaming
+//     writer of S3 and Azure, PartWriter, which buffers one part and
+//     uploads it through the driver's Multipart; batch deletes).
+//   - objstore/internal/sleep: the wait on a context that objstore and
+//     the drivers share.
 //   - objstore/objstoretest: the conformance suite every backend passes;
 //     the cloud drivers' runs of it (against gofakes3 in process and, when
 //     configured, versitygw, fake-gcs-server and Azurite) are in
@@ -74,6 +78,19 @@
 //     read. Azure Blob Storage takes no suffix range, so it costs those
 //     two there. Readers of files whose metadata is at the end (Lance
 //     files) learn the size and the metadata together.
+//
+// Batch deletes: DeleteKeys deletes many keys with the store's DeleteMany
+// (BatchDeleter) where it has one, else with Delete, DeleteParallel at a
+// time; a failure wraps a *DeleteError naming the keys that may remain
+// (NotDeleted). S3 sends DeleteObjects requests of 1000 keys and Azure
+// blob batches of 256, four requests at once, an absent key counting as
+// deleted; GCS deletes a key a request (its Go client has no batch
+// requests). Local disk unlinks every file and then syncs each directory
+// once (DiscardKeys, for garbage, syncs none: BatchDiscarder). The
+// wrappers pass both on: Sub maps the keys, SmallFiles drops their cached
+// copies, Counting counts one OpDeleteMany per 1000 keys, and Faulty draws
+// each key's faults as for its Delete (OpDelete), so a hook that fails a
+// key's Delete fails it in a batch too.
 //
 // SmallFiles wraps a store so that small immutable objects it selects (a
 // rollout store's index files) are read whole with their first Head (or

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/lance-context/lance-context/objstore/internal/sleep"
 )
 
 // ErrInjected is matched (errors.Is) by every error the Faulty store and
@@ -33,9 +35,14 @@ const (
 	OpCreate
 	OpWrite
 	OpCommit
+	// OpDeleteMany is one request of a batch delete, as Counting counts it
+	// (Faulty draws a batch's faults per key, as OpDelete).
+	OpDeleteMany
+
+	numOps = iota + 1 // one more than the last Op
 )
 
-var opNames = [...]string{"", "get", "getrange", "put", "putifabsent", "list", "delete", "head", "create", "write", "commit"}
+var opNames = [...]string{"", "get", "getrange", "put", "putifabsent", "list", "delete", "head", "create", "write", "commit", "deletemany"}
 
 func (o Op) String() string {
 	if int(o) < len(opNames) && o != 0 {
@@ -241,7 +248,7 @@ func (f *Faulty) decide(op Op, key string) (Fault, int, time.Duration) {
 func (f *Faulty) do(ctx context.Context, op Op, key string, fn func() error) error {
 	fault, call, lat := f.decide(op, key)
 	if lat > 0 {
-		if err := sleepCtx(ctx, lat); err != nil {
+		if err := sleep.Ctx(ctx, lat); err != nil {
 			return err
 		}
 	}

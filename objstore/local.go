@@ -230,33 +230,43 @@ func (l *Local) Delete(ctx context.Context, key string) error {
 
 // remove unlinks the object key, then, when durable, syncs its directory.
 func (l *Local) remove(ctx context.Context, key string, durable bool) error {
-	if err := ctx.Err(); err != nil {
+	dir, err := l.unlink(ctx, key)
+	if err != nil || dir == "" || !durable {
 		return err
+	}
+	if err := SyncDir(dir); err != nil {
+		return fmt.Errorf("objstore: local delete %s: %w", key, err)
+	}
+	return nil
+}
+
+// unlink removes the object key and returns its directory, or "" when
+// there was no such object.
+func (l *Local) unlink(ctx context.Context, key string) (dir string, err error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
 	}
 	p, err := l.path(key)
 	if err != nil {
-		return err
+		return "", err
 	}
 	fi, err := os.Lstat(p)
 	if err != nil {
 		if notFound(err) {
-			return nil
+			return "", nil
 		}
-		return fmt.Errorf("objstore: local delete %s: %w", key, err)
+		return "", fmt.Errorf("objstore: local delete %s: %w", key, err)
 	}
 	if fi.IsDir() {
-		return nil // no object of that name
+		return "", nil // no object of that name
 	}
-	if err := os.Remove(p); err != nil && !notFound(err) {
-		return fmt.Errorf("objstore: local delete %s: %w", key, err)
+	if err := os.Remove(p); err != nil {
+		if notFound(err) {
+			return "", nil
+		}
+		return "", fmt.Errorf("objstore: local delete %s: %w", key, err)
 	}
-	if !durable {
-		return nil
-	}
-	if err := SyncDir(filepath.Dir(p)); err != nil {
-		return fmt.Errorf("objstore: local delete %s: %w", key, err)
-	}
-	return nil
+	return filepath.Dir(p), nil
 }
 
 // List implements Store. It walks only the directories that can hold keys

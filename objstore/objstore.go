@@ -106,15 +106,3 @@ type RangeIntoReader interface {
 	// past the end of the object is an error.
 	GetRangeInto(ctx context.Context, key string, offset int64, dst []byte) error
 }
-
-// sleepCtx sleeps for d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}

@@ -86,8 +86,9 @@ type Store struct {
 }
 
 var (
-	_ objstore.Store       = (*Store)(nil)
-	_ objstore.FirstLister = (*Store)(nil)
+	_ objstore.Store        = (*Store)(nil)
+	_ objstore.FirstLister  = (*Store)(nil)
+	_ objstore.BatchDeleter = (*Store)(nil)
 )
 
 // New returns an Azure Blob store. It does not contact the server.
@@ -307,6 +308,55 @@ func (a *Store) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
+// DeleteMany implements objstore.BatchDeleter with blob batches (Blob
+// Batch: up to 256 deletes in one request), deleteParallel requests at
+// once. A blob that was absent counts as deleted, as with Delete.
+func (a *Store) DeleteMany(ctx context.Context, keys []string) error {
+	return driver.DeleteMany(ctx, keys, driver.BatchDelete{
+		Size: 256, Parallel: deleteParallel, Send: a.deleteBatch, Retryable: azRetryable,
+	})
+}
+
+// deleteParallel is how many batch requests of one DeleteMany are in
+// flight at once.
+const deleteParallel = 4
+
+// deleteBatch sends one batch of deletes, with the pipeline's retries off
+// (driver.DeleteMany retries).
+func (a *Store) deleteBatch(ctx context.Context, keys []string) ([]error, error) {
+	bb, err := a.c.NewBatchBuilder()
+	if err != nil {
+		return nil, fmt.Errorf("objstore: azure delete batch: %w", err)
+	}
+	for _, k := range keys {
+		if err := bb.Delete(a.root+k, nil); err != nil {
+			return nil, fmt.Errorf("objstore: azure delete batch: %w", err)
+		}
+	}
+	resp, err := a.c.SubmitBatch(policy.WithRetryOptions(ctx, policy.RetryOptions{MaxRetries: -1}), bb, nil)
+	if err != nil {
+		return nil, fmt.Errorf("objstore: azure delete batch (%d keys): %w", len(keys), err)
+	}
+	errs := make([]error, len(keys))
+	answered := make([]bool, len(keys))
+	for _, r := range resp.Responses {
+		if r.ContentID == nil || *r.ContentID < 0 || *r.ContentID >= len(keys) {
+			continue
+		}
+		i := *r.ContentID
+		answered[i] = true
+		if r.Error != nil && !azNotFound(r.Error) {
+			errs[i] = a.wrap("delete", keys[i], r.Error)
+		}
+	}
+	for i, ok := range answered {
+		if !ok {
+			errs[i] = fmt.Errorf("objstore: azure delete %s: no answer in the batch's response", keys[i])
+		}
+	}
+	return errs, nil
+}
+
 // List implements objstore.Store with List Blobs (flat), following every page. Names
 // ending in '/' (folder placeholders) are skipped.
 func (a *Store) List(ctx context.Context, prefix string) ([]objstore.ObjectInfo, error) {
@@ -331,94 +381,39 @@ func (a *Store) Create(ctx context.Context, key string) (objstore.ObjectWriter, 
 	if _, err := rand.Read(id[:]); err != nil {
 		return nil, err
 	}
-	return &azWriter{a: a, ctx: ctx, key: key, name: n, id: hex.EncodeToString(id[:])}, nil
+	return driver.NewPartWriter(ctx, a.blockSize, &azUpload{a: a, key: key, name: n, id: hex.EncodeToString(id[:])}), nil
 }
 
-type azWriter struct {
+// azUpload stages blocks and commits their list.
+type azUpload struct {
 	a         *Store
-	ctx       context.Context
 	key, name string
-	id        string
-	buf       []byte
+	id        string // of the writer, in every block id
 	blocks    []string
-	done      bool
-	committed bool
-	err       error // sticky write error
 }
 
-func (w *azWriter) Write(p []byte) (int, error) {
-	if w.done {
-		return 0, driver.ErrWriterDone
-	}
-	if w.err != nil {
-		return 0, w.err
-	}
-	n := 0
-	for len(p) > 0 {
-		if w.buf == nil {
-			w.buf = make([]byte, 0, min(int64(len(p)), w.a.blockSize))
-		}
-		c := min(int(w.a.blockSize)-len(w.buf), len(p))
-		w.buf = append(w.buf, p[:c]...)
-		p, n = p[c:], n+c
-		if int64(len(w.buf)) == w.a.blockSize {
-			if err := w.stage(); err != nil {
-				w.err = err
-				return n, err
-			}
-		}
-	}
-	return n, nil
-}
-
-func (w *azWriter) stage() error {
+func (u *azUpload) Part(ctx context.Context, n int, p []byte) error {
 	// Every id of one blob must have the same length.
-	id := base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "%s-%08d", w.id, len(w.blocks)))
-	_, err := w.a.c.NewBlockBlobClient(w.name).StageBlock(w.ctx, id, streaming.NopCloser(bytes.NewReader(w.buf)), nil)
+	id := base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "%s-%08d", u.id, n))
+	_, err := u.a.c.NewBlockBlobClient(u.name).StageBlock(ctx, id, streaming.NopCloser(bytes.NewReader(p)), nil)
 	if err != nil {
-		return w.a.wrap("stage block", w.key, err)
+		return u.a.wrap("stage block", u.key, err)
 	}
-	w.blocks = append(w.blocks, id)
-	w.buf = w.buf[:0]
+	u.blocks = append(u.blocks, id)
 	return nil
 }
 
-func (w *azWriter) Close() error {
-	if w.done {
-		return driver.ErrWriterDone
-	}
-	w.done = true
-	if w.err != nil {
-		return w.err
-	}
-	if err := w.commit(); err != nil {
-		return err
-	}
-	w.committed = true
-	w.buf = nil
-	return nil
-}
-
-func (w *azWriter) commit() error {
-	if len(w.blocks) == 0 {
-		return w.a.Put(w.ctx, w.key, w.buf)
-	}
-	if len(w.buf) > 0 {
-		if err := w.stage(); err != nil {
-			return err
-		}
-	}
-	if _, err := w.a.c.NewBlockBlobClient(w.name).CommitBlockList(w.ctx, w.blocks, nil); err != nil {
-		return w.a.wrap("commit block list", w.key, err)
+func (u *azUpload) Complete(ctx context.Context, _ int) error {
+	if _, err := u.a.c.NewBlockBlobClient(u.name).CommitBlockList(ctx, u.blocks, nil); err != nil {
+		return u.a.wrap("commit block list", u.key, err)
 	}
 	return nil
 }
 
-func (w *azWriter) Abort() error {
-	w.done = true
-	w.buf = nil
-	return nil
-}
+func (u *azUpload) Whole(ctx context.Context, p []byte) error { return u.a.Put(ctx, u.key, p) }
+
+// Abort leaves the staged blocks to the service (see Create).
+func (u *azUpload) Abort(context.Context) error { return nil }
 
 // ListFirst implements objstore.FirstLister: one List Blobs request with
 // maxresults (Azure answers at most 5000 a page: more take more pages).

@@ -36,7 +36,7 @@ func TestS3(t *testing.T) {
 	if url == "" {
 		t.Skip("LC_TEST_S3_URL is not set (e.g. s3://lc-test/conformance; run scripts/versitygw.sh start DIR and eval $(scripts/versitygw.sh env DIR))")
 	}
-	runCloud(t, url, objstoretest.Options{})
+	runCloud(t, url, objstoretest.Options{DeleteBatch: 1000})
 }
 
 func cleanup(t *testing.T, s objstore.Store) {
@@ -104,6 +104,49 @@ func TestRegression_S3ListFirstPastOnePage(t *testing.T) {
 	}
 	if len(infos) != 1002 || infos[1001].Key != "v/1001" {
 		t.Fatalf("ListFirst(v/, 1002) = %d keys, want 1002 ending with v/1001", len(infos))
+	}
+}
+
+// TestS3DeleteManyIsARequestPer1000Keys: DeleteKeys of 2500 keys on S3
+// is three DeleteObjects requests (1000 keys each at most), where Delete
+// took 2500; the keys are gone and the others stay.
+func TestS3DeleteManyIsARequestPer1000Keys(t *testing.T) {
+	backend := s3mem.New()
+	srv := httptest.NewServer(gofakes3.New(backend).Server())
+	t.Cleanup(srv.Close)
+	if err := backend.CreateBucket("lc-test"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var rt countingTransport
+	s, err := s3.New(ctx, s3.Config{Bucket: "lc-test", Prefix: "p", Endpoint: srv.URL, AccessKeyID: "test", SecretAccessKey: "test", Transport: &rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 2500
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("gen/%05d", i)
+		if err := s.Put(ctx, keys[i], []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Put(ctx, "kept", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	before := rt.n.Load()
+	if err := objstore.DeleteKeys(ctx, s, keys); err != nil {
+		t.Fatal(err)
+	}
+	if got := rt.n.Load() - before; got != 3 {
+		t.Errorf("DeleteKeys of %d keys: %d requests, want 3", n, got)
+	}
+	left, err := s.List(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 1 || left[0].Key != "kept" {
+		t.Fatalf("left after DeleteKeys: %d keys (%v...), want [kept]", len(left), left[:min(len(left), 3)])
 	}
 }
 

@@ -34,6 +34,10 @@ type Options struct {
 	// (a store with a one-request tail read); a backend without suffix
 	// ranges (Azure) says 2, a Head and a ranged read.
 	TailRequests int
+	// DeleteBatch is how many keys one request of objstore.DeleteKeys
+	// deletes on the backend (S3: 1000; Azure: 256; 1: a request a key),
+	// checked with Requests set; 0: not checked.
+	DeleteBatch int
 }
 
 // Run runs the suite. newStore must return an empty store, isolated from
@@ -58,6 +62,7 @@ func RunWith(t *testing.T, newStore func(t *testing.T) objstore.Store, opts Opti
 		{"Head", testHead},
 		{"NotFound", testNotFound},
 		{"DeleteIdempotent", testDelete},
+		{"DeleteKeys", func(t *testing.T, s objstore.Store) { testDeleteKeys(t, s, opts) }},
 		{"ListOrder", testListOrder},
 		{"ListPrefix", testListPrefix},
 		{"ListFirst", func(t *testing.T, s objstore.Store) { testListFirst(t, s, opts) }},
@@ -284,6 +289,55 @@ func testDelete(t *testing.T, s objstore.Store) {
 	}
 	if got := keys(t, s, ""); len(got) != 0 {
 		t.Fatalf("List after deletes = %q, want none", got)
+	}
+}
+
+// testDeleteKeys: DeleteKeys deletes every key given, missing ones and
+// repeats included, in the requests the backend's batches allow; an
+// invalid key fails alone and is the one key its error names.
+func testDeleteKeys(t *testing.T, s objstore.Store, opts Options) {
+	ctx := ctxT(t)
+	var ks []string
+	for i := range 7 {
+		k := fmt.Sprintf("dk/%d/obj-%d", i%2, i)
+		mustPut(t, s, k, []byte(k))
+		ks = append(ks, k)
+	}
+	mustPut(t, s, "kept", []byte("x"))
+	var before int64
+	if opts.Requests != nil {
+		before = opts.Requests()
+	}
+	if err := objstore.DeleteKeys(ctx, s, append(ks[1:], "dk/never/existed")); err != nil {
+		t.Fatalf("DeleteKeys: %v", err)
+	}
+	if opts.Requests != nil && opts.DeleteBatch > 0 {
+		want := int64((len(ks) + opts.DeleteBatch - 1) / opts.DeleteBatch)
+		if got := opts.Requests() - before; got != want {
+			t.Errorf("DeleteKeys of %d keys took %d requests, want %d", len(ks), got, want)
+		}
+	}
+	if err := objstore.DeleteKeys(ctx, s, []string{ks[0], ks[0]}); err != nil {
+		t.Fatalf("DeleteKeys of a key given twice: %v", err)
+	}
+	for _, k := range ks {
+		mustAbsent(t, s, k)
+	}
+	if got := keys(t, s, ""); !slices.Equal(got, []string{"kept"}) {
+		t.Fatalf("List after DeleteKeys = %q, want [kept]", got)
+	}
+	mustPut(t, s, "dk/a", []byte("a"))
+	err := objstore.DeleteKeys(ctx, s, []string{"dk/a", "../bad", "kept"})
+	if !errors.Is(err, objstore.ErrInvalidKey) {
+		t.Fatalf("DeleteKeys with an invalid key: err = %v, want ErrInvalidKey", err)
+	}
+	if left := objstore.NotDeleted(err, nil); !slices.Equal(left, []string{"../bad"}) {
+		t.Fatalf("NotDeleted = %q, want [../bad] (%v)", left, err)
+	}
+	mustAbsent(t, s, "dk/a")
+	mustAbsent(t, s, "kept")
+	if err := objstore.DeleteKeys(ctx, s, nil); err != nil {
+		t.Fatalf("DeleteKeys(nil): %v", err)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/lance-context/lance-context/objstore"
 	"github.com/lance-context/lance-context/objstore/internal/driver"
+	"github.com/lance-context/lance-context/objstore/internal/sleep"
 	"io"
 	"math"
 	"net/http"
@@ -81,9 +82,10 @@ type Store struct {
 }
 
 var (
-	_ objstore.Store       = (*Store)(nil)
-	_ objstore.FirstLister = (*Store)(nil)
-	_ objstore.TailReader  = (*Store)(nil)
+	_ objstore.Store        = (*Store)(nil)
+	_ objstore.FirstLister  = (*Store)(nil)
+	_ objstore.TailReader   = (*Store)(nil)
+	_ objstore.BatchDeleter = (*Store)(nil)
 )
 
 // New returns an S3 store. It does not contact the server.
@@ -352,7 +354,7 @@ func (s *Store) PutIfAbsent(ctx context.Context, key string, data []byte) error 
 		if derr != nil {
 			delay = 100 * time.Millisecond
 		}
-		if err := driver.SleepCtx(ctx, delay); err != nil {
+		if err := sleep.Ctx(ctx, delay); err != nil {
 			return s.wrap("put if absent", key, err)
 		}
 	}
@@ -369,6 +371,57 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 		return s.wrap("delete", key, err)
 	}
 	return nil
+}
+
+// DeleteMany implements objstore.BatchDeleter with DeleteObjects, 1000
+// keys a request (S3's bound), deleteParallel requests at once. A key
+// that was absent counts as deleted, as with Delete.
+func (s *Store) DeleteMany(ctx context.Context, keys []string) error {
+	return driver.DeleteMany(ctx, keys, driver.BatchDelete{
+		Size: 1000, Parallel: deleteParallel, Send: s.deleteObjects,
+		Retryable: func(err error) bool {
+			var ke *keyError
+			if errors.As(err, &ke) {
+				return ke.code == "InternalError" || ke.code == "SlowDown" || ke.code == "ServiceUnavailable"
+			}
+			return s3Retryable(err)
+		},
+	})
+}
+
+// deleteParallel is how many DeleteObjects requests of one DeleteMany
+// are in flight at once.
+const deleteParallel = 4
+
+// keyError is the failure of one key of a DeleteObjects request.
+type keyError struct{ code, msg string }
+
+func (e *keyError) Error() string { return e.code + ": " + e.msg }
+
+// deleteObjects sends one DeleteObjects request (quiet: the answer lists
+// only failures), with the SDK's retries off: driver.DeleteMany retries.
+func (s *Store) deleteObjects(ctx context.Context, keys []string) ([]error, error) {
+	objs := make([]types.ObjectIdentifier, len(keys))
+	at := make(map[string]int, len(keys))
+	for i, k := range keys {
+		objs[i] = types.ObjectIdentifier{Key: aws.String(s.root + k)}
+		at[s.root+k] = i
+	}
+	out, err := s.client.DeleteObjects(ctx, &awss3.DeleteObjectsInput{
+		Bucket: &s.bucket, Delete: &types.Delete{Objects: objs, Quiet: aws.Bool(true)},
+	}, func(o *awss3.Options) { o.RetryMaxAttempts = 1 })
+	if err != nil {
+		return nil, fmt.Errorf("objstore: s3 delete objects (%d keys): %w", len(keys), err)
+	}
+	errs := make([]error, len(keys))
+	for _, e := range out.Errors {
+		i, ok := at[aws.ToString(e.Key)]
+		if !ok || aws.ToString(e.Code) == "NoSuchKey" {
+			continue
+		}
+		errs[i] = fmt.Errorf("objstore: s3 delete %s: %w", keys[i], &keyError{code: aws.ToString(e.Code), msg: aws.ToString(e.Message)})
+	}
+	return errs, nil
 }
 
 // List implements objstore.Store with ListObjectsV2, following every page. Keys
@@ -388,130 +441,64 @@ func (s *Store) Create(ctx context.Context, key string) (objstore.ObjectWriter, 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return &s3Writer{s: s, ctx: ctx, key: key, k: k}, nil
+	return driver.NewPartWriter(ctx, s.partSize, &s3Upload{s: s, key: key, k: k}), nil
 }
 
-type s3Writer struct {
-	s         *Store
-	ctx       context.Context
-	key, k    string
-	buf       []byte
-	uploadID  *string
-	parts     []types.CompletedPart
-	done      bool
-	committed bool
-	err       error // sticky write error
+// s3Upload is a multipart upload, started with the first part.
+type s3Upload struct {
+	s        *Store
+	key, k   string
+	uploadID *string
+	parts    []types.CompletedPart
 }
 
-func (w *s3Writer) Write(p []byte) (int, error) {
-	if w.done {
-		return 0, driver.ErrWriterDone
-	}
-	if w.err != nil {
-		return 0, w.err
-	}
-	n := 0
-	for len(p) > 0 {
-		if w.buf == nil {
-			w.buf = make([]byte, 0, min(int64(len(p)), w.s.partSize))
-		}
-		room := int(w.s.partSize) - len(w.buf)
-		c := min(room, len(p))
-		w.buf = append(w.buf, p[:c]...)
-		p, n = p[c:], n+c
-		if int64(len(w.buf)) == w.s.partSize {
-			if err := w.uploadPart(); err != nil {
-				w.err = err
-				return n, err
-			}
-		}
-	}
-	return n, nil
-}
-
-func (w *s3Writer) uploadPart() error {
-	if w.uploadID == nil {
-		out, err := w.s.client.CreateMultipartUpload(w.ctx, &awss3.CreateMultipartUploadInput{Bucket: &w.s.bucket, Key: &w.k})
+func (u *s3Upload) Part(ctx context.Context, n int, p []byte) error {
+	if u.uploadID == nil {
+		out, err := u.s.client.CreateMultipartUpload(ctx, &awss3.CreateMultipartUploadInput{Bucket: &u.s.bucket, Key: &u.k})
 		if err != nil {
-			return w.s.wrap("create multipart upload", w.key, err)
+			return u.s.wrap("create multipart upload", u.key, err)
 		}
-		w.uploadID = out.UploadId
+		u.uploadID = out.UploadId
 	}
-	num := int32(len(w.parts) + 1)
-	out, err := w.s.client.UploadPart(w.ctx, &awss3.UploadPartInput{
-		Bucket: &w.s.bucket, Key: &w.k, UploadId: w.uploadID, PartNumber: &num,
-		Body: bytes.NewReader(w.buf), ContentLength: aws.Int64(int64(len(w.buf))),
+	num := int32(n + 1)
+	out, err := u.s.client.UploadPart(ctx, &awss3.UploadPartInput{
+		Bucket: &u.s.bucket, Key: &u.k, UploadId: u.uploadID, PartNumber: &num,
+		Body: bytes.NewReader(p), ContentLength: aws.Int64(int64(len(p))),
 	})
 	if err != nil {
-		return w.s.wrap("upload part", w.key, err)
+		return u.s.wrap("upload part", u.key, err)
 	}
-	w.parts = append(w.parts, types.CompletedPart{
-		ETag: out.ETag, PartNumber: &num,
-	})
-	w.buf = w.buf[:0]
+	u.parts = append(u.parts, types.CompletedPart{ETag: out.ETag, PartNumber: &num})
 	return nil
 }
 
-func (w *s3Writer) Close() error {
-	if w.done {
-		return driver.ErrWriterDone
-	}
-	w.done = true
-	err := w.err
-	if err == nil {
-		err = w.commit()
-	}
-	if err != nil {
-		w.abortUpload()
-		return err
-	}
-	w.committed = true
-	w.buf = nil
-	return nil
-}
-
-func (w *s3Writer) commit() error {
-	if w.uploadID == nil {
-		return w.s.Put(w.ctx, w.key, w.buf)
-	}
-	if len(w.buf) > 0 {
-		if err := w.uploadPart(); err != nil {
-			return err
-		}
-	}
-	_, err := w.s.client.CompleteMultipartUpload(w.ctx, &awss3.CompleteMultipartUploadInput{
-		Bucket: &w.s.bucket, Key: &w.k, UploadId: w.uploadID,
-		MultipartUpload: &types.CompletedMultipartUpload{Parts: w.parts},
+func (u *s3Upload) Complete(ctx context.Context, _ int) error {
+	_, err := u.s.client.CompleteMultipartUpload(ctx, &awss3.CompleteMultipartUploadInput{
+		Bucket: &u.s.bucket, Key: &u.k, UploadId: u.uploadID,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: u.parts},
 	})
 	if err != nil {
-		return w.s.wrap("complete multipart upload", w.key, err)
+		return u.s.wrap("complete multipart upload", u.key, err)
 	}
 	return nil
 }
 
-// abortUpload releases the parts of a multipart upload, even when the
-// writer's context is already canceled.
-func (w *s3Writer) abortUpload() error {
-	if w.uploadID == nil {
+func (u *s3Upload) Whole(ctx context.Context, p []byte) error { return u.s.Put(ctx, u.key, p) }
+
+// Abort releases the parts of a multipart upload, even when the writer's
+// context is already canceled.
+func (u *s3Upload) Abort(ctx context.Context) error {
+	if u.uploadID == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	_, err := w.s.client.AbortMultipartUpload(ctx, &awss3.AbortMultipartUploadInput{Bucket: &w.s.bucket, Key: &w.k, UploadId: w.uploadID})
-	w.uploadID = nil
+	_, err := u.s.client.AbortMultipartUpload(ctx, &awss3.AbortMultipartUploadInput{Bucket: &u.s.bucket, Key: &u.k, UploadId: u.uploadID})
+	u.uploadID = nil
 	if err != nil && !isNotFound(err) && errorCode(err) != "NoSuchUpload" {
-		return w.s.wrap("abort multipart upload", w.key, err)
+		return u.s.wrap("abort multipart upload", u.key, err)
 	}
 	return nil
-}
-
-func (w *s3Writer) Abort() error {
-	w.done = true
-	w.buf = nil
-	if w.committed {
-		return nil
-	}
-	return w.abortUpload()
 }
 
 // ListFirst implements objstore.FirstLister: one ListObjectsV2 request with MaxKeys
@@ -575,7 +562,7 @@ func (s *Store) listPage(ctx context.Context, in *awss3.ListObjectsV2Input) (*aw
 		if ctx.Err() != nil || attempt >= driver.ReadAttempts || time.Since(first) > driver.ReadRetryWindow || !(s3Retryable(err) || driver.IsTornBody(err)) {
 			return nil, err
 		}
-		if err := driver.SleepCtx(ctx, time.Duration(attempt)*50*time.Millisecond); err != nil {
+		if err := sleep.Ctx(ctx, time.Duration(attempt)*50*time.Millisecond); err != nil {
 			return nil, err
 		}
 	}

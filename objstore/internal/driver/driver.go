@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/lance-context/lance-context/objstore"
+	"github.com/lance-context/lance-context/objstore/internal/sleep"
 	"io"
 	"log/slog"
 	"net/http"
@@ -67,7 +68,7 @@ func PutIfAbsentRetrying(ctx context.Context, key string, data []byte, c Conditi
 			return c.Wrap(err)
 		}
 		ambiguous = true
-		if err := SleepCtx(ctx, delay); err != nil {
+		if err := sleep.Ctx(ctx, delay); err != nil {
 			return c.Wrap(err)
 		}
 		delay *= 2
@@ -189,7 +190,7 @@ func ReadResuming(ctx context.Context, r ResumableRead) ([]byte, error) {
 		if progress {
 			continue // a connection that broke off; the server answered
 		}
-		if err := SleepCtx(ctx, delay); err != nil {
+		if err := sleep.Ctx(ctx, delay); err != nil {
 			return nil, err
 		}
 		delay *= 2
@@ -282,18 +283,6 @@ func TailOf(key string, data []byte, size, n int64) ([]byte, error) {
 		return nil, fmt.Errorf("objstore: get tail %s: %d bytes for the last %d of %d", key, len(data), want, size)
 	}
 	return data[int64(len(data))-want:], nil
-}
-
-// SleepCtx sleeps for d or until ctx ends.
-func SleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // StoreRoot validates a bucket prefix and returns it ending with '/', or "".
