@@ -69,7 +69,7 @@ func (h RecordReads) List(w http.ResponseWriter, r *http.Request) {
 	if recs == nil {
 		recs = []rollout.Record{}
 	}
-	WriteJSON(w, http.StatusOK, api.ListResponse{Records: recs, HasMore: res.HasMore, Limit: o.Limit,
+	writeList(w, api.ListResponse{Records: recs, HasMore: res.HasMore, Limit: o.Limit,
 		Offset: o.Offset, Source: o.Source, NextCursor: res.NextCursor})
 }
 
@@ -87,7 +87,7 @@ func (h RecordReads) Get(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, api.GetRecordResponse{Record: rec})
+	writeGetRecord(w, rec)
 }
 
 // isNotFound reports a missing record (the store exists: it was opened).
@@ -138,7 +138,7 @@ func (h RecordReads) Trajectory(w http.ResponseWriter, r *http.Request) {
 	if recs == nil {
 		recs = []rollout.Record{}
 	}
-	WriteJSON(w, http.StatusOK, api.TrajectoryResponse{RolloutID: id, Records: recs, Count: len(recs)})
+	writeTrajectory(w, id, recs)
 }
 
 // ListQuery parses source, limit, offset, cursor and filters of a list
