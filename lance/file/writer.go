@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -44,9 +45,10 @@ type Info struct {
 // Writer streams Arrow record batches into one Lance 2.0 data file.
 //
 // It holds at most about one page (PageBytes) of encoded data per physical
-// column; everything else goes straight to the underlying io.Writer, which
-// is written sequentially and never seeked. A Writer is not safe for
-// concurrent use.
+// column (a binary column's values as references to the appended arrays,
+// which it retains until their page is written); everything else goes
+// straight to the underlying io.Writer, which is written sequentially and
+// never seeked. A Writer is not safe for concurrent use.
 type Writer struct {
 	w         io.Writer
 	pos       int64
@@ -288,6 +290,17 @@ func (w *Writer) writeBuffer(b []byte) error {
 
 // writePage writes the buffers of one page and records the page.
 func (w *Writer) writePage(col, rows int, enc *pb.ArrayEncoding, bufs ...[]byte) error {
+	parts := make([][][]byte, len(bufs))
+	for i, b := range bufs {
+		parts[i] = [][]byte{b}
+	}
+	return w.writePageParts(col, rows, enc, parts)
+}
+
+// writePageParts is writePage for buffers given as pieces that
+// concatenate to them (a binary page's values, still in the arrays they
+// came in, see binaryWriter).
+func (w *Writer) writePageParts(col, rows int, enc *pb.ArrayEncoding, bufs [][][]byte) error {
 	anyb, err := anyBytes(arrayEncodingURL, enc)
 	if err != nil {
 		return w.fail(err)
@@ -298,11 +311,21 @@ func (w *Writer) writePage(col, rows int, enc *pb.ArrayEncoding, bufs ...[]byte)
 		Length:        uint64(rows),
 		Encoding:      directEncoding(anyb),
 	}
-	for i, b := range bufs {
+	for i, parts := range bufs {
 		page.BufferOffsets[i] = uint64(w.pos)
-		page.BufferSizes[i] = uint64(len(b))
-		if err := w.writeBuffer(b); err != nil {
-			return err
+		start := w.pos
+		for _, b := range parts {
+			if len(b) > 0 {
+				if err := w.write(b); err != nil {
+					return err
+				}
+			}
+		}
+		page.BufferSizes[i] = uint64(w.pos - start)
+		if pad := int(-w.pos & (bufferAlign - 1)); pad > 0 && w.pos > start {
+			if err := w.write(zeroPad[:pad]); err != nil {
+				return err
+			}
 		}
 	}
 	w.cols[col].Pages = append(w.cols[col].Pages, page)
@@ -609,16 +632,52 @@ func (c *fixedWriter) finish() error { return nil }
 
 // binaryWriter encodes utf8/binary (32- or 64-bit offsets alike) as Lance's
 // Binary encoding: u64 end offsets relative to the page, then the bytes.
+// The bytes are not copied: a page's values are runs of the appended
+// arrays' value buffers (held until the page is written), which go to the
+// file as they are. Copying them cost a seal more than encoding the rest.
 type binaryWriter struct {
 	w           *Writer
 	col         int
 	rows, nulls int
 	valid       []byte
-	ends        []byte // u64 little-endian end offsets, nulls not yet adjusted
-	data        []byte
+	ends        []byte   // u64 little-endian end offsets, nulls not yet adjusted
+	data        [][]byte // the page's values: runs of held arrays' value bytes
+	dataLen     int
+	held        []arrow.Array // the arrays data points into, retained
 }
 
-func (c *binaryWriter) size() int { return len(c.data) + len(c.ends) + len(c.valid) }
+func (c *binaryWriter) size() int { return c.dataLen + len(c.ends) + len(c.valid) }
+
+// addData appends v (a run of arr's value bytes) to the page's values,
+// extending the last run when v continues it.
+func (c *binaryWriter) addData(arr arrow.Array, v []byte) {
+	if len(v) == 0 {
+		return
+	}
+	c.dataLen += len(v)
+	if n := len(c.data); n > 0 {
+		last := c.data[n-1]
+		if cap(last)-len(last) >= len(v) && unsafe.Add(unsafe.Pointer(unsafe.SliceData(last)), len(last)) == unsafe.Pointer(unsafe.SliceData(v)) {
+			c.data[n-1] = last[:len(last)+len(v)]
+			return
+		}
+	}
+	if k := len(c.held); k == 0 || c.held[k-1] != arr {
+		arr.Retain()
+		c.held = append(c.held, arr)
+	}
+	c.data = append(c.data, v)
+}
+
+func (c *binaryWriter) release() {
+	for _, a := range c.held {
+		a.Release()
+	}
+	clear(c.held)
+	c.held = c.held[:0]
+	clear(c.data)
+	c.data, c.dataLen = c.data[:0], 0
+}
 
 func (c *binaryWriter) append(arr arrow.Array) error {
 	n := arr.Len()
@@ -677,12 +736,12 @@ func appendBinary[T int32 | int64](c *binaryWriter, arr arrow.Array, offs []T, v
 				if lo < 0 || hi < lo || hi > len(values) {
 					return fmt.Errorf("lance/file: bad offsets in %s array", arr.DataType())
 				}
-				c.data = append(reserve(c.data, hi-lo, c.w.pageBytes), values[lo:hi]...)
+				c.addData(arr, values[lo:hi])
 				bitutil.SetBit(c.valid, c.rows)
 			} else {
 				c.nulls++
 			}
-			c.ends = binary.LittleEndian.AppendUint64(reserve(c.ends, 8, c.w.pageBytes), uint64(len(c.data)))
+			c.ends = binary.LittleEndian.AppendUint64(reserve(c.ends, 8, c.w.pageBytes), uint64(c.dataLen))
 			c.rows++
 			r++
 		} else {
@@ -702,8 +761,8 @@ func appendBinary[T int32 | int64](c *binaryWriter, arr arrow.Array, offs []T, v
 			if lo < 0 || hi < lo || hi > len(values) {
 				return fmt.Errorf("lance/file: bad offsets in %s array", arr.DataType())
 			}
-			base := uint64(len(c.data)) - uint64(lo)
-			c.data = append(reserve(c.data, hi-lo, c.w.pageBytes), values[lo:hi]...)
+			base := uint64(c.dataLen) - uint64(lo)
+			c.addData(arr, values[lo:hi])
 			c.ends = reserve(c.ends, 8*(j-r), c.w.pageBytes)
 			for q := r; q < j; q++ {
 				c.ends = binary.LittleEndian.AppendUint64(c.ends, base+uint64(offs[q+1]))
@@ -732,7 +791,7 @@ func (c *binaryWriter) flush() error {
 		// sparse schema's unused text columns would cost 8 bytes a row).
 		err = c.w.writePage(c.col, c.rows, encAllNulls())
 	} else {
-		adj := uint64(len(c.data)) + 1
+		adj := uint64(c.dataLen) + 1
 		if c.nulls > 0 {
 			for i := range c.rows {
 				if !bitutil.BitIsSet(c.valid, i) {
@@ -742,13 +801,14 @@ func (c *binaryWriter) flush() error {
 			}
 		}
 		enc := encBinary(encNoNulls(encFlat(64, 0)), encFlat(8, 1), adj)
-		err = c.w.writePage(c.col, c.rows, enc, c.ends, c.data)
+		err = c.w.writePageParts(c.col, c.rows, enc, [][][]byte{{c.ends}, c.data})
 	}
+	c.release()
 	if err != nil {
 		return err
 	}
 	c.rows, c.nulls = 0, 0
-	c.valid, c.ends, c.data = c.valid[:0], c.ends[:0], c.data[:0]
+	c.valid, c.ends = c.valid[:0], c.ends[:0]
 	return nil
 }
 

@@ -1,0 +1,86 @@
+package file
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lance-context/lance-context/lance/schema"
+)
+
+// TestBinaryPageReferencesValues: a binary page's values are runs of the
+// appended arrays' value buffers, not copies (consecutive slices of one
+// array are one run), and the file reads back the same whatever the runs:
+// nulls, slices, several arrays in a page.
+func TestBinaryPageReferencesValues(t *testing.T) {
+	as := arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.LargeString, Nullable: true}}, nil)
+	b := array.NewLargeStringBuilder(memory.DefaultAllocator)
+	var want []string
+	for i := range 300 {
+		v := strings.Repeat(string(rune('a'+i%26)), 1+i%40)
+		if i%7 == 3 {
+			b.AppendNull()
+			want = append(want, "<null>")
+			continue
+		}
+		b.Append(v)
+		want = append(want, v)
+	}
+	whole := b.NewArray()
+	b.Release()
+	defer whole.Release()
+	lo := array.NewSlice(whole, 0, 100)
+	hi := array.NewSlice(whole, 100, 300)
+	defer lo.Release()
+	defer hi.Release()
+
+	ls, err := schema.FromArrow(as, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	w, err := NewWriter(&out, ls, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []arrow.Array{lo, hi} {
+		rec := array.NewRecordBatch(as, []arrow.Array{a}, int64(a.Len()))
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+	}
+	bw := w.fields[0].(*binaryWriter)
+	values := whole.(*array.LargeString).ValueBytes()
+	if len(bw.data) != 1 || unsafe.SliceData(bw.data[0]) != unsafe.SliceData(values) || len(bw.data[0]) != len(values) {
+		t.Fatalf("page values are %d runs, want the array's one buffer uncopied", len(bw.data))
+	}
+	if _, err := w.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	if len(bw.held) != 0 {
+		t.Fatalf("%d arrays still held after the page was written", len(bw.held))
+	}
+	r, _ := openBytes(t, out.Bytes())
+	got, err := r.Read(context.Background(), []int32{0}, 0, r.NumRows())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer got.Release()
+	col := got.Column(0).(*array.LargeString)
+	for i, v := range want {
+		g := "<null>"
+		if col.IsValid(i) {
+			g = col.Value(i)
+		}
+		if g != v {
+			t.Fatalf("row %d: %q, want %q", i, g, v)
+		}
+	}
+}
