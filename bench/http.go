@@ -74,8 +74,18 @@ type httpBenchResult struct {
 	// disk-bound modes, and less noisy than their rates. 0 when unknown
 	// (another machine's worker, tmpfs, S3).
 	DeviceBytesPerRecord float64 `json:"device_write_bytes_per_record"`
-	StoredRows           int64   `json:"stored_rows"`      // rows the store holds after a final flush
-	StoredExpected       int64   `json:"stored_rows_want"` // acknowledged records, warm-up included
+	// RequestBytesPerRecord is what a record takes in the requests (the
+	// record's size, as the client sends it), and DeviceBytesPerRequestByte
+	// the device bytes over it: 1.0 means each record is written once, as
+	// sent. WALEntryBytesPerRecord is what the WAL entries took per record
+	// (the worker's lance_context_wal_entry_bytes; the rest of the device
+	// bytes are generations, segment preallocation and the journal). 0 when
+	// unknown.
+	RequestBytesPerRecord     float64 `json:"request_bytes_per_record"`
+	DeviceBytesPerRequestByte float64 `json:"device_write_bytes_per_request_byte,omitempty"`
+	WALEntryBytesPerRecord    float64 `json:"wal_entry_bytes_per_record,omitempty"`
+	StoredRows                int64   `json:"stored_rows"`      // rows the store holds after a final flush
+	StoredExpected            int64   `json:"stored_rows_want"` // acknowledged records, warm-up included
 }
 
 func newBenchHTTPCmd() *cobra.Command {
@@ -607,6 +617,16 @@ func (g *bodyGen) next() ([]byte, string, error) {
 		rids := g.rb.Field(1).(*array.StringBuilder)
 		seqs := g.rb.Field(2).(*array.Int32Builder)
 		texts := g.rb.Field(3).(*array.LargeStringBuilder)
+		// Reserved up front: growing the builders by doubling cost the
+		// client (which shares the cores with the worker) a tenth of its CPU.
+		n := g.mode.Batch
+		ids.Reserve(n)
+		ids.ReserveData(n * (len(g.prefix) + 8))
+		rids.Reserve(n)
+		rids.ReserveData(n * (len(g.prefix) + 8))
+		seqs.Reserve(n)
+		texts.Reserve(n)
+		texts.ReserveData(n * (g.content + g.content/8 + 1))
 		for i := 0; i < g.mode.Batch; i++ {
 			ids.Append(g.prefix + strconv.Itoa(g.seq))
 			rids.Append(g.prefix + "r" + strconv.Itoa(g.seq/16))
@@ -664,12 +684,13 @@ func runHTTPMode(ctx context.Context, cl *benchClient, m httpBenchMode, store st
 	end := measureFrom.Add(duration)
 	var cpuFrom atomic.Int64
 	cpuFrom.Store(int64(processCPU()))
-	var diskFrom atomic.Int64
+	var diskFrom, walFrom atomic.Int64
 	cpuTimer := time.AfterFunc(warmup, func() {
 		cpuFrom.Store(int64(processCPU()))
 		if devWrites != nil {
 			diskFrom.Store(devWrites())
 		}
+		walFrom.Store(int64(walEntryBytes(ctx, cl)))
 	})
 	var (
 		wg                   sync.WaitGroup
@@ -738,6 +759,7 @@ func runHTTPMode(ctx context.Context, cl *benchClient, m httpBenchMode, store st
 	if devWrites != nil {
 		diskUsed = devWrites() - diskFrom.Load()
 	}
+	walUsed := walEntryBytes(ctx, cl) - float64(walFrom.Load())
 	res := &httpBenchResult{Mode: m.Name, Format: m.Format, Batch: m.Batch, Concurrency: m.Concurrency, Flush: m.Flush, Errors: errs.Load()}
 	if e, ok := firstErr.Load().(string); ok {
 		res.FirstError = e
@@ -766,6 +788,13 @@ func runHTTPMode(ctx context.Context, cl *benchClient, m httpBenchMode, store st
 		res.CPUUsPerRecord = float64(cpuUsed.Microseconds()) / float64(res.Records)
 		if devWrites != nil {
 			res.DeviceBytesPerRecord = float64(diskUsed) / float64(res.Records)
+		}
+		res.RequestBytesPerRecord = float64(bytesSent) / float64(res.Records)
+		if res.DeviceBytesPerRecord > 0 {
+			res.DeviceBytesPerRequestByte = res.DeviceBytesPerRecord / res.RequestBytesPerRecord
+		}
+		if walUsed > 0 {
+			res.WALEntryBytesPerRecord = walUsed / float64(res.Records)
 		}
 	}
 	slices.Sort(all)
@@ -801,6 +830,23 @@ func runHTTPMode(ctx context.Context, cl *benchClient, m httpBenchMode, store st
 		fmt.Fprintf(os.Stderr, "bench http: mode %s: the store holds %d rows, %d were acknowledged\n", m.Name, res.StoredRows, res.StoredExpected)
 	}
 	return res, nil
+}
+
+// walEntryBytes returns the worker's lance_context_wal_entry_bytes_sum
+// (every store's WAL entries, in bytes), or 0 when it cannot be read.
+func walEntryBytes(ctx context.Context, cl *benchClient) float64 {
+	code, body, err := cl.do(ctx, "GET", "/metrics", "", nil)
+	if err != nil || code != http.StatusOK {
+		return 0
+	}
+	const name = "lance_context_wal_entry_bytes_sum "
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, name); ok {
+			f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return f
+		}
+	}
+	return 0
 }
 
 // processCPU returns the user and system CPU time of this process.
