@@ -65,7 +65,11 @@
 // (up to MaxEntryBytes, one column set), writes them as one entry, and
 // acknowledges each only once that entry is durable and the writer still
 // owns the shard (see Fencing). Each appender encodes its own record batch
-// messages; the writer goroutine only concatenates them. The writer never
+// messages, as pieces that point into its batches' buffers (only the
+// message headers and padding are copied); the writer goroutine only
+// concatenates them, into the frame buffer a segment log reuses from
+// frame to frame, so a row's bytes are copied once in user space on their
+// way to the log. The entry's bytes are the same as before. The writer never
 // waits for more appends: what arrived while one entry was written forms the
 // next, so a slow put (20 ms on S3) gathers more appends per entry by
 // itself, and a fast one does not hold an append back. Waiting to form
