@@ -31,7 +31,7 @@ LC_MAX_BODY_BYTES (67108864),
 LC_MAX_RECORDS_PER_REQUEST (10000), LC_MAX_PAYLOAD_BYTES (33554432),
 LC_HTTP_READ_TIMEOUT_SECS (60), LC_HTTP_WRITE_TIMEOUT_SECS (120), LC_HTTP_IDLE_TIMEOUT_SECS (120),
 LC_INDEX_COLUMNS (id,rollout_id,problem_id; "none": no BTree indexes),
-LC_METADATA_CACHE_BYTES (268435456: manifests, file metadata, offsets, local directory listings),
+LC_METADATA_CACHE_BYTES (a sixteenth of the budget, at most 1073741824: manifests, file metadata, offsets, local directory listings),
 LC_INDEX_CACHE_BYTES (1073741824, at most a quarter of GOMEMLIMIT: decoded BTree index pages, one cache per process),
 LC_INDEX_PREWARM (on: an index is read whole into that cache, in the background, on its first point lookup, when at most half the cache and an eighth of GOMEMLIMIT; "off"), LC_IO_CONCURRENCY (32 range reads in flight per read),
 LC_MEMORY_BUDGET_BYTES (3/4 of the container's memory limit, cgroup v2 or v1, else of the machine's memory:

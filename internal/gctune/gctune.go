@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 )
 
 // serverGCPercent is the GOGC of a serving process. A worker holds its
@@ -29,9 +32,14 @@ const EnvBudget = "LC_MEMORY_BUDGET_BYTES"
 // so the collector works harder before the process would run out rather
 // than after. The caches, memtables, merges and request bodies take their
 // shares of that limit (Budget).
+//
+// With GOGC unset the headroom then follows what is not cache (see
+// tuneForCaches): the caches registered with RegisterHeld do not
+// multiply the heap's goal.
 func Tune() error {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(serverGCPercent)
+		tunerOnce.Do(func() { go tuneLoop() })
 	}
 	if v := os.Getenv(EnvBudget); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
@@ -107,4 +115,82 @@ func ProcKiB(path, key string) int64 {
 		}
 	}
 	return 0
+}
+
+// The collector's goal is the live heap times 1 + GOGC/100. A serving
+// process's caches (index pages, offsets, metadata: ~1 GB live at 10M
+// rows) are live heap that produces no garbage, so at GOGC 300 they set a
+// goal of ~4 GB: the heap then grew through gigabytes of pages it had
+// never touched, a page fault per 4 KiB of each read's garbage, for the
+// first ~25,000 reads after a start or a large merge, and a process held
+// 4x its caches. The tuner keeps the headroom at GOGC 300 of the heap the
+// caches do not hold: GC percent = 300 x (live - held) / live.
+
+var (
+	tunerOnce sync.Once
+	heldMu    sync.Mutex
+	heldFns   []func() int64
+)
+
+// RegisterHeld adds fn, the bytes a cache of the process holds now, to
+// what the collector's goal leaves out (see Tune). Register process-wide
+// caches only: the function is kept for the life of the process.
+func RegisterHeld(fn func() int64) {
+	heldMu.Lock()
+	defer heldMu.Unlock()
+	heldFns = append(heldFns, fn)
+}
+
+// Held returns the bytes the registered caches hold.
+func Held() int64 {
+	heldMu.Lock()
+	fns := heldFns
+	heldMu.Unlock()
+	var n int64
+	for _, fn := range fns {
+		n += fn()
+	}
+	return n
+}
+
+// minGCPercent bounds the tuned GC percent from below: with caches most
+// of the heap, a cycle marks them all, and cycles must not come too often.
+const minGCPercent = 25
+
+// gcPercentFor returns the GC percent that gives a live heap of live
+// bytes, held of them in caches, the headroom serverGCPercent gives the
+// rest.
+func gcPercentFor(live, held int64) int {
+	if live <= 0 || held <= 0 {
+		return serverGCPercent
+	}
+	rest := max(live-held, 0)
+	return max(minGCPercent, int(int64(serverGCPercent)*rest/live))
+}
+
+// tuneInterval is how often the tuner looks at the live heap.
+const tuneInterval = 500 * time.Millisecond
+
+func tuneLoop() {
+	cur := serverGCPercent
+	for range time.Tick(tuneInterval) {
+		cur = tuneForCaches(cur)
+	}
+}
+
+// tuneForCaches sets the GC percent for the live heap and the caches, when
+// it differs from cur by more than an eighth, and returns the percent in
+// force.
+func tuneForCaches(cur int) int {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return cur
+	}
+	p := gcPercentFor(int64(s[0].Value.Uint64()), Held())
+	if d := p - cur; d > cur/8 || -d > cur/8 {
+		debug.SetGCPercent(p)
+		return p
+	}
+	return cur
 }

@@ -2,6 +2,7 @@ package gctune
 
 import (
 	"math"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -72,4 +73,44 @@ func TestBudgetSharesAndEnv(t *testing.T) {
 			t.Fatalf("%s=%s: %v", EnvBudget, bad, err)
 		}
 	}
+}
+
+// TestCachesDoNotMultiplyTheGoal: the GC percent leaves the registered
+// caches out of the heap goal: with caches 3/4 of the live heap, GOGC 300
+// becomes 75 (the goal is the live heap plus 300% of the quarter that is
+// not cache), and never below minGCPercent.
+func TestCachesDoNotMultiplyTheGoal(t *testing.T) {
+	for _, c := range []struct {
+		live, held int64
+		want       int
+	}{
+		{0, 0, serverGCPercent},
+		{1 << 30, 0, serverGCPercent},
+		{1 << 30, 3 << 28, 75},
+		{1 << 30, 1 << 30, minGCPercent},
+		{1 << 30, 2 << 30, minGCPercent}, // charged above the heap: an estimate
+	} {
+		if got := gcPercentFor(c.live, c.held); got != c.want {
+			t.Errorf("live %d, held %d: GC percent %d, want %d", c.live, c.held, got, c.want)
+		}
+	}
+
+	// In the process: a cache of 256 MiB, registered, sets the percent.
+	prev := debug.SetGCPercent(serverGCPercent)
+	t.Cleanup(func() { debug.SetGCPercent(prev) })
+	cache := make([]byte, 256<<20)
+	for i := range cache {
+		cache[i] = byte(i)
+	}
+	RegisterHeld(func() int64 { return int64(len(cache)) })
+	t.Cleanup(func() { heldMu.Lock(); heldFns = nil; heldMu.Unlock() })
+	runtime.GC()
+	p := tuneForCaches(serverGCPercent)
+	if p >= serverGCPercent/2 || p < minGCPercent {
+		t.Fatalf("with a 256 MiB cache registered, GC percent %d, want well below %d", p, serverGCPercent)
+	}
+	if got := debug.SetGCPercent(p); got != p {
+		t.Fatalf("GC percent in force %d, tuner returned %d", got, p)
+	}
+	runtime.KeepAlive(cache)
 }

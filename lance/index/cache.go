@@ -38,6 +38,13 @@ func NewPageCache(maxBytes int64) *pageCache {
 	return &pageCache{max: maxBytes, ll: list.New(), m: map[pageKey]*list.Element{}}
 }
 
+// held returns the bytes of the entries c holds.
+func (c *pageCache) held() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bytes
+}
+
 func (c *pageCache) get(k pageKey) (*page, bool) {
 	if ce := c.lookup(k); ce != nil {
 		return ce.p, true

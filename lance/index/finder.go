@@ -14,6 +14,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 
 	"github.com/lance-context/lance-context/internal/bgwork"
+	"github.com/lance-context/lance-context/internal/gctune"
 	"github.com/lance-context/lance-context/lance/pb"
 	"github.com/lance-context/lance-context/lance/table"
 	"github.com/lance-context/lance-context/objstore"
@@ -83,6 +84,17 @@ func NewCache(o CacheOptions) *Cache {
 func (c *Cache) Bytes() int64 { return c.pages.max }
 
 var defaultCache atomic.Pointer[Cache]
+
+// The default Cache's pages are the process's index cache: the collector's
+// goal leaves them out (gctune.Tune).
+func init() {
+	gctune.RegisterHeld(func() int64 {
+		if c := defaultCache.Load(); c != nil {
+			return c.pages.held()
+		}
+		return 0
+	})
+}
 
 // DefaultCache returns the Cache of NewFinder(0): the one SetDefaultCache
 // installed, else one with the zero CacheOptions.

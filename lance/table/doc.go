@@ -38,7 +38,7 @@
 // readers (footer and column metadata) and deletion bitmaps are kept in a
 // Cache: by default (DefaultCache, what Open, Checkout, Create and Commit
 // use) the process-wide byte-bounded LRU (internal/lru;
-// LC_METADATA_CACHE_BYTES, default 256 MiB) with data files opened through
+// LC_METADATA_CACHE_BYTES, default 1 GiB) with data files opened through
 // file.DefaultIO; NewCache makes one with its own LRU and file.IO, whose
 // methods open tables that share nothing with others (a Dataset, and every
 // version committed from it, keeps its Cache). Data and deletion files are immutable (fresh names), so
