@@ -377,7 +377,7 @@ func (s *Store) feedRead(ctx context.Context, after Position, o FeedOptions, fre
 				}
 			}
 		}
-		s.feed.forget(live)
+		s.feed.forget(snap.base.Version(), live)
 		sorted := make([]int64, 0, len(keys))
 		for k := range keys {
 			sorted = append(sorted, k)

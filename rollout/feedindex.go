@@ -34,6 +34,7 @@ type seqRun struct {
 // fragSeqs is a fragment's rows by shard.
 type fragSeqs struct {
 	byShard map[int64]*seqRun
+	ranges  map[int64]seqRange // of byShard
 	bytes   int64
 }
 
@@ -47,6 +48,12 @@ type feedIndex struct {
 	byKey  map[string]*list.Element
 	bytes  int64
 	limit  int64
+	// newest is the newest base version forget was called for: a read of
+	// an older version (another consumer's snapshot) forgets nothing, or
+	// two readers a merge apart would drop each other's fragments.
+	newest uint64
+
+	afterRead func() // test hook: runs after a fragment is read and recorded
 }
 
 type feedIndexEntry struct {
@@ -85,12 +92,14 @@ func (x *feedIndex) rangesOf(ctx context.Context, base *table.Dataset, f *pb.Dat
 	if ok {
 		return r, nil
 	}
-	if _, err := x.rows(ctx, base, f); err != nil {
+	// The ranges come from the rows read, not from x.ranges: another
+	// reader's forget may drop the key in between, and a fragment taken as
+	// holding no rows makes the feed move past them for good.
+	s, err := x.rows(ctx, base, f)
+	if err != nil {
 		return nil, err
 	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.ranges[key], nil
+	return s.ranges, nil
 }
 
 // rows returns a fragment's rows by shard, sorted by seq.
@@ -108,13 +117,8 @@ func (x *feedIndex) rows(ctx context.Context, base *table.Dataset, f *pb.DataFra
 	if err != nil {
 		return nil, err
 	}
-	ranges := make(map[int64]seqRange, len(s.byShard))
-	for k, run := range s.byShard {
-		ranges[k] = seqRange{run.seqs[0], run.seqs[len(run.seqs)-1]}
-	}
 	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.ranges[key] = ranges
+	x.ranges[key] = s.ranges
 	if _, ok := x.byKey[key]; !ok {
 		x.byKey[key] = x.lru.PushFront(&feedIndexEntry{key: key, seqs: s})
 		x.bytes += s.bytes
@@ -126,15 +130,24 @@ func (x *feedIndex) rows(ctx context.Context, base *table.Dataset, f *pb.DataFra
 			x.bytes -= old.seqs.bytes
 		}
 	}
+	x.mu.Unlock()
+	if x.afterRead != nil {
+		x.afterRead()
+	}
 	return s, nil
 }
 
-// forget drops what is known of fragments not in keep (superseded by a
-// compaction or a new deletion file), so the ranges do not grow with the
-// store's age.
-func (x *feedIndex) forget(keep map[string]bool) {
+// forget drops what is known of fragments not in keep, the fragments of
+// base version v (the others were superseded by a compaction or a new
+// deletion file), so the ranges do not grow with the store's age. Only
+// the newest version seen forgets.
+func (x *feedIndex) forget(v uint64, keep map[string]bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if v < x.newest {
+		return
+	}
+	x.newest = v
 	for k := range x.ranges {
 		if !keep[k] {
 			delete(x.ranges, k)
@@ -184,12 +197,14 @@ func readFragSeqs(ctx context.Context, base *table.Dataset, f *pb.DataFragment) 
 	if err != nil {
 		return nil, err
 	}
-	for _, run := range out.byShard {
+	out.ranges = make(map[int64]seqRange, len(out.byShard))
+	for k, run := range out.byShard {
 		// A merge writes its newest generation first: sort by seq.
 		if !slices.IsSorted(run.seqs) {
 			sort.Sort(runBySeq{run})
 		}
 		out.bytes += int64(len(run.seqs)) * 12
+		out.ranges[k] = seqRange{run.seqs[0], run.seqs[len(run.seqs)-1]}
 	}
 	return out, nil
 }
