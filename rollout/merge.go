@@ -14,6 +14,7 @@ import (
 
 	"github.com/lance-context/lance-context/api"
 	"github.com/lance-context/lance-context/lance/file"
+	"github.com/lance-context/lance-context/lance/index"
 	"github.com/lance-context/lance-context/lance/pb"
 	"github.com/lance-context/lance-context/lance/table"
 	"github.com/lance-context/lance-context/wal"
@@ -118,7 +119,7 @@ func (s *Store) mergePass(ctx context.Context, w *wal.Writer) (*MergeResult, err
 		return nil, err
 	}
 	res.Rows = rows
-	nd, err := table.CommitFrom(ctx, s.root, base, func(ctx context.Context, latest *table.Dataset) (*table.Change, error) {
+	change := func(ctx context.Context, latest *table.Dataset) (*table.Change, error) {
 		if Watermark(latest, id) >= target {
 			return nil, errStale
 		}
@@ -146,7 +147,44 @@ func (s *Store) mergePass(ctx context.Context, w *wal.Writer) (*MergeResult, err
 		}
 		return &table.Change{Kind: table.KindUpdate, New: add, Updated: updated, Removed: removed,
 			ConfigUpsert: map[string]string{watermarkKey(id): strconv.FormatUint(target, 10)}}, nil
+	}
+	// The first attempt's change, with the index segments over the new
+	// fragment built against the version it makes: data and index in one
+	// commit. A commit that lands on another version (another writer went
+	// first: the fragment's id, which the index's row addresses hold,
+	// changes) goes without them, and the index follows in a commit of its
+	// own, as it did before. Lance allows it so far: a transaction has one
+	// operation (Transaction.operation is a oneof in Lance's
+	// protos/transaction.proto, and Update has no index fields), so the
+	// transaction records the Update, while the manifest's index section,
+	// which readers and Lance's own commits carry as they find it, holds
+	// the new segments (LanceDB 0.31 uses them:
+	// TestLanceDBUsesRolloutStoreIndexes).
+	first, firstErr := change(ctx, base)
+	var idx *index.Prepared
+	if firstErr == nil && frag != nil {
+		idx = s.prepareIndexes(ctx, base, first)
+	}
+	withIndex := false
+	nd, err := table.CommitFrom(ctx, s.root, base, func(ctx context.Context, latest *table.Dataset) (*table.Change, error) {
+		if latest != base {
+			withIndex = false
+			return change(ctx, latest)
+		}
+		if firstErr != nil {
+			return nil, firstErr
+		}
+		ch := *first
+		if idx != nil {
+			ch.IndexAdd, ch.IndexRemove, withIndex = idx.Add, idx.Remove, true
+		}
+		return &ch, nil
 	})
+	if idx != nil && !withIndex && (err == nil || errors.Is(err, errStale) || errors.Is(err, table.ErrConflict)) {
+		// Built for a version that was not committed with them (on another
+		// commit error the manifest may hold them: they stay).
+		idx.Discard(context.WithoutCancel(ctx), base)
+	}
 	switch {
 	case errors.Is(err, errStale):
 		res.Rows, res.Replaced = 0, 0
@@ -161,12 +199,44 @@ func (s *Store) mergePass(ctx context.Context, w *wal.Writer) (*MergeResult, err
 	if err := w.DropGenerations(ctx, target); err != nil {
 		return res, fmt.Errorf("rollout: merged, but draining the shard failed (the next merge finishes it): %w", err)
 	}
-	if res.Rows > 0 {
+	if res.Rows > 0 && !withIndex {
 		s.indexAfter(ctx, "merge", true)
 	}
 	s.opts.metrics.ops.merged(start, res)
 	s.opts.Logger.Info("rollout: merged", "store", s.name, "shard", id, "generations", res.Generations, "rows", res.Rows, "replaced", res.Replaced, "watermark", target, "remaining", res.Remaining)
 	return res, nil
+}
+
+// prepareIndexes builds the index segments of every indexed column over
+// the version that ch on base makes (table.Dataset.Apply): the new
+// fragment, with the id the commit gives it when base is still the
+// latest. nil when there is nothing to index or the build failed (the
+// merge then indexes after its commit, as an index commit of its own).
+func (s *Store) prepareIndexes(ctx context.Context, base *table.Dataset, ch *table.Change) *index.Prepared {
+	var cols []string
+	for _, col := range s.indexColumns() {
+		if base.Schema().Field(col) != nil {
+			cols = append(cols, col)
+		}
+	}
+	if len(cols) == 0 {
+		return nil
+	}
+	next, err := base.Apply(ch)
+	if err != nil {
+		return nil
+	}
+	// The build reads base's fragments too (a consolidation of segments).
+	defer s.hold(base.Version())()
+	p, err := index.PrepareColumns(ctx, next, cols, index.BuildOptions{Delta: true, MaxSegments: s.opts.IndexMaxSegments, TempDir: s.opts.IndexTempDir, BatchSize: indexBatchSize, KeyColumns: []string{ColID}, Cache: s.opts.IndexCache})
+	if err != nil {
+		s.opts.Logger.Warn("rollout: index of a merge's fragment failed; indexing after the commit", "store", s.name, "err", err)
+		return nil
+	}
+	if len(p.Add) == 0 {
+		return nil
+	}
+	return p
 }
 
 // DefaultMergeMaxGenerations caps the generations of a merge pass. A pass

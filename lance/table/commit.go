@@ -152,6 +152,20 @@ func commitOnce(ctx context.Context, latest *Dataset, ch *Change) (*Dataset, err
 	return &Dataset{store: latest.store, manifest: m, schema: nv.schema, indexSection: nv.indexSection, naming: latest.naming, files: latest.files, projs: newProjections()}, nil
 }
 
+// Apply returns the version a commit of ch on d makes when d is still
+// the latest: its fragments with their ids assigned, schema, config and
+// index section, not written. Reads through it see the data files ch
+// adds (written before the commit), so that an index can be built over
+// them and committed with them (Change.IndexAdd: data and index in one
+// version); a commit that lands on another version assigns other ids.
+func (d *Dataset) Apply(ch *Change) (*Dataset, error) {
+	nv, err := buildVersion(d, ch, time.Now(), uuid.NewString())
+	if err != nil {
+		return nil, err
+	}
+	return &Dataset{store: d.store, manifest: nv.manifest, schema: nv.schema, indexSection: nv.indexSection, naming: d.naming, files: d.files, plainDicts: d.plainDicts, projs: newProjections()}, nil
+}
+
 // nextVersion is a version built from the one before it and a change, not
 // yet written: its manifest (naming its transaction file), index section,
 // transaction and schema.
