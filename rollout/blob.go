@@ -272,7 +272,12 @@ func (r *objectReader) Seek(offset int64, whence int) (int64, error) {
 // in one tier or the next. Rows only in another process's log are not
 // read: blobs written after that log's oldest unsealed entry (less grace,
 // for the upload before the entry) are kept instead.
-func (s *Store) collectBlobs(ctx context.Context, grace time.Duration) (files int, bytes int64, err error) {
+//
+// kept are the base versions the cleanup just read (table.CleanupOptions
+// Kept): the versions are listed again after the shards are read, as the
+// order above needs, but only those not among kept (committed since) have
+// their manifest read.
+func (s *Store) collectBlobs(ctx context.Context, grace time.Duration, kept []*table.Dataset) (files int, bytes int64, err error) {
 	objs, err := s.root.List(ctx, blobPrefix)
 	if err != nil {
 		return 0, 0, fmt.Errorf("rollout: list payload objects: %w", err)
@@ -357,14 +362,21 @@ func (s *Store) collectBlobs(ctx context.Context, grace time.Duration) (files in
 	if err != nil {
 		return 0, 0, err
 	}
+	read := make(map[uint64]*table.Dataset, len(kept))
+	for _, d := range kept {
+		read[d.Version()] = d
+	}
 	seen := map[uint64]bool{} // fragment ids: a fragment's data files never change
 	for _, v := range versions {
-		d, err := table.Checkout(ctx, s.root, v)
-		if errors.Is(err, objstore.ErrNotFound) {
-			continue // removed by another process's cleanup
-		}
-		if err != nil {
-			return 0, 0, err
+		d, ok := read[v]
+		if !ok {
+			d, err = table.Checkout(ctx, s.root, v)
+			if errors.Is(err, objstore.ErrNotFound) {
+				continue // removed by another process's cleanup
+			}
+			if err != nil {
+				return 0, 0, err
+			}
 		}
 		if d.Schema().Field(ColPayloadRef) == nil {
 			continue
@@ -382,15 +394,25 @@ func (s *Store) collectBlobs(ctx context.Context, grace time.Duration) (files in
 			return 0, 0, err
 		}
 	}
+	var doomed []string
+	size := map[string]int64{}
 	for _, o := range cands {
 		if refs[o.Key] || (floored && !o.ModTime.Before(floor.Add(-grace))) {
 			continue
 		}
-		if err := s.root.Delete(ctx, o.Key); err != nil {
-			return files, bytes, fmt.Errorf("rollout: delete payload object %s: %w", o.Key, err)
-		}
+		doomed = append(doomed, o.Key)
+		size[o.Key] = o.Size
+	}
+	err = objstore.DeleteKeys(ctx, s.root, doomed)
+	for _, k := range objstore.NotDeleted(err, doomed) {
+		delete(size, k)
+	}
+	for _, n := range size {
 		files++
-		bytes += o.Size
+		bytes += n
+	}
+	if err != nil {
+		return files, bytes, fmt.Errorf("rollout: delete payload objects: %w", err)
 	}
 	return files, bytes, nil
 }

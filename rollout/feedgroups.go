@@ -185,10 +185,18 @@ func (s *Store) DeleteFeedGroup(ctx context.Context, group string) error {
 	if err != nil {
 		return err
 	}
-	for _, o := range infos {
-		if err := s.root.Delete(ctx, o.Key); err != nil && !errors.Is(err, objstore.ErrNotFound) {
-			return err
-		}
+	if len(infos) == 0 {
+		return nil
 	}
-	return nil
+	// The older commits in one batch, the newest (listed first: names
+	// sort newest first) last: until it goes, the group reads as it was,
+	// never as an older position.
+	keys := make([]string, len(infos))
+	for i, o := range infos {
+		keys[i] = o.Key
+	}
+	if err := objstore.DeleteKeys(ctx, s.root, keys[1:]); err != nil {
+		return err
+	}
+	return s.root.Delete(ctx, keys[0])
 }

@@ -320,6 +320,8 @@ func (s *Store) Cleanup(ctx context.Context, o CleanupOptions) (*CleanupResult, 
 	if o.OlderThan > 0 {
 		opts.Before = now.Add(-o.OlderThan)
 	}
+	var kept []*table.Dataset
+	opts.Kept = func(ds []*table.Dataset) { kept = ds }
 	res, err := table.Cleanup(ctx, s.root, opts)
 	if err != nil {
 		return nil, fmt.Errorf("rollout: cleanup of store %s: %w", s.name, err)
@@ -329,16 +331,15 @@ func (s *Store) Cleanup(ctx context.Context, o CleanupOptions) (*CleanupResult, 
 	if o.BlobGrace != nil {
 		blobGrace = *o.BlobGrace
 	}
-	if out.BlobsRemoved, out.BlobBytesRemoved, err = s.collectBlobs(ctx, blobGrace); err != nil {
+	if out.BlobsRemoved, out.BlobBytesRemoved, err = s.collectBlobs(ctx, blobGrace, kept); err != nil {
 		return out, fmt.Errorf("rollout: cleanup of store %s: %w", s.name, err)
 	}
 	out.FilesRemoved += out.BlobsRemoved
 	out.BytesRemoved += out.BlobBytesRemoved
-	for _, k := range expired {
-		if err := s.root.Delete(ctx, k); err != nil {
-			return out, err
-		}
-		out.LeasesExpired++
+	err = objstore.DeleteKeys(ctx, s.root, expired)
+	out.LeasesExpired = len(expired) - len(objstore.NotDeleted(err, expired))
+	if err != nil {
+		return out, err
 	}
 	for v := range held {
 		out.HeldVersions = append(out.HeldVersions, v)

@@ -5,8 +5,6 @@ import (
 	"path"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/lance-context/lance-context/objstore"
@@ -24,28 +22,37 @@ func (w *Writer) collect(from, to, version uint64, gens []string, sweepUpTo uint
 	store, shard := w.opts.Store, w.opts.Shard
 	fences, claims := keepSet(w.man.Fences), keepSet(w.man.Claims)
 	w.inBackground(func(ctx context.Context) {
+		// Garbage only: a file a crash brings back is found again by the
+		// sweeps, so no directory sync is paid for (see objstore.Discard),
+		// and all of it goes in one batch (one request on S3 for up to
+		// 1000 keys).
+		var keys []string
 		for p := from; p <= to && p > 0; p++ {
 			if !fences[p] {
-				_ = objstore.Discard(ctx, store, entryKey(shard, p))
+				keys = append(keys, entryKey(shard, p))
 			}
 		}
-		// Garbage only: a file a crash brings back is found again by the
-		// sweeps, so no directory sync is paid for (see objstore.Discard).
 		// Versions at or above the hint stay, so that readers probing up
 		// from it never meet a gap.
 		if upTo := min(version, w.hinted.Load()); upTo > keepManifests {
 			for v := w.manifestsCollected + 1; v <= upTo-keepManifests; v++ {
 				if !claims[v] {
-					_ = objstore.Discard(ctx, store, manifestKey(shard, v))
+					keys = append(keys, manifestKey(shard, v))
 				}
 			}
 			w.manifestsCollected = max(w.manifestsCollected, upTo-keepManifests)
 		}
-		keys := make([]string, len(gens))
-		for i, g := range gens {
-			keys[i] = shardDir(shard) + g
+		genKeys := make(map[string]bool, len(gens))
+		for _, g := range gens {
+			genKeys[shardDir(shard)+g] = true
+			keys = append(keys, shardDir(shard)+g)
 		}
-		clean := discardAll(ctx, store, keys)
+		clean := true
+		for _, k := range objstore.NotDeleted(objstore.DiscardKeys(ctx, store, keys), keys) {
+			if genKeys[k] {
+				clean = false
+			}
+		}
 		if sweepUpTo > 0 && !sweepGenerations(ctx, store, shard, sweepUpTo, listed) {
 			clean = false
 		}
@@ -77,7 +84,7 @@ func sweepGenerations(ctx context.Context, store objstore.Store, shard string, u
 		}
 		keys = append(keys, o.Key)
 	}
-	return discardAll(ctx, store, keys)
+	return objstore.DiscardKeys(ctx, store, keys) == nil
 }
 
 // sweepLog deletes, in the background, what a predecessor that crashed
@@ -90,21 +97,23 @@ func (w *Writer) sweepLog(replayAfter, version uint64) {
 	store, shard, segDir, logFS, epoch, hinted := w.opts.Store, w.opts.Shard, w.segDir, w.logFS, w.epoch, w.hinted.Load()
 	fences, claims := keepSet(w.man.Fences), keepSet(w.man.Claims)
 	w.inBackground(func(ctx context.Context) {
+		var keys []string
 		if objs, err := store.List(ctx, shardDir(shard)+"wal/"); err == nil {
 			for _, o := range objs {
 				num, _, _ := strings.Cut(path.Base(o.Key), ".")
 				if p, err := strconv.ParseUint(num, 10, 64); err == nil && p <= replayAfter && !fences[p] {
-					_ = objstore.Discard(ctx, store, o.Key)
+					keys = append(keys, o.Key)
 				}
 			}
 		}
 		if objs, err := store.List(ctx, shardDir(shard)+"manifest/"); err == nil {
 			for _, o := range objs {
 				if v, ok := parseManifestKey(o.Key); ok && v+keepManifests < min(version, hinted) && !claims[v] {
-					_ = objstore.Discard(ctx, store, o.Key)
+					keys = append(keys, o.Key)
 				}
 			}
 		}
+		_ = objstore.DiscardKeys(ctx, store, keys)
 		if segDir != "" {
 			sweepSegments(logFS, segDir, epoch)
 		}
@@ -119,31 +128,6 @@ func keepSet(xs []uint64) map[uint64]bool {
 		m[x] = true
 	}
 	return m
-}
-
-// discardParallel is how many deletes of drained generation files run at
-// once: a merge of 50 generations deleted them one request at a time.
-const discardParallel = 8
-
-// discardAll deletes keys (files no reader is sent to any more, so in any
-// order), discardParallel at a time. It reports whether every delete
-// succeeded.
-func discardAll(ctx context.Context, store objstore.Store, keys []string) bool {
-	var failed atomic.Bool
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, discardParallel)
-	for _, k := range keys {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if objstore.Discard(ctx, store, k) != nil {
-				failed.Store(true)
-			}
-		}()
-	}
-	wg.Wait()
-	return !failed.Load()
 }
 
 // inBackground runs fn off the loop, one collection at a time, with a

@@ -8,7 +8,6 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -16,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lance-context/lance-context/lance/pb"
+	"github.com/lance-context/lance-context/lance/schema"
 	"github.com/lance-context/lance-context/objstore"
 )
 
@@ -49,6 +49,10 @@ type CleanupOptions struct {
 	// with the keys about to go; an error stops the cleanup there (crash
 	// tests).
 	Hook func(step string, keys []string) error
+	// Kept, when set, receives the versions a successful cleanup kept,
+	// from the manifests it read, oldest first: a caller that reads them
+	// next (rollout's payload collection) reads no manifest again.
+	Kept func(kept []*Dataset)
 }
 
 // CleanupResult is what a cleanup removed and kept.
@@ -160,7 +164,7 @@ func Cleanup(ctx context.Context, store objstore.Store, opts CleanupOptions) (*C
 		return i+1 < len(versions) && start.Sub(versions[i+1].at) < opts.ReadGrace
 	}
 	kept, verified := newReferenced(), newReferenced()
-	var old []versionEntry
+	var old, keptEntries []versionEntry
 	var earliestKept time.Time
 	res := &CleanupResult{Latest: latest.Version()}
 	for i, e := range versions {
@@ -175,6 +179,7 @@ func Cleanup(ctx context.Context, store objstore.Store, opts CleanupOptions) (*C
 				res.OldestKept = e.version
 			}
 			res.VersionsKept++
+			keptEntries = append(keptEntries, e)
 			continue
 		}
 		if err := verified.add(e.man.manifest, e.man.indexSection); err != nil {
@@ -229,6 +234,7 @@ func Cleanup(ctx context.Context, store objstore.Store, opts CleanupOptions) (*C
 		}
 	}
 	if len(doomed) == 0 && len(old) == 0 {
+		reportKept(latest, keptEntries, opts.Kept)
 		return res, nil
 	}
 	// A tag or holder that appeared since the listing may name a version
@@ -293,7 +299,34 @@ func Cleanup(ctx context.Context, store objstore.Store, opts CleanupOptions) (*C
 		res.BytesRemoved += o.Size
 		res.VersionsRemoved++
 	}
+	reportKept(latest, keptEntries, opts.Kept)
 	return res, nil
+}
+
+// reportKept hands the kept versions to fn as Datasets sharing latest's
+// store and cache, built as load builds one; a version load would refuse
+// is left out (its reader checks it out and meets the error).
+func reportKept(latest *Dataset, entries []versionEntry, fn func([]*Dataset)) {
+	if fn == nil {
+		return
+	}
+	var out []*Dataset
+	for _, e := range entries {
+		m := e.man.manifest
+		_, n, ok := parseManifestName(strings.TrimPrefix(e.key, versionsDir))
+		if !ok || m.GetReaderFeatureFlags()&^readableFlags != 0 || m.GetVersion() != e.version {
+			continue
+		}
+		if df := m.GetDataFormat(); df != nil && df.GetVersion() != "" && df.GetVersion() != "2.0" {
+			continue
+		}
+		sc, err := schema.FromProto(m.GetFields(), m.GetSchemaMetadata())
+		if err != nil {
+			continue
+		}
+		out = append(out, &Dataset{store: latest.store, manifest: m, schema: sc, indexSection: e.man.indexSection, naming: n, files: latest.files, projs: newProjections()})
+	}
+	fn(out)
 }
 
 // dirRemover is implemented by stores with real directories (local disk):
@@ -377,29 +410,30 @@ func listVersions(ctx context.Context, store objstore.Store) ([]versionEntry, er
 	return out, nil
 }
 
-// deleteAll deletes the objects, a few at a time (each is one request on
-// an object store), and counts what went.
+// deleteAll deletes the objects in batches (objstore.DeleteKeys: 1000 a
+// request on S3) and counts what went.
 func deleteAll(ctx context.Context, store objstore.Store, objs []objstore.ObjectInfo) (int, int64, error) {
-	var (
-		mu    sync.Mutex
-		n     int
-		bytes int64
-	)
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(16)
+	keys := make([]string, len(objs))
+	for i, o := range objs {
+		keys[i] = o.Key
+	}
+	err := objstore.DeleteKeys(ctx, store, keys)
+	left := map[string]bool{}
+	for _, k := range objstore.NotDeleted(err, keys) {
+		left[k] = true
+	}
+	var n int
+	var bytes int64
 	for _, o := range objs {
-		g.Go(func() error {
-			if err := store.Delete(gctx, o.Key); err != nil {
-				return fmt.Errorf("lance/table: cleanup: delete %s: %w", o.Key, err)
-			}
-			mu.Lock()
+		if !left[o.Key] {
 			n++
 			bytes += o.Size
-			mu.Unlock()
-			return nil
-		})
+		}
 	}
-	return n, bytes, g.Wait()
+	if err != nil {
+		return n, bytes, fmt.Errorf("lance/table: cleanup: delete files: %w", err)
+	}
+	return n, bytes, nil
 }
 
 // ReferencedFiles returns the keys of the files this version references
