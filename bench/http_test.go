@@ -2,12 +2,18 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 )
 
 // The load generator's response reader must agree with net/http's server on
@@ -74,5 +80,39 @@ func TestConnClientRejectsMalformedResponses(t *testing.T) {
 		if code, _, err := c.readResponse(); err == nil {
 			t.Errorf("%q: read as %d without an error", resp, code)
 		}
+	}
+}
+
+// TestArrowBodiesDecode: the Arrow mode's bodies, built in reused column
+// buffers, are IPC streams of the rows they claim, and a body does not
+// change the one before it in place once sent (each is read back whole).
+func TestArrowBodiesDecode(t *testing.T) {
+	g := &bodyGen{mode: httpBenchMode{Format: "arrow", Batch: 50}, prefix: "p-", pool: contentPool(), content: 100, rng: rand.New(rand.NewPCG(1, 2))}
+	for req := range 3 {
+		body, ctype, err := g.next()
+		if err != nil || ctype != "application/vnd.apache.arrow.stream" {
+			t.Fatal(ctype, err)
+		}
+		r, err := ipc.NewReader(bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows := 0
+		for r.Next() {
+			rec := r.RecordBatch()
+			ids := rec.Column(0).(*array.String)
+			texts := rec.Column(3).(*array.LargeString)
+			for i := range int(rec.NumRows()) {
+				want := fmt.Sprintf("p-%d", req*50+rows+i)
+				if ids.Value(i) != want || texts.ValueLen(i) < 80 || rec.Column(2).(*array.Int32).Value(i) != int32((req*50+rows+i)%16) {
+					t.Fatalf("request %d row %d: id %q (want %q), %d content bytes", req, i, ids.Value(i), want, texts.ValueLen(i))
+				}
+			}
+			rows += int(rec.NumRows())
+		}
+		if r.Err() != nil || rows != 50 {
+			t.Fatalf("request %d: %d rows, %v", req, rows, r.Err())
+		}
+		r.Release()
 	}
 }
