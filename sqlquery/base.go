@@ -4,15 +4,16 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/lance-context/lance-context/lance/table"
-	"github.com/lance-context/lance-context/objstore"
+	"github.com/lance-context/lance-context/rollout"
 )
 
-// baseStore is a store whose base table the engine can open itself (a
-// rollout.Store): the dataset root, and the version a checkout pinned.
+// baseStore is a Table whose base table the engine may read directly (a
+// rollout.Store): OpenBase gives the table a fragments scan of the store
+// would read now (version v when not 0, else the version a checkout pins,
+// else the latest), described in rollout's terms. The engine reads no
+// Lance package itself.
 type baseStore interface {
-	Root() objstore.Store
-	Pinned() uint64
+	OpenBase(ctx context.Context, v uint64) (*rollout.BaseTable, error)
 }
 
 // BaseIdentity identifies the base table a fragments read of store would
@@ -36,24 +37,10 @@ func baseIdent(ctx context.Context, bs baseStore) (string, error) {
 
 // openBase opens the base table a scan of bs would read now, and
 // identifies it.
-func openBase(ctx context.Context, bs baseStore) (*table.Dataset, string, error) {
-	var (
-		d   *table.Dataset
-		err error
-	)
-	pin := bs.Pinned()
-	if pin != 0 {
-		d, err = table.Checkout(ctx, bs.Root(), pin)
-	} else {
-		d, err = table.Open(ctx, bs.Root())
-	}
+func openBase(ctx context.Context, bs baseStore) (*rollout.BaseTable, string, error) {
+	d, err := bs.OpenBase(ctx, 0)
 	if err != nil {
 		return nil, "", fmt.Errorf("sqlquery: open base table: %w", err)
 	}
-	var sec int64
-	var nanos int32
-	if ts := d.Manifest().GetTimestamp(); ts != nil {
-		sec, nanos = ts.GetSeconds(), ts.GetNanos()
-	}
-	return d, fmt.Sprintf("p%d v%d t%d.%09d", pin, d.Version(), sec, nanos), nil
+	return d, d.Ident(), nil
 }

@@ -264,7 +264,7 @@ func (e *Engine) buildBase(ctx context.Context, store string, bs baseStore) (*ch
 		return nil, nil
 	}
 	b := &chartBase{store: store, ident: ident}
-	sig, direct := directSig(d)
+	sig, direct := chartSig(d)
 	if direct {
 		if b.state, err = stateOf(ctx, d, sig); err != nil {
 			return nil, nil

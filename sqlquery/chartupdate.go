@@ -15,8 +15,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	duckdb "github.com/duckdb/duckdb-go/v2"
 
-	"github.com/lance-context/lance-context/lance/pb"
-	"github.com/lance-context/lance-context/lance/table"
 	"github.com/lance-context/lance-context/rollout"
 )
 
@@ -28,7 +26,7 @@ var chartCols = []string{rollout.ColID, "reward", "policy_version", rollout.ColC
 // table itself rather than through the store's scan, so a chart base
 // knows which rows it holds and which version they are of.
 type directScan struct {
-	d     *table.Dataset
+	d     *rollout.BaseTable
 	frags *roaring.Bitmap
 
 	mu   sync.Mutex
@@ -63,7 +61,7 @@ func (s *scanSource) scanDirect() error {
 	ctx := s.q.ctx
 	var cols []string // projected table columns; the address comes with every batch
 	for _, c := range s.projected {
-		if c != table.RowAddrColumn {
+		if c != rollout.RowAddrColumn {
 			cols = append(cols, c)
 		}
 	}
@@ -76,7 +74,7 @@ func (s *scanSource) scanDirect() error {
 			filter = append(filter, h.Column)
 		}
 	}
-	opts := table.ScanOptions{Fragments: ds.frags, PlainDictionaries: true, BatchRows: 32 << 10, WithRowAddr: true}
+	opts := rollout.BaseScan{Fragments: ds.frags, BatchRows: 32 << 10, WithRowAddr: true}
 	if len(filter) == 0 {
 		// The address column is last, after the projected ones (or
 		// ignored: FillChunk reads the projected positions only).
@@ -90,8 +88,8 @@ func (s *scanSource) scanDirect() error {
 			return s.push(scanBatch{rec: b})
 		})
 	}
-	return ds.d.ScanLate(ctx, table.LateScan{
-		Filter: filter, Columns: cols, BatchRows: opts.BatchRows, PlainDictionaries: true,
+	return ds.d.Scan(ctx, rollout.BaseScan{
+		Filter: filter, Columns: cols, BatchRows: opts.BatchRows,
 		Fragments: ds.frags, WithRowAddr: true,
 		Keep: func(b arrow.RecordBatch) ([]int, error) {
 			ds.note(b)
@@ -112,76 +110,39 @@ func (s *scanSource) scanDirect() error {
 // which rows are gone and which are new.
 type baseState struct {
 	sig   string // chartCols' field ids and types
-	frags map[uint64]fragState
+	frags map[uint64]rollout.BaseFragment
 }
 
-// fragState is one fragment of the base table a chart base holds.
-type fragState struct {
-	files  string          // its data files: a fragment id reused for other rows has others
-	rows   uint64          // physical rows
-	delKey string          // its deletion file, or ""
-	del    *roaring.Bitmap // the offsets it deletes, or nil
-}
-
-func (f fragState) live() int64 {
-	if f.del == nil {
-		return int64(f.rows)
-	}
-	return int64(f.rows) - int64(f.del.GetCardinality())
-}
-
-// directSig is the signature of the chart columns of d: their field ids
+// chartSig is the signature of the chart columns of d: their field ids
 // and types. ok is false when d lacks one or holds it in another type than
 // the store's scan gives (an older or reference table, which the store's
 // scan converts): such a table is read through the store's scan, and its
 // chart base has no row addresses.
-func directSig(d *table.Dataset) (sig string, ok bool) {
+func chartSig(d *rollout.BaseTable) (sig string, ok bool) {
 	var sb strings.Builder
 	for _, name := range chartCols {
-		f := d.Schema().Field(name)
-		if f == nil {
+		c, ok := d.Column(name)
+		if !ok {
 			return "", false
-		}
-		t := f.ArrowField().Type
-		if dt, ok := t.(*arrow.DictionaryType); ok {
-			t = dt.ValueType // read plain
 		}
 		i := rollout.Schema.FieldIndices(name)
-		if len(i) != 1 || !arrow.TypeEqual(t, rollout.Schema.Field(i[0]).Type) {
+		if len(i) != 1 || !arrow.TypeEqual(c.Type, rollout.Schema.Field(i[0]).Type) {
 			return "", false
 		}
-		fmt.Fprintf(&sb, "%s:%d:%s;", name, f.ID, t)
+		fmt.Fprintf(&sb, "%s:%d:%s;", name, c.ID, c.Type)
 	}
 	return sb.String(), true
 }
 
-// fragmentState describes fragment fr of d, reading its deletion file.
-func fragmentState(ctx context.Context, d *table.Dataset, fr *pb.DataFragment) (fragState, error) {
-	var files []string
-	for _, df := range fr.GetFiles() {
-		files = append(files, df.GetPath())
-	}
-	f := fragState{files: strings.Join(files, ","), rows: fr.GetPhysicalRows()}
-	if df := fr.GetDeletionFile(); df != nil {
-		f.delKey = fmt.Sprintf("%d-%d-%d", df.GetFileType(), df.GetReadVersion(), df.GetId())
-		del, err := d.DeletedRows(ctx, fr.GetId())
-		if err != nil {
-			return f, err
-		}
-		f.del = del
-	}
-	return f, nil
-}
-
 // stateOf describes every fragment of d.
-func stateOf(ctx context.Context, d *table.Dataset, sig string) (*baseState, error) {
-	st := &baseState{sig: sig, frags: map[uint64]fragState{}}
-	for _, fr := range d.Fragments() {
-		f, err := fragmentState(ctx, d, fr)
-		if err != nil {
-			return nil, err
-		}
-		st.frags[fr.GetId()] = f
+func stateOf(ctx context.Context, d *rollout.BaseTable, sig string) (*baseState, error) {
+	frags, err := d.Fragments(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st := &baseState{sig: sig, frags: map[uint64]rollout.BaseFragment{}}
+	for _, f := range frags {
+		st.frags[f.ID] = f
 	}
 	return st, nil
 }
@@ -202,32 +163,32 @@ type baseDelta struct {
 // the chart base cannot follow d exactly by deleting and adding rows: its
 // columns changed, a fragment id names other data files, or a deletion
 // was undone (a checkout of an older version).
-func planUpdate(ctx context.Context, old *baseState, d *table.Dataset) (delta *baseDelta, ok bool, err error) {
-	sig, ok := directSig(d)
+func planUpdate(ctx context.Context, old *baseState, d *rollout.BaseTable) (delta *baseDelta, ok bool, err error) {
+	sig, ok := chartSig(d)
 	if !ok || sig != old.sig {
 		return nil, false, nil
 	}
-	delta = &baseDelta{fresh: roaring.New(), state: &baseState{sig: sig, frags: map[uint64]fragState{}}}
-	for _, fr := range d.Fragments() {
-		id := fr.GetId()
-		f, err := fragmentState(ctx, d, fr)
-		if err != nil {
-			return nil, false, err
-		}
+	frags, err := d.Fragments(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	delta = &baseDelta{fresh: roaring.New(), state: &baseState{sig: sig, frags: map[uint64]rollout.BaseFragment{}}}
+	for _, f := range frags {
+		id := f.ID
 		delta.state.frags[id] = f
 		was, had := old.frags[id]
 		if !had {
 			delta.fresh.Add(uint32(id))
-			delta.newRows += f.live()
+			delta.newRows += f.Live()
 			continue
 		}
-		if was.files != f.files || was.rows != f.rows {
+		if was.Files != f.Files || was.Rows != f.Rows {
 			return nil, false, nil
 		}
-		if was.delKey == f.delKey {
+		if was.DeletionKey == f.DeletionKey {
 			continue
 		}
-		before, now := was.del, f.del
+		before, now := was.Deleted, f.Deleted
 		if before == nil {
 			before = roaring.New()
 		}
@@ -245,7 +206,7 @@ func planUpdate(ctx context.Context, old *baseState, d *table.Dataset) (delta *b
 	for id, was := range old.frags {
 		if _, ok := delta.state.frags[id]; !ok {
 			delta.gone = append(delta.gone, id)
-			delta.goneRows += was.live()
+			delta.goneRows += was.Live()
 		}
 	}
 	slices.Sort(delta.gone)
@@ -342,12 +303,12 @@ func fillBase(ctx context.Context, c *duckdb.Conn, q *query, store, verb string)
 		as = " AS "
 	}
 	if err := exec(ctx, c, verb+` cb`+as+`SELECT id, `+rewardExpr+` AS reward, policy_version,
-		epoch_us(created_at) AS us, `+arrivalExpr+` AS arr, `+lenExpr+` AS len, `+table.RowAddrColumn+` AS addr FROM `+src); err != nil {
+		epoch_us(created_at) AS us, `+arrivalExpr+` AS arr, `+lenExpr+` AS len, `+rollout.RowAddrColumn+` AS addr FROM `+src); err != nil {
 		return err
 	}
 	return hinted(q, clenHints, func() error {
 		return exec(ctx, c, verb+` cc`+as+`SELECT id, epoch_us(created_at) AS us, length(content)::BIGINT AS len,
-			`+table.RowAddrColumn+` AS addr FROM `+src+` WHERE `+clenWhere)
+			`+rollout.RowAddrColumn+` AS addr FROM `+src+` WHERE `+clenWhere)
 	})
 }
 

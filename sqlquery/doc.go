@@ -35,7 +35,7 @@
 //
 // A fragments scan with filters materializes late: it reads the filtered
 // columns of every row first and the other projected columns only for the
-// rows the filters keep (lance/table ScanLate), so a selective WHERE never
+// rows the filters keep (a late rollout.BaseScan), so a selective WHERE never
 // decodes the strings of the rows it drops. Under ORDER BY column [DESC]
 // LIMIT n (a select list of bare columns, every WHERE conjunct a filter)
 // it takes the other columns only for rows that can still be among the

@@ -7,13 +7,12 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/lance-context/lance-context/lance/table"
 	"github.com/lance-context/lance-context/rollout"
 )
 
 // lateBase decides whether the scan materializes late: it reads the hinted
 // columns of every row first and the other projected columns only for the
-// rows the hints keep (table.ScanLate), so a selective filter never decodes
+// rows the hints keep (a late BaseScan), so a selective filter never decodes
 // the strings of the rows it drops; with a top-N bound, only rows that can
 // still be in the result are taken. It applies to a fragments scan (the
 // base table only), or an all scan of a store with no pending generation,
@@ -22,7 +21,7 @@ import (
 // older or reference table reads through the store's own scan, which
 // converts). It returns the base table at the version the store's own scan
 // would read, and the hinted columns; nil when the scan reads normally.
-func (s *scanSource) lateBase() (*table.Dataset, []string) {
+func (s *scanSource) lateBase() (*rollout.BaseTable, []string) {
 	if len(s.hints) == 0 && s.top == nil {
 		return nil, nil
 	}
@@ -50,7 +49,7 @@ func (s *scanSource) lateBase() (*table.Dataset, []string) {
 // store with no pending generation, of a base table holding every
 // projected column in the scan's type (an older or reference table reads
 // through the store's own scan, which converts). nil otherwise.
-func (s *scanSource) plainBase() *table.Dataset {
+func (s *scanSource) plainBase() *rollout.BaseTable {
 	// all is the base table alone when no generation is pending: checked
 	// on the statistics read at bind, whose base version the base opened
 	// below must match (a merge since then falls back).
@@ -69,28 +68,13 @@ func (s *scanSource) plainBase() *table.Dataset {
 	if !ok {
 		return nil
 	}
-	var (
-		d   *table.Dataset
-		err error
-	)
-	if v := bs.Pinned(); v != 0 {
-		d, err = table.Checkout(s.q.ctx, bs.Root(), v)
-	} else {
-		d, err = table.Open(s.q.ctx, bs.Root())
-	}
+	d, err := bs.OpenBase(s.q.ctx, 0)
 	if err != nil || (wantVersion != 0 && d.Version() != wantVersion) {
 		return nil // the store's own scan reports an error
 	}
 	for i, name := range s.projected {
-		f := d.Schema().Field(name)
-		if f == nil {
-			return nil
-		}
-		t := f.ArrowField().Type
-		if dt, ok := t.(*arrow.DictionaryType); ok {
-			t = dt.ValueType // read plain
-		}
-		if !arrow.TypeEqual(t, scanColumns[s.proj[i]].Type) {
+		c, ok := d.Column(name)
+		if !ok || !arrow.TypeEqual(c.Type, scanColumns[s.proj[i]].Type) {
 			return nil
 		}
 	}
@@ -100,13 +84,13 @@ func (s *scanSource) plainBase() *table.Dataset {
 // scanLate streams the base table's rows the hints keep, and of those the
 // rows that can be in the query's first N (topN), reading the hinted and
 // sort columns first.
-func (s *scanSource) scanLate(d *table.Dataset, filter []string) error {
+func (s *scanSource) scanLate(d *rollout.BaseTable, filter []string) error {
 	var bound *topBound
 	if s.top != nil {
 		bound = &topBound{t: s.top}
 	}
-	return d.ScanLate(s.q.ctx, table.LateScan{
-		Filter: filter, Columns: s.projected, BatchRows: 32 << 10, PlainDictionaries: true,
+	return d.Scan(s.q.ctx, rollout.BaseScan{
+		Filter: filter, Columns: s.projected, BatchRows: 32 << 10,
 		Keep: func(b arrow.RecordBatch) ([]int, error) {
 			s.read(b.NumRows())
 			out := keptRows(s.hints, filter, b)

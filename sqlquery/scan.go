@@ -14,7 +14,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	duckdb "github.com/duckdb/duckdb-go/v2"
 
-	"github.com/lance-context/lance-context/lance/table"
 	"github.com/lance-context/lance-context/rollout"
 )
 
@@ -104,7 +103,7 @@ func registerScan(conn *sql.Conn, cur func() *query) error {
 	if err != nil {
 		return err
 	}
-	baseInfos := append(slices.Clone(infos), duckdb.ColumnInfo{Name: table.RowAddrColumn, T: addr})
+	baseInfos := append(slices.Clone(infos), duckdb.ColumnInfo{Name: rollout.RowAddrColumn, T: addr})
 	return duckdb.RegisterTableUDF(conn, baseFunc, duckdb.ChunkTableFunction{
 		Config: duckdb.TableFunctionConfig{Arguments: []duckdb.TypeInfo{vc}},
 		BindArguments: func(_ map[string]any, args ...any) (duckdb.ChunkTableSource, error) {

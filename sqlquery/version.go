@@ -10,8 +10,8 @@ import (
 )
 
 // versioned is a store read at one base version (Request.Version): its
-// scans read that version alone, and, as a checkout pin does, Pinned
-// names it to the scans that open the base table themselves (base.go).
+// scans read that version alone, and, as a checkout pin does, OpenBase
+// opens it for the scans that read the base table directly (base.go).
 type versioned struct {
 	*rollout.Store
 	v uint64
@@ -22,7 +22,12 @@ func (s versioned) Scan(ctx context.Context, o rollout.ScanOptions, fn func(arro
 	return s.Store.Scan(ctx, o, fn)
 }
 
-func (s versioned) Pinned() uint64 { return s.v }
+func (s versioned) OpenBase(ctx context.Context, v uint64) (*rollout.BaseTable, error) {
+	if v == 0 {
+		v = s.v
+	}
+	return s.Store.OpenBase(ctx, v)
+}
 
 // atVersion opens store at base version v, other stores as open does.
 func atVersion(open Opener, store string, v uint64) Opener {
