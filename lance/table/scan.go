@@ -126,29 +126,30 @@ func (d *Dataset) Scan(ctx context.Context, opts ScanOptions, fn func(arrow.Reco
 	if batch <= 0 {
 		batch = defaultBatchRows
 	}
-	offset, remaining := opts.Offset, opts.Limit
-	if remaining <= 0 {
-		remaining = -1
+	st := &scanState{proj: proj, preds: preds, out: outSchema, withAddr: opts.WithRowAddr, plain: opts.PlainDictionaries,
+		offset: opts.Offset, remaining: opts.Limit}
+	if st.remaining <= 0 {
+		st.remaining = -1
 	}
 	covered, found, err := d.keyLookup(ctx, opts)
 	if err != nil {
 		return err
 	}
 	for _, frag := range d.Fragments() {
-		if remaining == 0 {
+		if st.remaining == 0 {
 			return nil
 		}
 		if opts.Fragments != nil && !opts.Fragments.Contains(uint32(frag.GetId())) {
 			continue
 		}
 		if covered != nil && covered.Contains(uint32(frag.GetId())) {
-			if err := d.scanRows(ctx, frag, proj, preds, found[frag.GetId()], &offset, &remaining, opts.WithRowAddr, opts.PlainDictionaries, outSchema, fn); err != nil {
+			if err := d.scanRows(ctx, st, frag, found[frag.GetId()], fn); err != nil {
 				return err
 			}
 			continue
 		}
-		if len(preds) == 0 && !opts.WithDeleted && offset >= liveRows(frag) {
-			offset -= liveRows(frag) // skip whole fragments without reading them
+		if len(preds) == 0 && !opts.WithDeleted && st.offset >= liveRows(frag) {
+			st.offset -= liveRows(frag) // skip whole fragments without reading them
 			continue
 		}
 		var del *roaring.Bitmap
@@ -159,12 +160,12 @@ func (d *Dataset) Scan(ctx context.Context, opts ScanOptions, fn func(arrow.Reco
 		}
 		start := int64(0)
 		if len(preds) == 0 && del == nil {
-			start, offset = offset, 0
+			start, st.offset = st.offset, 0
 		}
 		n := int64(frag.GetPhysicalRows())
-		for s := start; s < n && remaining != 0; s += int64(batch) {
+		for s := start; s < n && st.remaining != 0; s += int64(batch) {
 			e := min(s+int64(batch), n)
-			rec, err := d.scanChunk(ctx, frag, proj, preds, del, nil, s, e, &offset, &remaining, opts.WithRowAddr, opts.PlainDictionaries, false, outSchema)
+			rec, err := d.scanChunk(ctx, st, frag, del, nil, s, e, false)
 			if err != nil {
 				return err
 			}
@@ -181,11 +182,25 @@ func (d *Dataset) Scan(ctx context.Context, opts ScanOptions, fn func(arrow.Reco
 	return nil
 }
 
+// scanState is what one Scan reads (projection, predicates, output
+// schema) and what it has left to skip and to return: Offset and Limit
+// count matching rows across fragments and chunks, so every chunk of the
+// scan updates the same state.
+type scanState struct {
+	proj     *schema.Schema
+	preds    []predicate
+	out      *arrow.Schema
+	withAddr bool // append RowAddrColumn
+	plain    bool // dictionary columns read as their value type
+
+	offset    int64 // matching rows still to skip
+	remaining int64 // matching rows still to return; -1: no limit
+}
+
 // scanRows scans only the given row offsets (ascending) of a fragment, in
 // runs of consecutive offsets, with the same predicates, deletions, offset
 // and limit as a full scan of the fragment.
-func (d *Dataset) scanRows(ctx context.Context, frag *pb.DataFragment, proj *schema.Schema, preds []predicate,
-	offsets []uint32, offset, remaining *int64, withAddr, plain bool, out *arrow.Schema, fn func(arrow.RecordBatch) error) error {
+func (d *Dataset) scanRows(ctx context.Context, st *scanState, frag *pb.DataFragment, offsets []uint32, fn func(arrow.RecordBatch) error) error {
 	if len(offsets) == 0 {
 		return nil
 	}
@@ -194,7 +209,7 @@ func (d *Dataset) scanRows(ctx context.Context, frag *pb.DataFragment, proj *sch
 		return err
 	}
 	n := frag.GetPhysicalRows()
-	for i := 0; i < len(offsets) && *remaining != 0; {
+	for i := 0; i < len(offsets) && st.remaining != 0; {
 		// Offsets up to takeGap rows apart share one read: rows between
 		// them are read and dropped, which costs less than a round trip.
 		j := i + 1
@@ -210,7 +225,7 @@ func (d *Dataset) scanRows(ctx context.Context, frag *pb.DataFragment, proj *sch
 		if int64(len(sel)) == e-s {
 			sel = nil // every row of [s, e)
 		}
-		rec, err := d.scanChunk(ctx, frag, proj, preds, del, sel, s, e, offset, remaining, withAddr, plain, true, out)
+		rec, err := d.scanChunk(ctx, st, frag, del, sel, s, e, true)
 		if err != nil {
 			return err
 		}
@@ -229,8 +244,8 @@ func (d *Dataset) scanRows(ctx context.Context, frag *pb.DataFragment, proj *sch
 // scanChunk reads rows [s, e) of a fragment (only the offsets in sel, when
 // not nil) and returns the selected ones, or nil when none are. eager
 // reads the predicate columns with the projection (see below).
-func (d *Dataset) scanChunk(ctx context.Context, frag *pb.DataFragment, proj *schema.Schema, preds []predicate,
-	del *roaring.Bitmap, sel []uint32, s, e int64, offset, remaining *int64, withAddr, plain, eager bool, out *arrow.Schema) (arrow.RecordBatch, error) {
+func (d *Dataset) scanChunk(ctx context.Context, st *scanState, frag *pb.DataFragment, del *roaring.Bitmap, sel []uint32, s, e int64, eager bool) (arrow.RecordBatch, error) {
+	proj, preds, plain := st.proj, st.preds, st.plain
 	n := int(e - s)
 	keep := make([]bool, n)
 	if sel == nil {
@@ -296,15 +311,15 @@ func (d *Dataset) scanChunk(ctx context.Context, frag *pb.DataFragment, proj *sc
 			continue
 		}
 		switch {
-		case *offset > 0:
-			*offset--
+		case st.offset > 0:
+			st.offset--
 			keep[i] = false
-		case *remaining == 0:
+		case st.remaining == 0:
 			keep[i] = false
 		default:
 			matched++
-			if *remaining > 0 {
-				*remaining--
+			if st.remaining > 0 {
+				st.remaining--
 			}
 		}
 	}
@@ -318,7 +333,7 @@ func (d *Dataset) scanChunk(ctx context.Context, frag *pb.DataFragment, proj *sc
 			return nil, err
 		}
 	}
-	if withAddr {
+	if st.withAddr {
 		b := array.NewUint64Builder(memory.DefaultAllocator)
 		b.Reserve(n)
 		for i := 0; i < n; i++ {
@@ -326,7 +341,7 @@ func (d *Dataset) scanChunk(ctx context.Context, frag *pb.DataFragment, proj *sc
 		}
 		arrs = append(arrs, b.NewArray())
 	}
-	rec := array.NewRecordBatch(out, arrs, int64(n))
+	rec := array.NewRecordBatch(st.out, arrs, int64(n))
 	for _, a := range arrs {
 		a.Release()
 	}
