@@ -644,6 +644,10 @@ type binaryWriter struct {
 	data        [][]byte // the page's values: runs of held arrays' value bytes
 	dataLen     int
 	held        []arrow.Array // the arrays data points into, retained
+	// lazyNulls: the page so far is this many nulls and nothing else, with
+	// no end offsets or validity built for them (an all-null page has no
+	// buffers); they are built if a value follows on the page.
+	lazyNulls int
 }
 
 func (c *binaryWriter) size() int { return c.dataLen + len(c.ends) + len(c.valid) }
@@ -683,6 +687,25 @@ func (c *binaryWriter) append(arr arrow.Array) error {
 	n := arr.Len()
 	if n == 0 {
 		return nil
+	}
+	if c.nulls == c.rows && arr.NullN() == n {
+		// Nulls on a page of nulls: only counted (a sparse schema's unused
+		// text columns cost a seal nothing per row).
+		c.rows += n
+		c.nulls += n
+		c.lazyNulls += n
+		return nil
+	}
+	if c.lazyNulls > 0 {
+		if 8*c.lazyNulls+c.size() > c.w.pageBytes {
+			if err := c.flush(); err != nil {
+				return err
+			}
+		} else {
+			c.ends = append(c.ends, make([]byte, 8*c.lazyNulls)...)
+			c.valid = growBits(c.valid, c.rows)
+			c.lazyNulls = 0
+		}
 	}
 	data := arr.Data()
 	bufs := data.Buffers()
@@ -807,7 +830,7 @@ func (c *binaryWriter) flush() error {
 	if err != nil {
 		return err
 	}
-	c.rows, c.nulls = 0, 0
+	c.rows, c.nulls, c.lazyNulls = 0, 0, 0
 	c.valid, c.ends = c.valid[:0], c.ends[:0]
 	return nil
 }

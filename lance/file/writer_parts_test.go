@@ -84,3 +84,64 @@ func TestBinaryPageReferencesValues(t *testing.T) {
 		}
 	}
 }
+
+// TestBinaryNullRunsThenValues: all-null batches are only counted while
+// their page holds nothing else, and read back as nulls whether a value
+// follows on the same page, the page fills with them, or none follows.
+func TestBinaryNullRunsThenValues(t *testing.T) {
+	as := arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+	batch := func(vals ...string) arrow.RecordBatch {
+		b := array.NewStringBuilder(memory.DefaultAllocator)
+		defer b.Release()
+		for _, v := range vals {
+			if v == "" {
+				b.AppendNull()
+			} else {
+				b.Append(v)
+			}
+		}
+		a := b.NewArray()
+		defer a.Release()
+		return array.NewRecordBatch(as, []arrow.Array{a}, int64(a.Len()))
+	}
+	nulls := func(n int) []string { return make([]string, n) }
+	for _, tc := range []struct {
+		name  string
+		page  int
+		parts [][]string
+	}{
+		{"nulls then a value", 0, [][]string{nulls(5), nulls(3), {"a", "", "b"}, nulls(2)}},
+		{"only nulls", 0, [][]string{nulls(7), nulls(9)}},
+		{"nulls past a page then values", 64, [][]string{nulls(5), nulls(20), {"x", "y"}, nulls(4), {"z"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var recs []arrow.RecordBatch
+			var want []string
+			for _, p := range tc.parts {
+				recs = append(recs, batch(p...))
+				want = append(want, p...)
+			}
+			defer func() {
+				for _, r := range recs {
+					r.Release()
+				}
+			}()
+			b, _ := writeFile(t, as, WriterOptions{PageBytes: tc.page}, recs...)
+			r, _ := openBytes(t, b)
+			got, err := r.Read(context.Background(), []int32{0}, 0, r.NumRows())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer got.Release()
+			col := got.Column(0).(*array.String)
+			if col.Len() != len(want) {
+				t.Fatalf("%d rows, want %d", col.Len(), len(want))
+			}
+			for i, v := range want {
+				if (v == "") != col.IsNull(i) || (v != "" && col.Value(i) != v) {
+					t.Fatalf("row %d: null %v %q, want %q", i, col.IsNull(i), col.Value(i), v)
+				}
+			}
+		})
+	}
+}
