@@ -12,7 +12,9 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -667,5 +669,118 @@ func TestMergeCommitsDataAndIndexInOneVersion(t *testing.T) {
 		if r, err := s.Get(ctx, id); err != nil || r.ID != id {
 			t.Errorf("get %s: %+v, %v", id, r, err)
 		}
+	}
+}
+
+// BenchmarkColdReadBytes builds a merged store of LC_BENCH_ROWS rows
+// (default 1,000,000; one pending generation of 50 beside it) and reports
+// what a cold get by id and a cold first page read from the object store
+// (requests, sequential round trips, bytes), each on a new handle as a
+// new process would: go test ./rollout -run '^$' -bench ColdReadBytes
+// -benchtime 3x. TestRoundTrips pins the same counts on a 2,050-row store.
+func BenchmarkColdReadBytes(b *testing.B) {
+	rows := 1_000_000
+	if v := os.Getenv("LC_BENCH_ROWS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rows = n
+	}
+	ctx := context.Background()
+	mem := objstore.NewMemory()
+	const name = "big"
+	cat := NewCatalog(mem, ShardID("w"), rtOptions(Options{}))
+	defer cat.Close(ctx)
+	s, err := cat.Create(ctx, name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const batch = 20_000
+	for from := 0; from < rows; from += batch {
+		rs := make([]Record, 0, batch)
+		for i := from; i < min(rows, from+batch); i++ {
+			rs = append(rs, Record{ID: fmt.Sprintf("b%08d", i), RolloutID: fmt.Sprintf("r%06d", i/10), SequenceOrder: int32(i % 10), Content: ptr(strings.Repeat("c", 40+i%80))})
+		}
+		if _, err := s.Append(ctx, rs); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Flush(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for {
+		res, err := s.Merge(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Remaining == 0 {
+			break
+		}
+	}
+	pend := make([]Record, 50)
+	for i := range pend {
+		pend[i] = Record{ID: fmt.Sprintf("p%03d", i), RolloutID: "p", Content: ptr("x")}
+	}
+	if _, err := s.Append(ctx, pend); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+	for _, op := range []struct {
+		name string
+		run  func(*Store) error
+	}{
+		{"get", func(cs *Store) error {
+			id := fmt.Sprintf("b%08d", rows/2+123)
+			r, err := cs.Get(ctx, id)
+			if err == nil && r.ID != id {
+				err = fmt.Errorf("got %q", r.ID)
+			}
+			return err
+		}},
+		{"page", func(cs *Store) error {
+			res, err := cs.List(ctx, ListOptions{Source: SourceAll, Limit: 25})
+			if err == nil && len(res.Records) != 25 {
+				err = fmt.Errorf("page of %d", len(res.Records))
+			}
+			return err
+		}},
+	} {
+		b.Run(op.name, func(b *testing.B) {
+			var sum objstore.Counts
+			for range b.N {
+				c := objstore.NewCounting(mem, roundTripLatency)
+				rc := NewCatalog(c, ShardID("reader"), rtOptions(Options{}))
+				cs, err := rc.Open(ctx, name)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := c.WaitIdle(ctx, roundTripQuiet); err != nil {
+					b.Fatal(err)
+				}
+				c.Reset()
+				if err := op.run(cs); err != nil {
+					b.Fatal(err)
+				}
+				if err := c.WaitIdle(ctx, roundTripQuiet); err != nil {
+					b.Fatal(err)
+				}
+				got := c.Counts()
+				sum.BytesRead += got.BytesRead
+				sum.Sequential += got.Sequential
+				for k, v := range got.Calls {
+					if sum.Calls == nil {
+						sum.Calls = map[objstore.Op]int{}
+					}
+					sum.Calls[k] += v
+				}
+				_ = rc.Close(ctx)
+			}
+			b.ReportMetric(float64(sum.BytesRead)/float64(b.N), "bytes-read/op")
+			b.ReportMetric(float64(sum.Requests())/float64(b.N), "requests/op")
+			b.ReportMetric(float64(sum.Sequential)/float64(b.N), "sequential/op")
+		})
 	}
 }
