@@ -6,9 +6,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
-	"sync/atomic"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/apache/arrow-go/v18/arrow"
@@ -25,6 +23,13 @@ import (
 // cursors returns every row that existed when the listing began exactly
 // once, whatever maintenance runs in between; an offset counts rows in the
 // same order and is exact only while nothing is merged.
+//
+// A page's base rows come from one of five strategies, all reading the base
+// through the view (view.go), so all hide the same rows: a scan of the id
+// and filter columns (pageBase, here), the early walk overlapping the
+// pending generations' reads (cursor_early.go), the id index walk, plain or
+// keeping a key filter's rows (cursor_index.go), and the deep-offset skip
+// (cursor_skip.go). testdata/view states their common answers as tables.
 
 // cursorPrefix versions the cursor encoding.
 const cursorPrefix = "v1:"
@@ -295,96 +300,6 @@ func (s *Store) pageBase(ctx context.Context, v *view, o ListOptions, h *idHeap,
 // after (two, the id and filter ranges read twice).
 func fewMatchRows(k int) int { return max(2*k, 64) }
 
-// earlyBase is a pageBase run on a view of the base alone, started before
-// the pending rows are known; with take, it also takes the rows it chose, so
-// that the page's base rows are read in the same round trip as the pending
-// generations (most of them stay on the page: pending rows displace only
-// those above the pending ids that fall among them).
-type earlyBase struct {
-	done   chan struct{}
-	h      idHeap
-	k      int
-	verify *Filter
-	err    error
-	rows   map[table.RowAddr]Record // the rows taken ahead, by address
-}
-
-func (s *Store) startPageBase(ctx context.Context, v *view, o ListOptions, k int, take bool) *earlyBase {
-	e := &earlyBase{done: make(chan struct{}), h: make(idHeap, 0, k), k: k}
-	go func() {
-		defer close(e.done)
-		var rows map[table.RowAddr]Record
-		if e.verify, rows, e.err = s.pageBase(ctx, v, o, &e.h, k); e.err != nil || !take || e.h.Len() == 0 {
-			return
-		}
-		if rows != nil {
-			e.rows = rows // read whole by the scan
-			return
-		}
-		addrs := make([]table.RowAddr, len(e.h))
-		for i, c := range e.h {
-			addrs[i] = c.addr
-		}
-		// In address order TakeRows does not reorder (the rows are kept by address).
-		slices.SortFunc(addrs, table.RowAddr.Compare)
-		b, err := v.base().TakeRows(ctx, addrs, baseColumns(v.base(), listColumns))
-		if err != nil {
-			e.err = err
-			return
-		}
-		defer b.Release()
-		if e.verify != nil {
-			if err := checkFilter(b, *e.verify); err != nil {
-				e.err = fmt.Errorf("rollout: store %s: %w", s.name, err)
-				return
-			}
-		}
-		rs, err := recordsFromBatch(b)
-		if err != nil {
-			e.err = err
-			return
-		}
-		e.rows = make(map[table.RowAddr]Record, len(rs))
-		for i := range rs {
-			e.rows[addrs[i]] = rs[i]
-		}
-	}()
-	return e
-}
-
-func (e *earlyBase) wait() (*Filter, error) {
-	<-e.done
-	return e.verify, e.err
-}
-
-// taken returns the row at addr if it was taken ahead (e may be nil).
-func (e *earlyBase) taken(addr table.RowAddr) (Record, bool) {
-	if e == nil {
-		return Record{}, false
-	}
-	r, ok := e.rows[addr]
-	return r, ok
-}
-
-// merge offers to h the early walk's rows that v shows. It reports
-// whether h now holds the page: the early walk kept the k smallest base
-// ids, up to its largest t; without the hidden ones they are every base
-// row v shows up to t, so h is exact unless the walk was full and h is
-// short of k or reaches above t (base rows above t may belong).
-func (e *earlyBase) merge(h *idHeap, v *view, k int) bool {
-	full := e.h.Len() == e.k
-	var t string
-	if full {
-		t = e.h[0].id
-	}
-	for _, c := range e.h {
-		if !v.hides(c.id) {
-			h.offer(c, k)
-		}
-	}
-	return !full || (h.Len() == k && (*h)[0].id <= t)
-}
-
 // fragmentsOutside returns the ids of base's fragments not in done (the
 // ones an index walk did not cover, which the scan must read).
 func fragmentsOutside(base *table.Dataset, done *roaring.Bitmap) *roaring.Bitmap {
@@ -412,27 +327,6 @@ func sortByAddr(addrs []table.RowAddr, at []int) {
 	copy(at, st)
 }
 
-// ascendIndexed offers to h the base rows v shows above after, in id
-// order, through the id index: it stops once h holds k ids below the next
-// one, so it reads O(log n + k) index entries, not the id column. It
-// returns the fragments the index covers (nil when it covers none: the
-// caller scans).
-func (s *Store) ascendIndexed(ctx context.Context, v *view, after string, h *idHeap, k int) (*roaring.Bitmap, error) {
-	if s.finder() == nil || !slices.Contains(s.indexColumns(), ColID) {
-		return nil, nil
-	}
-	return v.ascendBase(ctx, after, nil, h.full(k), func(id string, addr table.RowAddr) bool {
-		h.offer(candidate{id: strings.Clone(id), addr: addr}, k)
-		return true
-	})
-}
-
-// full returns whether h holds k ids all below id (a walk in id order
-// then ends: every later id is larger still).
-func (h *idHeap) full(k int) func(id string) bool {
-	return func(id string) bool { return h.Len() == k && id >= (*h)[0].id }
-}
-
 // missingFilter reports a filter on a column the base table does not have
 // yet (see baseColumns): it matches no base row (null equals nothing).
 func missingFilter(d *table.Dataset, fs []Filter) bool {
@@ -442,221 +336,6 @@ func missingFilter(d *table.Dataset, fs []Filter) bool {
 		}
 	}
 	return false
-}
-
-// skipMinOffset is the smallest offset skipOffset turns into a cursor; a
-// smaller one is cheaper to count through.
-var skipMinOffset = 2048
-
-// offsetSkips counts the listings skipOffset moved forward (tests check
-// that the skip is exercised).
-var offsetSkips atomic.Int64
-
-// skipOffset returns o with After moved forward and Offset reduced by the
-// rows in between, so that it names the same page: a deep offset then costs
-// O(log n) index page reads instead of a walk over offset ids. It counts
-// exactly the rows the listing counts: live base rows of the fragments the
-// id index covers (Ranker), less the ones v hides, the rows of the other
-// fragments v shows (scanned), plus the pending rows (source all; v has
-// read them). When the index cannot rank exactly, o is returned as is.
-func (s *Store) skipOffset(ctx context.Context, v *view, o ListOptions) (ListOptions, error) {
-	base := v.base()
-	if s.finder() == nil || !slices.Contains(s.indexColumns(), ColID) {
-		return o, nil
-	}
-	rk, err := s.opts.Indexes.Ranker(ctx, base, ColID)
-	if err != nil || rk == nil {
-		return o, err
-	}
-	// Rows outside the ranked fragments, and WAL rows: sorted ids.
-	var uncovered int64
-	var others []string
-	for _, f := range base.Fragments() {
-		if !rk.Covered().Contains(uint32(f.GetId())) {
-			uncovered += int64(f.GetPhysicalRows())
-		}
-	}
-	if uncovered > maxSkipScan {
-		return o, nil
-	}
-	if uncovered > 0 {
-		frags := roaring.New()
-		for _, f := range base.Fragments() {
-			if !rk.Covered().Contains(uint32(f.GetId())) {
-				frags.Add(uint32(f.GetId()))
-			}
-		}
-		// The id column alone, the hidden ids dropped here (not by the
-		// scan, which would read the column twice).
-		opts := table.ScanOptions{Columns: []string{ColID}, Fragments: frags}
-		err := base.Scan(ctx, opts, func(b arrow.RecordBatch) error {
-			ids, ok := b.Column(0).(interface {
-				Len() int
-				Value(int) string
-			})
-			if !ok {
-				return fmt.Errorf("rollout: store %s: column id is %s, want a string column", s.name, b.Column(0).DataType())
-			}
-			for i := 0; i < ids.Len(); i++ {
-				if !v.hides(ids.Value(i)) {
-					others = append(others, strings.Clone(ids.Value(i)))
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return o, err
-		}
-	}
-	for _, r := range v.rows {
-		others = append(others, r.id())
-	}
-	slices.Sort(others)
-	// Base rows of ranked fragments the view hides are not listed: their
-	// ids, sorted.
-	hidden, err := v.hiddenBaseIDs(ctx, rk.Covered())
-	if err != nil {
-		return o, err
-	}
-	// upTo is the number of listed rows whose id is <= id.
-	upTo := func(id string) (int64, error) {
-		succ := id + "\x00" // the smallest string above id
-		n, err := rk.Below(ctx, succ)
-		if err != nil {
-			return 0, err
-		}
-		n -= int64(sort.SearchStrings(hidden, succ))
-		n += int64(sort.SearchStrings(others, succ))
-		return n, nil
-	}
-	var before int64
-	if o.After != "" {
-		if before, err = upTo(o.After); err != nil {
-			return o, err
-		}
-	}
-	target := before + int64(o.Offset) // rows at or below the page's predecessor
-	// The last pivot at or below target: binary search (upTo is monotone).
-	pivots := rk.Pivots()
-	lo, hi := sort.SearchStrings(pivots, o.After+"\x00"), len(pivots) // pivots above After
-	best, bestN := "", int64(-1)
-	var serr error
-	i := sort.Search(hi-lo, func(i int) bool {
-		if serr != nil {
-			return true
-		}
-		n, err := upTo(pivots[lo+i])
-		if err != nil {
-			serr = err
-			return true
-		}
-		if n <= target {
-			return false
-		}
-		return true
-	})
-	if serr != nil {
-		return o, serr
-	}
-	if i == 0 {
-		return o, nil // no pivot between After and the page
-	}
-	best = pivots[lo+i-1]
-	if bestN, err = upTo(best); err != nil {
-		return o, err
-	}
-	o.After, o.Offset = best, int(target-bestN)
-	offsetSkips.Add(1)
-	return o, nil
-}
-
-// maxSkipScan bounds the rows of fragments no index covers that skipOffset
-// reads to count them; beyond it the listing counts through as before.
-const maxSkipScan = 1 << 20
-
-// walkFiltered offers to h the base rows v shows above after whose column
-// f.Column holds f.Value, in id order, by walking the id index and keeping
-// the rows the filter column's index names. A filtered page then costs
-// O(k · rows/matches) index entries, which stays flat as the table grows,
-// instead of reading the id of every matching row (O(matches)); it is
-// used only when it is the cheaper of the two. It returns the fragments it
-// answered for (nil: it did not walk, the caller scans as before), and
-// when it did not walk, few: the filter's index covers every fragment and
-// names at most fewMatchRows(k) rows (the scan may read them whole).
-func (s *Store) walkFiltered(ctx context.Context, v *view, f Filter, after string, h *idHeap, k int) (walked *roaring.Bitmap, few bool, err error) {
-	base := v.base()
-	cols := s.indexColumns()
-	if s.finder() == nil || !slices.Contains(cols, f.Column) {
-		return nil, false, nil
-	}
-	if fd := base.Schema().Field(f.Column); fd == nil || !isStringField(fd.Type) {
-		return nil, false, nil
-	}
-	coveredF, all, err := s.opts.Indexes.Addrs(ctx, base, f.Column, f.Value)
-	if err != nil || coveredF == nil {
-		return nil, false, err
-	}
-	few = len(all) <= fewMatchRows(k) && fragmentsOutside(base, coveredF).IsEmpty()
-	if !slices.Contains(cols, ColID) {
-		return nil, few, nil
-	}
-	byID, err := index.Covered(base, ColID)
-	if err != nil || byID.IsEmpty() {
-		return nil, few, err
-	}
-	both := roaring.And(byID, coveredF)
-	var runs, indexed int64
-	for _, fr := range base.Fragments() {
-		if both.Contains(uint32(fr.GetId())) {
-			indexed += int64(fr.GetPhysicalRows())
-		}
-	}
-	// The matches of fragments both indexes cover, ascending.
-	match := all[:0]
-	lastFrag, lastIn := uint64(1<<63), false
-	for _, a := range all {
-		if frag := a >> 32; frag != lastFrag {
-			lastFrag, lastIn = frag, both.Contains(uint32(frag))
-		}
-		if !lastIn {
-			continue
-		}
-		if len(match) == 0 || a != match[len(match)-1]+1 {
-			runs++
-		}
-		match = append(match, a)
-	}
-	matches := int64(len(match))
-	if matches == 0 {
-		return nil, few, nil // the scan answers from the index alone
-	}
-	// Expected entries walked for k matches, against the reads of the
-	// matching rows (about one range read per run of consecutive rows and
-	// column, worth ~walkEntriesPerRun entries of the walk).
-	if walk := int64(k) * indexed / matches; walk > runs*walkEntriesPerRun {
-		return nil, few, nil
-	}
-	_, err = v.ascendBase(ctx, after, index.NewAddrSet(match), h.full(k), func(id string, addr table.RowAddr) bool {
-		h.offer(candidate{id: strings.Clone(id), addr: addr}, k)
-		return true
-	})
-	if err != nil {
-		return nil, false, err
-	}
-	filteredWalks.Add(1)
-	return both, false, nil
-}
-
-// walkEntriesPerRun is how many id index entries a walk reads for the cost
-// of reading one run of matching rows (measured: a run costs two range
-// reads and their decoding, an entry a map probe).
-var walkEntriesPerRun int64 = 1000
-
-// filteredWalks counts the listings walkFiltered answered (for tests).
-var filteredWalks atomic.Int64
-
-func isStringField(t arrow.DataType) bool {
-	return t.ID() == arrow.STRING || t.ID() == arrow.LARGE_STRING
 }
 
 // checkFilter makes sure rows chosen through an index hold the filter's
