@@ -146,6 +146,12 @@
 // Get, Blob and Trajectory always read all. A Checkout pins this process's
 // reads to an older base version, without the WAL tier.
 //
+// A read's snapshot is a view (view.go), the one owner of the rule "a
+// pending row hides every base row of its id": gets, the list strategies,
+// trajectories and scans read the base through it, and the SQL engine
+// through BaseTable, a view of the base alone. testdata/view states the
+// rule's outcomes as tables (view_data_test.go).
+//
 // Staleness: none by default. Every read revalidates its snapshot, so it
 // sees every commit (of any process) that finished before the read began; what it
 // costs is one wave of parallel listings (the shard markers, each known
