@@ -66,3 +66,7 @@ const SnapshotTagPrefix = "lc-snapshot-"
 // stream holds, sent after its last byte. A stream without it was cut
 // short (the server also aborts the connection on a failure mid-stream).
 const ExportRowsTrailer = "X-Export-Rows"
+
+// ParquetFile is the content type of GET .../export?format=parquet: one
+// Parquet file, written as the export runs (its footer last).
+const ParquetFile = "application/vnd.apache.parquet"

@@ -82,6 +82,10 @@ type ExportOptions struct {
 	// Filters are the records listing's equality filters (column ->
 	// value).
 	Filters map[string]string
+	// Format is what OpenExport asks for: "" or "arrow" (an Arrow IPC
+	// stream), or "parquet" (one Parquet file, encoded by the server).
+	// Export and OpenExportStream read Arrow only.
+	Format string
 }
 
 func (o ExportOptions) query() url.Values {
@@ -98,6 +102,9 @@ func (o ExportOptions) query() url.Values {
 	if len(o.Columns) > 0 {
 		q.Set("columns", strings.Join(o.Columns, ","))
 	}
+	if o.Format != "" {
+		q.Set("format", o.Format)
+	}
 	return q
 }
 
@@ -105,12 +112,17 @@ func (o ExportOptions) query() url.Values {
 // row count after it: the stream was cut short.
 var ErrExportCut = errors.New("lance-context: the export stream ended before the server finished it")
 
-// OpenExport starts an export and returns its raw Arrow IPC stream (read
-// it with arrow/ipc.NewReader); the caller closes it. Only the request is
+// OpenExport starts an export and returns its raw body: an Arrow IPC
+// stream (read it with arrow/ipc.NewReader), or with Format "parquet" a
+// Parquet file's bytes; the caller closes it. Only the request is
 // retried. Export checks the end of the stream; a raw reader should read
-// to EOF and then compare ExportRows.
+// to EOF and then check ExportRows.
 func (c *Client) OpenExport(ctx context.Context, store string, o ExportOptions) (*http.Response, error) {
-	return c.do(ctx, request{method: http.MethodGet, path: storePath(store, "export"), query: o.query(), accept: api.ArrowStream, idempotent: true})
+	accept := api.ArrowStream
+	if o.Format == "parquet" {
+		accept = api.ParquetFile
+	}
+	return c.do(ctx, request{method: http.MethodGet, path: storePath(store, "export"), query: o.query(), accept: accept, idempotent: true})
 }
 
 // ExportRows returns the row count the server sent after a whole export
@@ -140,6 +152,9 @@ type ExportStream struct {
 // caller reads it with Next and RecordBatch, then calls Finish, and always
 // Close.
 func (c *Client) OpenExportStream(ctx context.Context, store string, o ExportOptions) (*ExportStream, error) {
+	if o.Format != "" && o.Format != "arrow" {
+		return nil, fmt.Errorf("lance-context: an export stream is Arrow; read format %q with OpenExport", o.Format)
+	}
 	resp, err := c.OpenExport(ctx, store, o)
 	if err != nil {
 		return nil, err

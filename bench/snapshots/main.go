@@ -7,11 +7,14 @@
 //     and the distinct versions a wave answered);
 //   - the export of a large store (built with Arrow appends and merges) in
 //     rows/s: our scan in process (the ceiling), GET .../export as an Arrow
-//     IPC stream written to a file, the same stream written as Parquet with
-//     pqarrow (zstd, as lance-context export writes it), and, in the same
-//     run, DuckDB's COPY (SELECT * FROM base) TO 'x.parquet' over the same
-//     base table (fed by the same in-process scan through DuckDB's Arrow
-//     scan: build with -tags duckdb_arrow; without it that line is skipped).
+//     IPC stream written to a file, GET .../export?format=parquet (encoded
+//     by the worker with pqarrow, zstd) written to a file as it comes (what
+//     lance-context export does), the way before it (the Arrow IPC stream
+//     encoded as Parquet by the client; -client-parquet=false skips it),
+//     and, in the same run, DuckDB's COPY (SELECT * FROM base) TO
+//     'x.parquet' over the same base table (fed by the same in-process scan
+//     through DuckDB's Arrow scan: build with -tags duckdb_arrow; without it
+//     that line is skipped).
 //
 // One JSON line per measurement on stdout, a readable summary on stderr.
 //
@@ -42,9 +45,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/lance-context/lance-context/api"
 	"github.com/lance-context/lance-context/client"
@@ -65,6 +65,8 @@ type config struct {
 	cpuProfile             string
 	cpuProfileHTTP         string
 	quick                  bool
+	cpuProfileParquet      string
+	clientParquet          bool
 }
 
 func main() {
@@ -80,6 +82,8 @@ func main() {
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the data directory")
 	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the in-process scan here")
 	flag.StringVar(&cfg.cpuProfileHTTP, "cpuprofile-http", "", "write a CPU profile of the full-width GET .../export (Arrow IPC, discarded) here: server and client, one process")
+	flag.StringVar(&cfg.cpuProfileParquet, "cpuprofile-parquet", "", "write a CPU profile of GET .../export?format=parquet written to a file here")
+	flag.BoolVar(&cfg.clientParquet, "client-parquet", true, "also time the way before format=parquet: the Arrow IPC stream encoded as Parquet by the client")
 	flag.BoolVar(&cfg.quick, "quick", false, "export: only the in-process scan and the Arrow IPC streams discarded (no files, Parquet or DuckDB)")
 	flag.Parse()
 	// The worker's collector settings (GOGC 300, the memory limit), as
@@ -436,13 +440,37 @@ func benchExport(ctx context.Context, cfg config, catalog *rollout.Catalog, c *c
 		return nil
 	}
 
-	// 3. The same stream written as Parquet (pqarrow, zstd), as the CLI does.
+	// 3. Parquet as lance-context export writes it: encoded by the worker
+	// (format=parquet, pqarrow, zstd), the bytes written to a file as
+	// they come.
+	if cfg.cpuProfileParquet != "" {
+		pf, err := os.Create(cfg.cpuProfileParquet)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return err
+		}
+	}
 	t0 = time.Now()
-	n, nb, err := exportParquet(ctx, c, store, filepath.Join(out, "x.parquet"))
+	n, nb, err := exportParquetFile(ctx, c, store, filepath.Join(out, "x.parquet"))
+	if cfg.cpuProfileParquet != "" {
+		pprof.StopCPUProfile()
+	}
 	if err != nil {
 		return err
 	}
-	report("HTTP export -> Parquet (pqarrow, zstd)", n, time.Since(t0).Seconds(), nb)
+	report("HTTP export?format=parquet -> file", n, time.Since(t0).Seconds(), nb)
+
+	// 3b. Before: the Arrow IPC stream encoded as Parquet by the client.
+	if cfg.clientParquet {
+		t0 = time.Now()
+		n, nb, err = exportParquet(ctx, c, store, filepath.Join(out, "client.parquet"))
+		if err != nil {
+			return err
+		}
+		report("HTTP export Arrow IPC -> Parquet in the client", n, time.Since(t0).Seconds(), nb)
+	}
 
 	// 4. DuckDB's COPY over the same base table, fed by the same scan.
 	t0 = time.Now()
@@ -458,6 +486,32 @@ func benchExport(ctx context.Context, cfg config, catalog *rollout.Catalog, c *c
 	return nil
 }
 
+// exportParquetFile writes GET .../export?format=parquet to path as it
+// comes, as lance-context export does, and checks the row count.
+func exportParquetFile(ctx context.Context, c *client.Client, store, path string) (int64, int64, error) {
+	resp, err := c.OpenExport(ctx, store, client.ExportOptions{Source: api.SourceFragments, Format: "parquet"})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	nb, err := io.CopyBuffer(struct{ io.Writer }{f}, resp.Body, make([]byte, 1<<20))
+	if err != nil {
+		return 0, 0, err
+	}
+	n, err := client.ExportRows(resp)
+	if err != nil {
+		return 0, 0, err
+	}
+	return n, nb, f.Sync()
+}
+
+// exportParquet is the way before format=parquet: the Arrow IPC stream
+// decoded by the client and encoded there with the same writer.
 func exportParquet(ctx context.Context, c *client.Client, store, path string) (int64, int64, error) {
 	es, err := c.OpenExportStream(ctx, store, client.ExportOptions{Source: api.SourceFragments})
 	if err != nil {
@@ -470,17 +524,13 @@ func exportParquet(ctx context.Context, c *client.Client, store, path string) (i
 	}
 	defer f.Close()
 	bw := bufio.NewWriterSize(f, 1<<20)
-	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd), parquet.WithMaxRowGroupLength(1<<17), parquet.WithDictionaryDefault(true))
-	fw, err := pqarrow.NewFileWriter(es.Schema(), bw, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	fw, err := rollout.NewParquetWriter(bw, es.Schema())
 	if err != nil {
 		return 0, 0, err
 	}
 	for es.Next() {
-		if err := fw.WriteBuffered(es.RecordBatch()); err != nil {
+		if err := fw.Write(es.RecordBatch()); err != nil {
 			return 0, 0, err
-		}
-		if fw.RowGroupTotalBytesWritten() >= 128<<20 {
-			fw.NewBufferedRowGroup()
 		}
 	}
 	n, err := es.Finish()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,9 +14,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/spf13/cobra"
 
 	"github.com/lance-context/lance-context/api"
@@ -33,13 +31,6 @@ type exportResult struct {
 	Seconds float64 `json:"seconds"`
 }
 
-// Parquet row groups: at most this many rows, or about this many bytes
-// buffered (the writer holds one row group in memory).
-const (
-	parquetGroupRows  = 1 << 17
-	parquetGroupBytes = 128 << 20
-)
-
 func newExportCmd() *cobra.Command {
 	var f clientFlags
 	var store, format, out, source, snapshot, columns string
@@ -48,8 +39,9 @@ func newExportCmd() *cobra.Command {
 	cmd := clientVerb(&f, &cobra.Command{
 		Use:   "export --store NAME --format parquet|jsonl|arrow --out FILE|s3://bucket/key",
 		Short: "Export a store's rows (a source or a snapshot) to Parquet, JSON lines or Arrow",
-		Long: "Stream a store's rows from the worker's export route (an Arrow IPC stream, batch by batch) into a " +
-			"file: Parquet (arrow-go's writer, zstd), JSON lines (one object per row), or an Arrow IPC file. " +
+		Long: "Stream a store's rows from the worker's export route into a file: Parquet (encoded by the worker " +
+			"with arrow-go's writer, zstd, and written here as it arrives), JSON lines (one object per row), or an " +
+			"Arrow IPC file (both from the route's Arrow IPC stream, batch by batch). " +
 			"--source picks the tier (all by default), --snapshot a base version (a snapshot's tag, any tag, or a " +
 			"version number), --columns a comma-separated subset, --filter column=value the records listing's " +
 			"equality filters. --out names a local file (written beside it and renamed when whole) or an object " +
@@ -171,19 +163,6 @@ type formatWriter interface {
 	close() error
 }
 
-type parquetOut struct{ fw *pqarrow.FileWriter }
-
-func (p *parquetOut) write(b arrow.RecordBatch) error {
-	if err := p.fw.WriteBuffered(b); err != nil {
-		return err
-	}
-	if p.fw.RowGroupTotalBytesWritten() >= parquetGroupBytes {
-		p.fw.NewBufferedRowGroup()
-	}
-	return nil
-}
-func (p *parquetOut) close() error { return p.fw.Close() }
-
 type jsonlOut struct{ w io.Writer }
 
 func (j *jsonlOut) write(b arrow.RecordBatch) error { return array.RecordToJSON(b, j.w) }
@@ -194,16 +173,18 @@ type arrowOut struct{ fw *ipc.FileWriter }
 func (a *arrowOut) write(b arrow.RecordBatch) error { return a.fw.Write(b) }
 func (a *arrowOut) close() error                    { return a.fw.Close() }
 
+// checkFormat refuses a bad --format before any request.
+func checkFormat(format string) error {
+	switch format {
+	case "parquet", "jsonl", "arrow":
+		return nil
+	}
+	return fmt.Errorf("--format %q: parquet, jsonl or arrow", format)
+}
+
+// newFormatWriter writes the formats made here from the Arrow stream.
 func newFormatWriter(format string, schema *arrow.Schema, w io.Writer) (formatWriter, error) {
 	switch format {
-	case "parquet":
-		props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd),
-			parquet.WithMaxRowGroupLength(parquetGroupRows), parquet.WithDictionaryDefault(true))
-		fw, err := pqarrow.NewFileWriter(schema, w, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
-		if err != nil {
-			return nil, err
-		}
-		return &parquetOut{fw}, nil
 	case "jsonl":
 		return &jsonlOut{w}, nil
 	case "arrow":
@@ -213,21 +194,38 @@ func newFormatWriter(format string, schema *arrow.Schema, w io.Writer) (formatWr
 		}
 		return &arrowOut{fw}, nil
 	}
-	return nil, fmt.Errorf("--format %q: parquet, jsonl or arrow", format)
+	return nil, fmt.Errorf("--format %q: jsonl or arrow from a stream", format)
 }
 
 // runExport streams the export into out in format, printing progress to
-// progress about once a second.
+// progress about once a second. Parquet is encoded by the worker
+// (format=parquet) and its bytes written here as they come: one encode,
+// no Arrow IPC in between; JSON lines and Arrow are made here from the
+// Arrow IPC stream.
 func runExport(ctx context.Context, c *client.Client, store, format, out string, o client.ExportOptions, progress io.Writer) (*exportResult, error) {
-	if _, err := newFormatWriter(format, arrow.NewSchema(nil, nil), io.Discard); err != nil {
-		return nil, err // a bad format before any request
+	if err := checkFormat(format); err != nil {
+		return nil, err // before any request
 	}
 	start := time.Now()
-	st, err := c.OpenExportStream(ctx, store, o)
-	if err != nil {
-		return nil, err
+	var body io.Reader
+	var st *client.ExportStream
+	var resp *http.Response
+	if format == "parquet" {
+		o.Format = "parquet"
+		r, err := c.OpenExport(ctx, store, o)
+		if err != nil {
+			return nil, err
+		}
+		defer r.Body.Close()
+		resp, body = r, r.Body
+	} else {
+		s, err := c.OpenExportStream(ctx, store, o)
+		if err != nil {
+			return nil, err
+		}
+		defer s.Close()
+		st = s
 	}
-	defer st.Close()
 	sk, err := openSink(ctx, out)
 	if err != nil {
 		return nil, err
@@ -239,33 +237,64 @@ func runExport(ctx context.Context, c *client.Client, store, format, out string,
 		}
 	}()
 	cw := &countingWriter{w: sk}
-	bw := bufio.NewWriterSize(cw, 1<<20) // the writers' many small writes
-	fw, err := newFormatWriter(format, st.Schema(), bw)
-	if err != nil {
-		return nil, err
-	}
 	var rows int64
 	last := start
-	for st.Next() {
-		b := st.RecordBatch()
-		if err := fw.write(b); err != nil {
+	tick := func() {
+		now := time.Now()
+		if now.Sub(last) < time.Second {
+			return
+		}
+		last = now
+		secs := now.Sub(start).Seconds()
+		if st == nil { // Parquet bytes: the rows are counted at the end
+			fmt.Fprintf(progress, "\rexport %s: %.1f MB, %.1f MB/s   ", store, float64(cw.n)/1e6, float64(cw.n)/1e6/secs)
+			return
+		}
+		fmt.Fprintf(progress, "\rexport %s: %d rows, %.1f MB, %.0f rows/s   ", store, rows, float64(cw.n)/1e6, float64(rows)/secs)
+	}
+	if st == nil {
+		buf := make([]byte, 1<<20)
+		for {
+			n, rerr := body.Read(buf)
+			if n > 0 {
+				if _, err := cw.Write(buf[:n]); err != nil {
+					return nil, fmt.Errorf("export to %s: %w", out, err)
+				}
+				tick()
+			}
+			if rerr == io.EOF {
+				break
+			}
+			if rerr != nil {
+				return nil, fmt.Errorf("lance-context: export of %q after %d bytes: %w", store, cw.n, rerr)
+			}
+		}
+		if rows, err = client.ExportRows(resp); err != nil {
+			return nil, err // cut short: the file is not kept
+		}
+	} else {
+		bw := bufio.NewWriterSize(cw, 1<<20) // the writers' many small writes
+		fw, err := newFormatWriter(format, st.Schema(), bw)
+		if err != nil {
+			return nil, err
+		}
+		for st.Next() {
+			b := st.RecordBatch()
+			if err := fw.write(b); err != nil {
+				return nil, fmt.Errorf("export to %s: %w", out, err)
+			}
+			rows += b.NumRows()
+			tick()
+		}
+		if _, err := st.Finish(); err != nil {
+			return nil, err
+		}
+		if err := fw.close(); err != nil {
 			return nil, fmt.Errorf("export to %s: %w", out, err)
 		}
-		rows += b.NumRows()
-		if now := time.Now(); now.Sub(last) >= time.Second {
-			last = now
-			secs := now.Sub(start).Seconds()
-			fmt.Fprintf(progress, "\rexport %s: %d rows, %.1f MB, %.0f rows/s   ", store, rows, float64(cw.n)/1e6, float64(rows)/secs)
+		if err := bw.Flush(); err != nil {
+			return nil, fmt.Errorf("export to %s: %w", out, err)
 		}
-	}
-	if _, err := st.Finish(); err != nil {
-		return nil, err
-	}
-	if err := fw.close(); err != nil {
-		return nil, fmt.Errorf("export to %s: %w", out, err)
-	}
-	if err := bw.Flush(); err != nil {
-		return nil, fmt.Errorf("export to %s: %w", out, err)
 	}
 	if err := sk.Close(); err != nil {
 		return nil, fmt.Errorf("export to %s: %w", out, err)

@@ -9,6 +9,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -107,6 +109,11 @@ func TestExportVerbReadsBack(t *testing.T) {
 	}
 	add("p", 120, "r-pending")
 	add("m", 10, "r-rewritten") // rewrites of merged ids, pending
+	snap, err := c.CreateSnapshot(ctx, "ex", 600, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	add("q", 30, "r-after") // pending, after the snapshot
 
 	source := func(o client.ExportOptions) []exportRow {
 		var out []exportRow
@@ -137,6 +144,8 @@ func TestExportVerbReadsBack(t *testing.T) {
 		{"filtered", []string{"--filter", "rollout_id=r-rewritten", "--columns", "id,rollout_id,sequence_order,reward"},
 			client.ExportOptions{Filters: map[string]string{"rollout_id": "r-rewritten"}}},
 		{"fragments", []string{"--source", "fragments"}, client.ExportOptions{Source: api.SourceFragments}},
+		{"wal", []string{"--source", "wal", "--columns", "reward,id,sequence_order,rollout_id"}, client.ExportOptions{Source: api.SourceWAL}},
+		{"snapshot", []string{"--snapshot", snap.Tag}, client.ExportOptions{Snapshot: snap.Tag}},
 	} {
 		want := source(tc.o)
 		if len(want) == 0 {
@@ -151,6 +160,15 @@ func TestExportVerbReadsBack(t *testing.T) {
 		db, err := sql.Open("duckdb", "")
 		if err != nil {
 			t.Fatal(err)
+		}
+		// Every column asked for, in its order (all of them by default:
+		// lists and the struct list too).
+		wantCols := rollout.ScanColumns()
+		if i := slices.Index(tc.args, "--columns"); i >= 0 {
+			wantCols = strings.Split(tc.args[i+1], ",")
+		}
+		if cols := duckColumns(t, db, pq); !slices.Equal(cols, wantCols) {
+			t.Fatalf("%s: the Parquet's columns %v, want %v", tc.name, cols, wantCols)
 		}
 		q, err := db.QueryContext(ctx, "SELECT id, rollout_id, sequence_order, reward FROM read_parquet(?)", pq)
 		if err != nil {
@@ -242,6 +260,127 @@ func TestExportVerbReadsBack(t *testing.T) {
 		}
 		if ents, _ := os.ReadDir(bad); len(ents) != 0 {
 			t.Fatalf("%v left %v", args, ents)
+		}
+	}
+}
+
+// duckColumns lists the columns DuckDB reads in a Parquet file (a full
+// scan of every column: a file it cannot decode fails here).
+func duckColumns(t *testing.T, db *sql.DB, path string) []string {
+	t.Helper()
+	var n int64
+	if err := db.QueryRow("SELECT count(*) FROM (SELECT * FROM read_parquet(?))", path).Scan(&n); err != nil {
+		t.Fatalf("DuckDB reading every column of %s: %v", path, err)
+	}
+	rows, err := db.Query(fmt.Sprintf("DESCRIBE SELECT * FROM read_parquet('%s')", strings.ReplaceAll(path, "'", "''")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	names, err := rows.Columns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cols []string
+	for rows.Next() {
+		vals := make([]any, len(names))
+		ptrs := make([]any, len(names))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		cols = append(cols, fmt.Sprint(vals[0])) // column_name
+	}
+	return cols
+}
+
+// TestExportParquetRefusedAndCut: GET .../export?format=parquet refuses bad
+// input with a JSON 400 before any byte (a bad format names the ones
+// taken), an empty selection is a Parquet file of no rows, and a Parquet
+// body that ends without the row count (or breaks off) leaves no file.
+func TestExportParquetRefusedAndCut(t *testing.T) {
+	ctx := context.Background()
+	cfg := worker.Config{InstanceID: "cli", MaxBodyBytes: 64 << 20, MaxRecords: 10000, MaxPayloadBytes: 32 << 20}
+	catalog := rollout.NewCatalog(objstore.NewMemory(), rollout.ShardID("cli"), cfg.StoreOptions())
+	srv := httptest.NewServer(worker.NewServer(cfg, catalog, worker.NewRegistry()).Handler())
+	defer srv.Close()
+	defer catalog.Close(ctx)
+	c := client.New(srv.URL)
+	if _, err := c.CreateStore(ctx, "pq"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Append(ctx, "pq", []api.Record{{ID: "a", RolloutID: "r"}, {ID: "b", RolloutID: "r"}}, client.AppendOptions{Flush: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ query, want string }{
+		{"format=csv", `format \"csv\": arrow or parquet`},
+		{"format=parquet&format=arrow", "format given 2 times"},
+		{"format=parquet&columns=id,nope", `no column \"nope\"`},
+		{"format=parquet&reward=1", `cannot filter on \"reward\"`},
+		{"format=parquet&source=everything", "not one of"},
+		{"format=parquet&snapshot=", "snapshot is empty"},
+	} {
+		resp, err := http.Get(srv.URL + "/api/v1/rollouts/pq/export?" + tc.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(raw), tc.want) || resp.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("export?%s: %d %s %s, want 400 with %q", tc.query, resp.StatusCode, resp.Header.Get("Content-Type"), raw, tc.want)
+		}
+	}
+
+	run := func(url string, args ...string) (string, error) {
+		root := newRootCmd()
+		var out, errb bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&errb)
+		root.SetArgs(append(append([]string{"export", "--store", "pq", "--format", "parquet"}, args...), "--url", url))
+		err := root.ExecuteContext(ctx)
+		return out.String(), err
+	}
+	// Nothing matches: a Parquet file of the schema and no rows.
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.parquet")
+	if out, err := run(srv.URL, "--out", empty, "--filter", "rollout_id=none"); err != nil || !strings.HasPrefix(out, "0 rows of pq written") {
+		t.Fatalf("empty export: %q %v", out, err)
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if cols := duckColumns(t, db, empty); !slices.Equal(cols, rollout.ScanColumns()) {
+		t.Fatalf("the empty file's columns: %v", cols)
+	}
+
+	// A server whose Parquet body ends early: without the trailer, or cut.
+	whole, err := os.ReadFile(empty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, abort := range []bool{false, true} {
+		bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", api.ParquetFile)
+			w.Header().Set("Trailer", api.ExportRowsTrailer)
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write(whole[:len(whole)/2])
+			http.NewResponseController(w).Flush()
+			if abort {
+				panic(http.ErrAbortHandler)
+			}
+		}))
+		cutDir := t.TempDir()
+		out, err := run(bad.URL, "--out", filepath.Join(cutDir, "cut.parquet"))
+		bad.Close()
+		if err == nil {
+			t.Fatalf("abort=%v: a body without its row count was taken as whole: %q", abort, out)
+		}
+		if ents, _ := os.ReadDir(cutDir); len(ents) != 0 {
+			t.Fatalf("abort=%v: a cut export left %v", abort, ents)
 		}
 	}
 }

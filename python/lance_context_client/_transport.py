@@ -25,6 +25,7 @@ from .errors import ConnectionFailedError, LanceContextError, error_for
 
 JSON = "application/json"
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
+PARQUET = "application/vnd.apache.parquet"
 
 # Statuses a retry may cure: the server says so (503 with Retry-After) or a
 # proxy in front of it does (502, 504).

@@ -543,21 +543,27 @@ class Client:
 
     def export(self, store: str, path: Union[PathLike, Any], source: Optional[str] = None,
                columns: Optional[Iterable[str]] = None, filters: Optional[Mapping[str, Any]] = None,
-               chunk_size: int = 1 << 20, **params: Any) -> int:
-        """Streams the store's rows as an Arrow IPC stream into `path` (a file
-        name, written to a temporary file beside it and renamed when
-        complete, or a binary file object), chunk by chunk: the body is
-        never held in memory. Returns the bytes written.
+               chunk_size: int = 1 << 20, format: Optional[str] = None, **params: Any) -> int:
+        """Streams the store's rows as an Arrow IPC stream, or with
+        format="parquet" as one Parquet file (encoded by the server, zstd),
+        into `path` (a file name, written to a temporary file beside it and
+        renamed when complete, or a binary file object), chunk by chunk: the
+        body is never held in memory. Returns the bytes written.
 
         source: "all", "fragments" or "wal"; columns: the columns to export
         (all when None); filters: equality filters as list takes them;
-        params: further query parameters as they are (snapshot="tag" or a
-        version number: the store as it was then). Retried from the start
-        on 502/503/504 and connection errors (a file object only until its
-        first byte).
+        format: "arrow" (the default) or "parquet"; params: further query
+        parameters as they are (snapshot="tag" or a version number: the
+        store as it was then). Retried from the start on 502/503/504 and
+        connection errors (a file object only until its first byte).
         """
         q = tp.query_params(filters or {})
         q.update(tp.query_params(params))
+        accept = tp.ARROW_STREAM
+        if format:
+            q["format"] = format
+            if format == "parquet":
+                accept = tp.PARQUET
         if source:
             q["source"] = source
         if columns is not None:
@@ -571,7 +577,7 @@ class Client:
                 path.write(data)
                 n[0] += len(data)
 
-            self._t.request("GET", target, query=q, accept=tp.ARROW_STREAM, sink=sink, chunk=chunk_size)
+            self._t.request("GET", target, query=q, accept=accept, sink=sink, chunk=chunk_size)
             return n[0]
         dest = os.fspath(path)
         fd, tmp = tempfile.mkstemp(prefix=".export-", suffix=".part", dir=os.path.dirname(os.path.abspath(dest)))
@@ -588,7 +594,7 @@ class Client:
                     f.truncate()
                     written[0] = 0
 
-                self._t.request("GET", target, query=q, accept=tp.ARROW_STREAM, sink=sink, restart=restart,
+                self._t.request("GET", target, query=q, accept=accept, sink=sink, restart=restart,
                                 chunk=chunk_size)
                 f.flush()
                 os.fsync(f.fileno())

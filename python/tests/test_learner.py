@@ -201,6 +201,19 @@ class ExportStubTest(StubCase):
         self.assertGreaterEqual(len(Recorder.sizes), len(body) // (1 << 16), "written chunk by chunk")
         self.assertLessEqual(max(Recorder.sizes), 1 << 16)
 
+    def test_parquet_format_is_asked_for(self):
+        body = b"PAR1" + self.arrow(1 << 16) + b"PAR1"
+        Stub.script = [(200, {"Content-Type": "application/vnd.apache.parquet"}, body)]
+        lc = Client(self.url)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "rows.parquet")
+            self.assertEqual(lc.export("s", path, format="parquet", columns=["id"]), len(body))
+            with open(path, "rb") as f:
+                self.assertEqual(f.read(), body)
+        _, target, _, headers = Stub.seen[0]
+        self.assertIn("format=parquet", target)
+        self.assertEqual(headers["Accept"], "application/vnd.apache.parquet")
+
     def test_retry_after_503_and_no_file_on_error(self):
         body = self.arrow(1000)
         Stub.script = [(503, {"Retry-After": "0"}, envelope("STORAGE_UNAVAILABLE", "x")), (200, {}, body)]
@@ -442,6 +455,30 @@ class LiveLearnerTest(unittest.TestCase):
             tagged = f.read()
         self.assertIn(b"row-001", tagged)
         self.assertNotIn(b"row-later", tagged)
+
+    def test_export_parquet(self):
+        st = self.lc.connect_or_create(unique("py-export-pq"))
+        st.add([{"rollout_id": f"r{i}", "content": f"row-{i:03d}"} for i in range(20)], flush=True)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "rows.parquet")
+            with route_or_skip(self):
+                n = st.export(path, columns=["id", "content"], format="parquet")
+            with open(path, "rb") as f:
+                data = f.read()
+            self.assertEqual(os.listdir(d), ["rows.parquet"])
+            with self.assertRaises(InvalidRequestError):
+                st.export(os.path.join(d, "bad.csv"), format="csv")
+            self.assertEqual(os.listdir(d), ["rows.parquet"], "a refused export writes nothing")
+        self.assertEqual(n, len(data))
+        # A Parquet file: the magic at both ends, the footer's length before
+        # the last one, and the columns asked for named in the footer.
+        self.assertEqual(data[:4], b"PAR1")
+        self.assertEqual(data[-4:], b"PAR1")
+        footer = int.from_bytes(data[-8:-4], "little")
+        self.assertLess(footer, len(data))
+        meta = data[-8 - footer:-8]
+        self.assertIn(b"content", meta)
+        self.assertNotIn(b"rollout_id", meta, "only the columns asked for")
 
     def test_snapshot_lifecycle(self):
         st, _ = self.store_with(5)
