@@ -87,6 +87,13 @@ func parseWALMetrics(r io.Reader, s *api.WorkerStorage) error {
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
+		// Two of the WAL's metrics carry the reference's names.
+		switch {
+		case strings.HasPrefix(line, "rollout_wal_pending_generations"):
+			line = prefix + "pending_generations" + strings.TrimPrefix(line, "rollout_wal_pending_generations")
+		case strings.HasPrefix(line, "rollout_records_appended_total"):
+			line = prefix + "entry_rows_total" + strings.TrimPrefix(line, "rollout_records_appended_total")
+		}
 		if !strings.HasPrefix(line, prefix) {
 			continue
 		}

@@ -7,7 +7,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Namespace is the Prometheus namespace of the storage metrics.
+// Namespace is the Prometheus namespace of the storage metrics. A metric
+// the reference service has (rollout_*, its core metrics) keeps the
+// reference's name instead, and is counted once: PendingGens is
+// rollout_wal_pending_generations, RowsTotal
+// rollout_records_appended_total (the worker's handler no longer counts
+// them beside).
 const Namespace = "lance_context"
 
 // Seal causes, the values of the cause label of lance_context_wal_seals_total.
@@ -34,7 +39,7 @@ type Metrics struct {
 	ReplayCorrupt prometheus.Counter     // claims refused: the log is corrupt
 	PendingGens   prometheus.Gauge       // sealed generations not yet merged, over the writers
 	UnsealedRows  prometheus.Gauge       // acknowledged rows not yet sealed, over the writers
-	RowsTotal     prometheus.Counter     // rows made durable in entries
+	RowsTotal     prometheus.Counter     // rows made durable in entries: the records appends acknowledged
 	// NoSpace counts appends and seals that failed because the disk or
 	// quota is full; SegmentsDegraded, segments allocated smaller than
 	// wanted for lack of space.
@@ -71,12 +76,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Shard writers stopped by a failed segment log write or flush."}),
 		ReplayCorrupt: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "wal", Name: "replay_corruptions_total",
 			Help: "Claims refused because replay found a corrupt log (damage followed by valid entries)."}),
-		PendingGens: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "wal", Name: "pending_generations",
+		PendingGens: prometheus.NewGauge(prometheus.GaugeOpts{Name: "rollout_wal_pending_generations",
 			Help: "Sealed generations listed in the manifests of this process's shard writers (not yet merged and dropped)."}),
 		UnsealedRows: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "wal", Name: "unsealed_rows",
 			Help: "Rows acknowledged by this process's shard writers and not yet sealed."}),
-		RowsTotal: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "wal", Name: "entry_rows_total",
-			Help: "Rows made durable in WAL entries by this process's shard writers."}),
+		RowsTotal: prometheus.NewCounter(prometheus.CounterOpts{Name: "rollout_records_appended_total",
+			Help: "Records acknowledged by appends: rows made durable in WAL entries by this process's shard writers."}),
 		NoSpace: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "wal", Name: "no_space_errors_total",
 			Help: "WAL appends and seals that failed because the disk or quota is full (ENOSPC, EDQUOT)."}),
 		SegmentsDegraded: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "wal", Name: "segments_degraded_total",

@@ -82,12 +82,12 @@ func TestMetricsCountAKnownWorkload(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := map[string]float64{
-				"lance_context_wal_entry_rows":          25,
-				"lance_context_wal_entry_bytes":         25,
-				"lance_context_wal_entry_rows_total":    25,
-				"lance_context_wal_seal_seconds":        3,
-				"lance_context_wal_pending_generations": 3,
-				"lance_context_wal_unsealed_rows":       0,
+				"lance_context_wal_entry_rows":    25,
+				"lance_context_wal_entry_bytes":   25,
+				"rollout_records_appended_total":  25,
+				"lance_context_wal_seal_seconds":  3,
+				"rollout_wal_pending_generations": 3,
+				"lance_context_wal_unsealed_rows": 0,
 			}
 			if local {
 				want["lance_context_wal_sync_seconds"] = 25
@@ -114,7 +114,7 @@ func TestMetricsCountAKnownWorkload(t *testing.T) {
 			if got := gathered(t, reg, "lance_context_wal_writers_fenced_total"); got != 1 {
 				t.Errorf("fenced writers %v, want 1", got)
 			}
-			if got := gathered(t, reg, "lance_context_wal_pending_generations"); got != 3 {
+			if got := gathered(t, reg, "rollout_wal_pending_generations"); got != 3 {
 				t.Errorf("pending generations %v after the deposed writer stopped, want w2's 3", got)
 			}
 			if local {
@@ -151,7 +151,7 @@ func TestMetricsCountAKnownWorkload(t *testing.T) {
 				if err := w2.Close(ctx); err != nil {
 					t.Fatal(err)
 				}
-				if got := gathered(t, reg, "lance_context_wal_pending_generations"); got != 0 {
+				if got := gathered(t, reg, "rollout_wal_pending_generations"); got != 0 {
 					t.Errorf("pending generations %v after every writer stopped, want 0", got)
 				}
 			}

@@ -32,12 +32,13 @@ type Server struct {
 	metrics *httpapi.Metrics
 	log     *slog.Logger
 
+	// The handler counts what only it sees (requests by format, ?flush,
+	// merges by trigger); records appended, seals and merged rows are the
+	// storage's counters (wal.Metrics, rollout's merge metrics), counted
+	// once where they happen.
 	appends        *prometheus.CounterVec
-	appendRecs     prometheus.Counter
 	appendsFlushed prometheus.Counter
-	seals          prometheus.Counter
 	merges         *prometheus.CounterVec
-	mergedRows     prometheus.Counter
 
 	maint  *rollout.Maintainer
 	bodies bodyBudget // append bodies held at once (budget.go)
@@ -66,20 +67,14 @@ func NewServer(cfg Config, catalog *rollout.Catalog, reg *prometheus.Registry) *
 	}
 	s.metrics = httpapi.NewMetrics(reg, "worker")
 	s.appends = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rollout_appends_total", Help: "Append requests acknowledged, by body format."}, []string{"format"})
-	s.appendRecs = prometheus.NewCounter(prometheus.CounterOpts{Name: "rollout_append_records_total", Help: "Records acknowledged by appends."})
 	s.appendsFlushed = prometheus.NewCounter(prometheus.CounterOpts{Name: "rollout_appends_flushed_total", Help: "Appends that asked for ?flush and sealed before responding."})
-	s.seals = prometheus.NewCounter(prometheus.CounterOpts{Name: "rollout_flushes_total", Help: "Flushes (seals) requested by the sweeper or the API."})
 	s.merges = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rollout_merges_total", Help: "Merge passes, by trigger and result."}, []string{"trigger", "result"})
-	s.mergedRows = prometheus.NewCounter(prometheus.CounterOpts{Name: "rollout_merged_rows_total", Help: "Rows folded into base tables."})
-	reg.MustRegister(s.appends, s.appendRecs, s.appendsFlushed, s.seals, s.merges, s.mergedRows)
+	reg.MustRegister(s.appends, s.appendsFlushed, s.merges)
 	s.maint = rollout.NewMaintainer(catalog, cfg.MaintainPolicy(), rollout.MaintainEvents{
-		Sealed: s.seals.Inc,
-		Merged: func(trigger string, res *rollout.MergeResult, err error) {
+		Merged: func(trigger string, _ *rollout.MergeResult, err error) {
 			result := "ok"
 			if err != nil {
 				result = "error"
-			} else {
-				s.mergedRows.Add(float64(res.Rows))
 			}
 			s.merges.WithLabelValues(trigger, result).Inc()
 		},
@@ -324,7 +319,6 @@ func (s *Server) appendRecords(w http.ResponseWriter, r *http.Request) {
 		s.maint.MaybeSeal()
 	}
 	s.appends.WithLabelValues(format).Inc()
-	s.appendRecs.Add(float64(len(ids)))
 	writeAppended(w, st.Version(), ids, flushed)
 }
 

@@ -351,7 +351,7 @@ func TestMetricsBoundedLabels(t *testing.T) {
 			t.Errorf("metric %s has labels %s, want %s", name, got, labels)
 		}
 	}
-	for _, name := range []string{"rollout_append_records_total", "rollout_appends_flushed_total", "rollout_flushes_total", "rollout_merged_rows_total"} {
+	for _, name := range []string{"rollout_records_appended_total", "rollout_appends_flushed_total", "rollout_wal_pending_generations", "lance_context_merge_rows_total"} {
 		if got, ok := seen[name]; !ok || got != "" {
 			t.Errorf("metric %s: present %v, labels %q, want present and unlabelled", name, ok, got)
 		}
