@@ -1,23 +1,11 @@
-import { useEffect, useState } from 'react';
+import { useState } from 'react';
 import { api, SOURCES, type Source } from '../api';
 import { ErrorBanner, Updated } from '../components';
 import { fmtInt, fmtNum } from '../format';
 import { usePoll } from '../live';
+import { lazyModule, useLazyModule } from './lazyModule';
 
-// The drawing (visx and d3) is a chunk of its own, loaded once, while the charts are being
-// computed. Not React.lazy under Suspense: React holds revealed Suspense content back by up to
-// 300 ms (its fallback throttle), which was most of the time from answer to drawn charts.
-type GridModule = typeof import('./ChartGrid');
-let gridModule: GridModule | undefined;
-let gridLoading: Promise<GridModule> | undefined;
-const loadGrid = (): Promise<GridModule> =>
-  (gridLoading ??= import('./ChartGrid').then(
-    (m) => (gridModule = m),
-    (e: unknown) => {
-      gridLoading = undefined; // a failed chunk load may be retried on the next mount
-      throw e;
-    },
-  ));
+const gridChunk = lazyModule(() => import('./ChartGrid'));
 
 /** The charts read every row of the store: refresh them less often than the rest of the page. */
 export const CHARTS_REFRESH_MS = 30_000;
@@ -32,20 +20,7 @@ export function OverviewCharts({ name }: { name: string }) {
     (signal) => api.charts(name, source, signal),
     CHARTS_REFRESH_MS,
   );
-  const [grid, setGrid] = useState<GridModule | undefined>(gridModule);
-  const [gridError, setGridError] = useState<unknown>();
-  useEffect(() => {
-    if (grid) return;
-    let cancelled = false;
-    // Fetch the drawing code alongside the data.
-    loadGrid().then(
-      (m) => !cancelled && setGrid(m),
-      (e: unknown) => !cancelled && setGridError(e),
-    );
-    return () => {
-      cancelled = true;
-    };
-  }, [grid]);
+  const { module: grid, error: gridError } = useLazyModule(gridChunk);
   return (
     <section className="charts-section" data-testid="charts" data-loading={loading ? 'true' : 'false'}>
       <h2 className="row">

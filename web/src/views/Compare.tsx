@@ -1,4 +1,3 @@
-import { useEffect, useState } from 'react';
 import { api, errorMessage, SOURCES, type Charts, type Source } from '../api';
 import { ErrorBanner, Updated } from '../components';
 import { COMPARE_METRICS, MAX_COMPARE, mergeSeries, parseStores, type CompareMetric } from '../compare';
@@ -7,18 +6,9 @@ import { Link, updateQuery, useLocation } from '../router';
 import { experimentHref } from './Experiments';
 import { CHARTS_REFRESH_MS } from './Charts';
 import { PICKER_LIMIT } from './GlobalSql';
+import { lazyModule, useLazyModule } from './lazyModule';
 
-type ChartModule = typeof import('./CompareChart');
-let chartModule: ChartModule | undefined;
-let chartLoading: Promise<ChartModule> | undefined;
-const loadChart = (): Promise<ChartModule> =>
-  (chartLoading ??= import('./CompareChart').then(
-    (m) => (chartModule = m),
-    (e: unknown) => {
-      chartLoading = undefined;
-      throw e;
-    },
-  ));
+const chartChunk = lazyModule(() => import('./CompareChart'));
 
 const SOURCE_LABEL: Record<Source, string> = { fragments: 'Fragments', wal: 'WAL', all: 'All' };
 
@@ -46,19 +36,7 @@ export function CompareView() {
     },
     CHARTS_REFRESH_MS,
   );
-  const [chart, setChart] = useState<ChartModule | undefined>(chartModule);
-  const [chartError, setChartError] = useState<unknown>();
-  useEffect(() => {
-    if (chart) return;
-    let cancelled = false;
-    loadChart().then(
-      (m) => !cancelled && setChart(m),
-      (e: unknown) => !cancelled && setChartError(e),
-    );
-    return () => {
-      cancelled = true;
-    };
-  }, [chart]);
+  const { module: chart, error: chartError } = useLazyModule(chartChunk);
 
   const setStores = (next: string[]) => updateQuery({ stores: next.join(',') || undefined }, { replace: true });
   const toggle = (name: string) =>
