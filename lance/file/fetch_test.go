@@ -13,7 +13,7 @@ import (
 func TestFetchGivesTheFileBytes(t *testing.T) {
 	b, _ := writeFile(t, mixedSchema, WriterOptions{PageBytes: 8 << 10}, mixedRecords(23, 20000)...)
 	rng := rand.New(rand.NewPCG(1, 2))
-	for round := range 200 {
+	for round := range 60 {
 		src := &logSource{memSource: &memSource{b: b}}
 		r, err := Open(context.Background(), src, int64(len(b)))
 		if err != nil {
