@@ -42,7 +42,7 @@ func writeGeneration(ctx context.Context, store objstore.Store, shard string, ge
 	if err != nil {
 		return g, fmt.Errorf("wal: create generation: %w", err)
 	}
-	fw, err := file.NewWriter(obj, ls, file.WriterOptions{})
+	fw, err := file.NewWriter(obj, ls, file.WriterOptions{HoldValues: true}) // a memtable's arrays do not change
 	if err != nil {
 		_ = obj.Abort()
 		return g, err

@@ -27,6 +27,12 @@ type WriterOptions struct {
 	// as a page. A single value larger than this gets a page of its own.
 	// 0 means DefaultPageBytes.
 	PageBytes int
+	// HoldValues: the caller leaves the buffers of the arrays it writes
+	// unchanged until Finish, so a binary page's values are written from
+	// them (the arrays retained until their page is written) instead of
+	// copied. A caller that refills its buffers between Writes (the index
+	// builder does) must leave it false.
+	HoldValues bool
 }
 
 // Info describes a finished file.
@@ -54,6 +60,7 @@ type Writer struct {
 	pos       int64
 	schema    *schema.Schema
 	pageBytes int
+	hold      bool // WriterOptions.HoldValues
 	cols      []*pb.ColumnMetadata
 	fields    []colWriter
 	rows      int64
@@ -81,7 +88,7 @@ func NewWriter(w io.Writer, s *schema.Schema, opts WriterOptions) (*Writer, erro
 	if w == nil || s == nil {
 		return nil, errors.New("lance/file: NewWriter needs a writer and a schema")
 	}
-	fw := &Writer{w: w, schema: s, pageBytes: opts.PageBytes}
+	fw := &Writer{w: w, schema: s, pageBytes: opts.PageBytes, hold: opts.HoldValues}
 	if fw.pageBytes <= 0 {
 		fw.pageBytes = DefaultPageBytes
 	}
@@ -642,6 +649,7 @@ type binaryWriter struct {
 	valid       []byte
 	ends        []byte   // u64 little-endian end offsets, nulls not yet adjusted
 	data        [][]byte // the page's values: runs of held arrays' value bytes
+	copied      []byte   // or, without HoldValues, the values copied
 	dataLen     int
 	held        []arrow.Array // the arrays data points into, retained
 	// lazyNulls: the page so far is this many nulls and nothing else, with
@@ -659,6 +667,10 @@ func (c *binaryWriter) addData(arr arrow.Array, v []byte) {
 		return
 	}
 	c.dataLen += len(v)
+	if !c.w.hold {
+		c.copied = append(reserve(c.copied, len(v), c.w.pageBytes), v...)
+		return
+	}
 	if n := len(c.data); n > 0 {
 		last := c.data[n-1]
 		if cap(last)-len(last) >= len(v) && unsafe.Add(unsafe.Pointer(unsafe.SliceData(last)), len(last)) == unsafe.Pointer(unsafe.SliceData(v)) {
@@ -681,6 +693,7 @@ func (c *binaryWriter) release() {
 	c.held = c.held[:0]
 	clear(c.data)
 	c.data, c.dataLen = c.data[:0], 0
+	c.copied = c.copied[:0]
 }
 
 func (c *binaryWriter) append(arr arrow.Array) error {
@@ -824,7 +837,11 @@ func (c *binaryWriter) flush() error {
 			}
 		}
 		enc := encBinary(encNoNulls(encFlat(64, 0)), encFlat(8, 1), adj)
-		err = c.w.writePageParts(c.col, c.rows, enc, [][][]byte{{c.ends}, c.data})
+		data := c.data
+		if !c.w.hold {
+			data = [][]byte{c.copied}
+		}
+		err = c.w.writePageParts(c.col, c.rows, enc, [][][]byte{{c.ends}, data})
 	}
 	c.release()
 	if err != nil {

@@ -45,7 +45,7 @@ func TestBinaryPageReferencesValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	w, err := NewWriter(&out, ls, WriterOptions{})
+	w, err := NewWriter(&out, ls, WriterOptions{HoldValues: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,5 +143,52 @@ func TestBinaryNullRunsThenValues(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRegression_WriterCopiesValuesUnlessHeld: without HoldValues a
+// caller may refill its buffers after Write (the index builder reuses its
+// page buffers), and the file still holds what was written. Writing from
+// the appended arrays for every caller made index lookups miss keys.
+func TestRegression_WriterCopiesValuesUnlessHeld(t *testing.T) {
+	as := arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String}}, nil)
+	ls, err := schema.FromArrow(as, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	w, err := NewWriter(&out, ls, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := []byte("alphabetagamma")
+	offs := []int32{0, 5, 9, 14}
+	for range 2 {
+		data := array.NewData(arrow.BinaryTypes.String, 3, []*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(offs)), memory.NewBufferBytes(buf)}, nil, 0, 0)
+		arr := array.MakeFromData(data)
+		rec := array.NewRecordBatch(as, []arrow.Array{arr}, 3)
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+		arr.Release()
+		data.Release()
+		copy(buf, "XXXXXXXXXXXXXX") // the caller's buffer, refilled
+	}
+	if _, err := w.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := openBytes(t, out.Bytes())
+	got, err := r.Read(context.Background(), []int32{0}, 0, r.NumRows())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer got.Release()
+	col := got.Column(0).(*array.String)
+	want := []string{"alpha", "beta", "gamma", "XXXXX", "XXXX", "XXXXX"}
+	for i, v := range want {
+		if col.Value(i) != v {
+			t.Fatalf("row %d: %q, want %q (the values when written)", i, col.Value(i), v)
+		}
 	}
 }
