@@ -248,9 +248,20 @@ func TestRoundTrips(t *testing.T) {
 	appendFlush(t, s, recs("pending", 50, "p"))
 
 	var rows []roundTripRow
+	// A warm read deeper than its pin is measured again, up to three
+	// times, as coldCounts does (a parallel request started late under
+	// -race on a loaded machine: 2 sequential for 1 in a -race run).
 	measure := func(name string, c *objstore.Counting, op func() error) {
 		t.Helper()
-		rows = append(rows, roundTripRow{name, counted(t, c, op)})
+		for try := 0; ; try++ {
+			got := counted(t, c, op)
+			// Not a merge: it has nothing left to merge the second time.
+			if pin, ok := roundTripDepthPins[name]; !ok || got.Sequential <= pin || try == 2 || strings.HasPrefix(name, "merge") {
+				rows = append(rows, roundTripRow{name, got})
+				return
+			}
+			t.Logf("%s: %d sequential on try %d, measured again", name, got.Sequential, try+1)
+		}
 	}
 	page := func(s *Store, src Source) func() error {
 		return func() error {
