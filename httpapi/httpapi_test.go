@@ -56,7 +56,9 @@ func TestErrorMessageNotRepeated(t *testing.T) {
 	for batch := range 3 { // three fragments
 		recs := make([]rollout.Record, 50)
 		for i := range recs {
-			content := fmt.Sprintf("text %d/%d", batch, i)
+			// Files larger than the tail an open reads and keeps, so a
+			// listing reads pages after the open.
+			content := fmt.Sprintf("text %d/%d %s", batch, i, strings.Repeat("x", 3000))
 			recs[i] = rollout.Record{ID: fmt.Sprintf("r%d-%03d", batch, i), RolloutID: "ro", SequenceOrder: int32(i), Content: &content}
 		}
 		if _, err := s.Append(ctx, recs); err != nil {
