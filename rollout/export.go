@@ -157,13 +157,14 @@ func (s *Store) exportSnapshot(ctx context.Context, o ExportOptions, fresh bool)
 }
 
 func (s *Store) export(ctx context.Context, snap *snapshot, o ExportOptions, fn func(arrow.RecordBatch) error) error {
-	var exclude map[string]struct{}
+	// The view hides the base rows of pending ids, filtered or not; for
+	// fragments it never reads the pending rows, so it hides nothing.
+	v := s.newView(snap)
 	if o.Source != SourceFragments {
-		rows, ids, err := s.walRows(ctx, snap)
+		rows, err := v.pending(ctx)
 		if err != nil {
 			return err
 		}
-		exclude = ids // every pending id hides its base row, filtered or not
 		// Runs of consecutive matching rows of one generation go out as
 		// zero-copy slices of the cached generation (a row left out ends
 		// a run).
@@ -187,10 +188,7 @@ func (s *Store) export(ctx context.Context, snap *snapshot, o ExportOptions, fn 
 	if len(o.Filters) > 0 {
 		opts.Where, opts.Index = tableFilters(o.Filters), s.finder()
 	}
-	if len(exclude) > 0 {
-		opts.In = []table.In{{Column: ColID, Values: exclude, Negate: true}}
-	}
-	return snap.base.Scan(ctx, opts, func(b arrow.RecordBatch) error {
+	return v.scanBase(ctx, opts, func(b arrow.RecordBatch) error {
 		if b.NumRows() == 0 {
 			return nil
 		}
