@@ -477,31 +477,7 @@ func UpdateColumns(ctx context.Context, store objstore.Store, columns []string, 
 			}
 		}
 	}()
-	// Columns are built concurrently, as many at once as there are CPUs,
-	// sharing one memory budget (RunBytes is split between them).
-	par := max(1, min(len(columns), runtime.GOMAXPROCS(0)))
-	if opts.RunBytes <= 0 {
-		opts.RunBytes = DefaultRunBytes
-	}
-	opts.RunBytes = max(opts.RunBytes/int64(par), 1<<20)
-	type built struct {
-		res *Result
-		p   *pending
-		err error
-	}
-	out := make([]built, len(columns))
-	sem := make(chan struct{}, par)
-	var wg sync.WaitGroup
-	for i, col := range columns {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			res, p, err := prepare(ctx, ds, col, opts)
-			out[i] = built{res, p, err}
-		}()
-	}
-	wg.Wait()
+	out := prepareEach(ctx, ds, columns, opts)
 	var firstErr error
 	for _, b := range out {
 		if b.err != nil && firstErr == nil {
@@ -536,6 +512,38 @@ func UpdateColumns(ctx context.Context, store objstore.Store, columns []string, 
 	}
 	failpoint("committed")
 	return results, nil
+}
+
+// built is one column's outcome of prepareEach.
+type built struct {
+	res *Result
+	p   *pending
+	err error
+}
+
+// prepareEach prepares every column's index update against ds. Columns
+// are built concurrently, as many at once as there are CPUs, sharing one
+// memory budget (RunBytes is split between them).
+func prepareEach(ctx context.Context, ds *table.Dataset, columns []string, opts BuildOptions) []built {
+	par := max(1, min(len(columns), runtime.GOMAXPROCS(0)))
+	if opts.RunBytes <= 0 {
+		opts.RunBytes = DefaultRunBytes
+	}
+	opts.RunBytes = max(opts.RunBytes/int64(par), 1<<20)
+	out := make([]built, len(columns))
+	sem := make(chan struct{}, par)
+	var wg sync.WaitGroup
+	for i, col := range columns {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			res, p, err := prepare(ctx, ds, col, opts)
+			out[i] = built{res, p, err}
+		}()
+	}
+	wg.Wait()
+	return out
 }
 
 // pending is an index built but not yet committed.

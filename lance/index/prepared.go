@@ -2,8 +2,6 @@ package index
 
 import (
 	"context"
-	"runtime"
-	"sync"
 
 	"github.com/lance-context/lance-context/lance/pb"
 	"github.com/lance-context/lance-context/lance/table"
@@ -25,29 +23,7 @@ type Prepared struct {
 // UpdateColumns does, without committing it. Nothing to do: an empty
 // Prepared.
 func PrepareColumns(ctx context.Context, ds *table.Dataset, columns []string, opts BuildOptions) (*Prepared, error) {
-	par := max(1, min(len(columns), runtime.GOMAXPROCS(0)))
-	if opts.RunBytes <= 0 {
-		opts.RunBytes = DefaultRunBytes
-	}
-	opts.RunBytes = max(opts.RunBytes/int64(par), 1<<20)
-	type built struct {
-		res *Result
-		p   *pending
-		err error
-	}
-	out := make([]built, len(columns))
-	sem := make(chan struct{}, par)
-	var wg sync.WaitGroup
-	for i, col := range columns {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			res, p, err := prepare(ctx, ds, col, opts)
-			out[i] = built{res, p, err}
-		}()
-	}
-	wg.Wait()
+	out := prepareEach(ctx, ds, columns, opts)
 	pr := &Prepared{}
 	var firstErr error
 	for _, b := range out {
