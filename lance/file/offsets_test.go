@@ -214,27 +214,9 @@ func TestSmallOffsetsOfAColumnWarmedByAPointRead(t *testing.T) {
 	columnWarmOn = func() bool { return true }
 	t.Cleanup(func() { columnWarmOn = prev })
 	const n = 40_000
-	as := arrow.NewSchema([]arrow.Field{
-		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
-		{Name: "l", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32), Nullable: true},
-	}, nil)
-	sb := array.NewStringBuilder(mem)
-	lb := array.NewListBuilder(mem, arrow.PrimitiveTypes.Int32)
-	vb := lb.ValueBuilder().(*array.Int32Builder)
-	for i := range n {
-		if i%11 == 5 {
-			sb.AppendNull()
-			lb.AppendNull()
-			continue
-		}
-		sb.Append(fmt.Sprintf("value-%d-%s", i, strings.Repeat("x", i%40)))
-		lb.Append(true)
-		for k := range i % 5 {
-			vb.Append(int32(i + k))
-		}
-	}
-	cols := []arrow.Array{sb.NewArray(), lb.NewArray()}
-	rec := array.NewRecordBatch(as, cols, n)
+	as, rec := stringListRecord(n, 11, 5, func(i int) (string, int) {
+		return fmt.Sprintf("value-%d-%s", i, strings.Repeat("x", i%40)), i % 5
+	})
 	b, _ := writeFile(t, as, WriterOptions{PageBytes: 64 << 10}, rec)
 
 	// offsetsOf lists column c's offsets buffers, page by page.
@@ -279,7 +261,7 @@ func TestSmallOffsetsOfAColumnWarmedByAPointRead(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer got.Release()
-		want := array.NewSlice(cols[c], row, row+1)
+		want := array.NewSlice(rec.Column(int(c)), row, row+1)
 		defer want.Release()
 		assertEqualArrays(t, as.Field(int(c)).Name, want, got.Column(0))
 		return src.reads.Load() - before
@@ -319,4 +301,31 @@ func TestSmallOffsetsOfAColumnWarmedByAPointRead(t *testing.T) {
 	if k := cached(r2, 0); k != 1 {
 		t.Errorf("a read of a whole page cached %d offsets buffers, want 1 (its own)", k)
 	}
+}
+
+// stringListRecord is n rows of a string column s and a list<int32> column
+// l: row i is null in both when i%every == at, else s is the string value
+// gives and l holds items i, i+1, ... (as many as value gives).
+func stringListRecord(n, every, at int, value func(i int) (string, int)) (*arrow.Schema, arrow.RecordBatch) {
+	as := arrow.NewSchema([]arrow.Field{
+		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "l", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32), Nullable: true},
+	}, nil)
+	sb := array.NewStringBuilder(mem)
+	lb := array.NewListBuilder(mem, arrow.PrimitiveTypes.Int32)
+	vb := lb.ValueBuilder().(*array.Int32Builder)
+	for i := range n {
+		if i%every == at {
+			sb.AppendNull()
+			lb.AppendNull()
+			continue
+		}
+		s, items := value(i)
+		sb.Append(s)
+		lb.Append(true)
+		for k := range items {
+			vb.Append(int32(i + k))
+		}
+	}
+	return as, array.NewRecordBatch(as, []arrow.Array{sb.NewArray(), lb.NewArray()}, int64(n))
 }

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 )
 
@@ -116,25 +115,7 @@ func TestNoByteReadTwiceInARead(t *testing.T) {
 // a nearby row reads its bytes alone.
 func TestPointReadReadsOffsetsByRange(t *testing.T) {
 	const n = 300_000 // 2.4 MB of offsets in one page
-	as := arrow.NewSchema([]arrow.Field{
-		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
-		{Name: "l", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32), Nullable: true},
-	}, nil)
-	sb := array.NewStringBuilder(mem)
-	lb := array.NewListBuilder(mem, arrow.PrimitiveTypes.Int32)
-	vb := lb.ValueBuilder().(*array.Int32Builder)
-	for i := range n {
-		if i%7 == 3 {
-			sb.AppendNull()
-			lb.AppendNull()
-			continue
-		}
-		sb.Append(fmt.Sprintf("v%07d", i))
-		lb.Append(true)
-		vb.Append(int32(i))
-	}
-	cols := []arrow.Array{sb.NewArray(), lb.NewArray()}
-	rec := array.NewRecordBatch(as, cols, n)
+	as, rec := stringListRecord(n, 7, 3, func(i int) (string, int) { return fmt.Sprintf("v%07d", i), 1 })
 	for _, pageBytes := range []int{64 << 20, 64 << 10} { // one large page; many small ones
 		b, _ := writeFile(t, as, WriterOptions{PageBytes: pageBytes}, rec)
 		io := NewIO(IOOptions{})
@@ -150,7 +131,7 @@ func TestPointReadReadsOffsetsByRange(t *testing.T) {
 			if err := io.Wait(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			want := array.NewSlice(cols[c], row, row+1)
+			want := array.NewSlice(rec.Column(int(c)), row, row+1)
 			defer want.Release()
 			assertEqualArrays(t, as.Field(int(c)).Name, want, got.Column(0))
 			return src.reads.Load() - r0, src.bytes.Load() - b0
