@@ -324,6 +324,10 @@ func (f *Finder) openSegments(ctx context.Context, d *table.Dataset, column stri
 			return nil, nil, err
 		}
 		bm.And(live)
+		// Each fragment is answered by one index: two may cover it (a
+		// user's index of another name, or a table an older build left
+		// with overlapping segments), and a walk would give its rows twice.
+		bm.AndNot(covered)
 		if bm.IsEmpty() {
 			continue
 		}
@@ -456,7 +460,27 @@ func Update(ctx context.Context, store objstore.Store, column string, opts Build
 // UpdateColumns is Update for several columns at once: it builds each
 // column's new index files, then commits them all in one CreateIndex
 // commit (one manifest write instead of one per column).
+//
+// A conflict (another writer replaced an index this update folds, or
+// indexed a fragment it covers first) builds again against the new
+// latest version, a few times: usually there is nothing left to do.
 func UpdateColumns(ctx context.Context, store objstore.Store, columns []string, opts BuildOptions) ([]*Result, error) {
+	var err error
+	for range updateAttempts {
+		var res []*Result
+		if res, err = updateOnce(ctx, store, columns, opts); !errors.Is(err, table.ErrConflict) {
+			return res, err
+		}
+	}
+	return nil, err
+}
+
+// updateAttempts bounds UpdateColumns' builds: each conflict means another
+// writer indexed what this one would have.
+const updateAttempts = 3
+
+// updateOnce is one attempt of UpdateColumns against the latest version.
+func updateOnce(ctx context.Context, store objstore.Store, columns []string, opts BuildOptions) ([]*Result, error) {
 	ds, err := table.Open(ctx, store)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"google.golang.org/protobuf/proto"
@@ -64,13 +65,38 @@ func EncodeFragmentBitmap(bm *roaring.Bitmap) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// checkNoOverlap refuses an index segment (add, live fragments bm) that
+// covers a fragment a kept segment of the same index (name and fields)
+// already covers: two builds prepared against one version (a merge's, and
+// the one after a compaction) both index the fragments it left unindexed,
+// and the second to commit would make every row of them a duplicate entry
+// of the index. It is a conflict: the loser removes its files (the winner
+// covers the fragments).
+func checkNoOverlap(kept []*pb.IndexMetadata, add *pb.IndexMetadata, bm *roaring.Bitmap) error {
+	for _, idx := range kept {
+		if idx.GetName() != add.GetName() || !slices.Equal(idx.GetFields(), add.GetFields()) {
+			continue
+		}
+		other, err := FragmentBitmap(idx)
+		if err != nil {
+			return err
+		}
+		if both := roaring.And(other, bm); !both.IsEmpty() {
+			return fmt.Errorf("%w: index %q already covers fragments %v", ErrConflict, add.GetName(), both.ToArray())
+		}
+	}
+	return nil
+}
+
 // applyIndexChange returns the index section of the next version: latest's
 // section minus the indexes whose uuid ch.IndexRemove names, plus
 // ch.IndexAdd. Every added index's bitmap is narrowed to the fragments of
 // the next version (frags): a fragment that a concurrent commit removed
 // while the index was being built is no longer claimed, so the index never
 // vouches for rows it does not hold. An index to remove that is already
-// gone means a concurrent writer replaced it: ErrConflict.
+// gone means a concurrent writer replaced it, and an added segment over a
+// fragment a kept segment of its index covers means a concurrent writer
+// indexed it (checkNoOverlap): both ErrConflict.
 func applyIndexChange(section []byte, ch *Change, frags []*pb.DataFragment) ([]byte, error) {
 	var is pb.IndexSection
 	if section != nil {
@@ -102,6 +128,9 @@ func applyIndexChange(section []byte, ch *Change, frags []*pb.DataFragment) ([]b
 			return nil, err
 		}
 		bm.And(live)
+		if err := checkNoOverlap(is.Indices, c, bm); err != nil {
+			return nil, err
+		}
 		if c.FragmentBitmap, err = EncodeFragmentBitmap(bm); err != nil {
 			return nil, err
 		}
