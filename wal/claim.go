@@ -256,8 +256,8 @@ func (w *Writer) adopt(b []byte) error {
 		w.mem.add(c, Seq(w.nextPos, row))
 		w.tailMu.Unlock()
 		row += c.NumRows()
+		w.opts.Metrics.AdoptedRows.Add(float64(c.NumRows()))
 		c.Release()
-		w.stats.AdoptedRows.Add(c.NumRows())
 	}
 	w.nextPos++
 	w.publishUnsealed()

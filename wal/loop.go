@@ -200,10 +200,8 @@ func (w *Writer) appendGroup(ctx context.Context, group []*op) {
 	}
 	err := w.writeEntry(ctx, group[0].format, recs, msgs)
 	// Counted before the callers are answered: an append that returned is
-	// in the stats and the metric (they lagged it).
-	w.stats.LastGroupLen.Store(int64(len(group)))
+	// in the metric (it lagged it).
 	if err == nil {
-		w.stats.Appends.Add(int64(appends))
 		w.opts.Metrics.EntryAppends.Observe(float64(appends))
 	} else if vfs.IsNoSpace(err) {
 		w.opts.Metrics.NoSpace.Inc()

@@ -40,6 +40,10 @@ type Metrics struct {
 	PendingGens   prometheus.Gauge       // sealed generations not yet merged, over the writers
 	UnsealedRows  prometheus.Gauge       // acknowledged rows not yet sealed, over the writers
 	RowsTotal     prometheus.Counter     // rows made durable in entries: the records appends acknowledged
+	// AdoptedRows counts rows of entries another writer put in the log,
+	// taken into this one's memtable: replayed by a claim, or found at a
+	// position a put met taken.
+	AdoptedRows prometheus.Counter
 	// NoSpace counts appends and seals that failed because the disk or
 	// quota is full; SegmentsDegraded, segments allocated smaller than
 	// wanted for lack of space.
@@ -82,6 +86,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Rows acknowledged by this process's shard writers and not yet sealed."}),
 		RowsTotal: prometheus.NewCounter(prometheus.CounterOpts{Name: "rollout_records_appended_total",
 			Help: "Records acknowledged by appends: rows made durable in WAL entries by this process's shard writers."}),
+		AdoptedRows: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "wal", Name: "adopted_rows_total",
+			Help: "Rows of WAL entries written by another (earlier) writer that this process's writers took over: replayed at a claim or found at a taken position."}),
 		NoSpace: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "wal", Name: "no_space_errors_total",
 			Help: "WAL appends and seals that failed because the disk or quota is full (ENOSPC, EDQUOT)."}),
 		SegmentsDegraded: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "wal", Name: "segments_degraded_total",
@@ -107,7 +113,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.SyncSeconds, m.PutSeconds, m.EntryBytes, m.EntryRows, m.EntryAppends, m.Seals, m.SealSeconds,
 		m.FencedWriters, m.FailedWriters, m.ReplayCorrupt, m.PendingGens, m.UnsealedRows, m.RowsTotal,
-		m.NoSpace, m.SegmentsDegraded, m.ClaimsRefused}
+		m.AdoptedRows, m.NoSpace, m.SegmentsDegraded, m.ClaimsRefused}
 }
 
 // Describe implements prometheus.Collector: m registers as one.

@@ -53,6 +53,27 @@ func gathered(t *testing.T, reg *prometheus.Registry, name string, labels ...str
 	return 0
 }
 
+// observed returns the sample count and sum of h, read from the instrument
+// itself: cheap enough for a test to read after every append.
+func observed(t testing.TB, h prometheus.Histogram) (uint64, float64) {
+	t.Helper()
+	var m dto.Metric
+	if err := h.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
+}
+
+// counted returns the value of counter c.
+func counted(t testing.TB, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
 // TestMetricsCountAKnownWorkload runs a workload whose storage events are
 // known and reads the counts back through the registry: 25 one-row
 // entries with a memtable of 10 rows (two memtable-full seals), a flush

@@ -44,8 +44,6 @@ func (w *Writer) writeEntry(ctx context.Context, f *entryFormat, recs []arrow.Re
 	w.nextPos++
 	w.tailMu.Unlock()
 	w.publishUnsealed()
-	w.stats.Entries.Add(1)
-	w.stats.EntryRows.Add(rows)
 	w.opts.Metrics.EntryBytes.Observe(float64(size))
 	w.opts.Metrics.EntryRows.Observe(float64(rows))
 	w.opts.Metrics.RowsTotal.Add(float64(rows))

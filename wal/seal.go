@@ -197,7 +197,6 @@ func (w *Writer) commitSeal(ctx context.Context, gen Generation, lastPos uint64)
 	}
 	w.man = nm
 	w.publish()
-	w.stats.Seals.Add(1)
 	to := nm.ReplayAfter
 	w.log.sealed(nm.ReplayAfter)
 	if w.seg != nil {

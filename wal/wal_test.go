@@ -133,7 +133,9 @@ func TestGroupCommit(t *testing.T) {
 	slow := objstore.NewFaulty(store, objstore.FaultConfig{PerOp: map[objstore.Op]objstore.Rates{
 		objstore.OpPutIfAbsent: {MinLatency: 2 * time.Millisecond, MaxLatency: 3 * time.Millisecond},
 	}})
-	w := claim(t, opts(slow))
+	o := opts(slow)
+	o.Metrics = NewMetrics(nil) // this test's own counts
+	w := claim(t, o)
 	var wg sync.WaitGroup
 	const n = 200
 	for i := 0; i < n; i++ {
@@ -146,7 +148,7 @@ func TestGroupCommit(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	entries := w.Stats().Entries.Load()
+	entries, _ := observed(t, o.Metrics.EntryRows) // one sample per entry
 	if entries >= n/4 {
 		t.Fatalf("%d appends took %d entries: no group commit", n, entries)
 	}
@@ -169,9 +171,14 @@ func TestCrashReplay(t *testing.T) {
 	_ = appendIDs(t, w, "c")
 	w.Abandon() // crash: b and c are only in the WAL
 
-	w2 := claim(t, opts(store))
+	o := opts(store)
+	o.Metrics = NewMetrics(nil)
+	w2 := claim(t, o)
 	if w2.Epoch() != 2 {
 		t.Fatalf("epoch %d", w2.Epoch())
+	}
+	if got := counted(t, o.Metrics.AdoptedRows); got != 2 {
+		t.Fatalf("adopted rows %v after replaying b and c, want 2", got)
 	}
 	if got := sealedIDs(t, store, "s1"); !slices.Equal(got, []string{"a", "b", "c"}) {
 		t.Fatalf("after replay %v", got)

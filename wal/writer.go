@@ -171,7 +171,6 @@ type Writer struct {
 	unsealed atomic.Int64
 	// unsealedBytes is the memory the memtables behind unsealed hold.
 	unsealedBytes atomic.Int64
-	stats         Stats
 	// hb renews the shard's heartbeat (nil without an Owner); stopped is
 	// set once the writer is fenced or failed, when it stops renewing.
 	hb      *heartbeater
@@ -181,16 +180,6 @@ type Writer struct {
 	// deleting), after a failed delete and after a failed seal. The next
 	// drop sweeps.
 	sweep atomic.Bool
-}
-
-// Stats are counters of a writer's activity.
-type Stats struct {
-	Entries      atomic.Int64 // WAL entries written
-	EntryRows    atomic.Int64 // rows in them
-	Seals        atomic.Int64
-	AdoptedRows  atomic.Int64 // rows found in the log written by another writer
-	LastGroupLen atomic.Int64 // Append calls in the last entry
-	Appends      atomic.Int64 // appends acknowledged (AppendGroup counts its callers)
 }
 
 type opKind int
@@ -237,9 +226,6 @@ func (w *Writer) UnsealedRows() int64 { return w.unsealed.Load() }
 
 // UnsealedBytes returns the bytes the memtable (and a seal in flight) hold.
 func (w *Writer) UnsealedBytes() int64 { return w.unsealedBytes.Load() }
-
-// Stats returns the writer's counters.
-func (w *Writer) Stats() *Stats { return &w.stats }
 
 // Append makes recs durable in the WAL, all in one entry (all or none). It
 // returns nil only once the rows are in a durable entry and the writer
