@@ -207,7 +207,11 @@ func (b *bench) startWorker() error {
 	cmd.Env = append(os.Environ(),
 		"DATA_DIR="+b.dataURL, "LISTEN="+addr, "INSTANCE_ID=bench",
 		"AWS_ENDPOINT_URL="+b.proxyEP, "AWS_ENDPOINT_URL_S3="+b.proxyEP,
+		// No background work: the merge by age would fold the pending
+		// generations a read is measured over (and count its requests
+		// with a read's), the idle close would make a warm read cold.
 		"ROLLOUT_FLUSH_INTERVAL_SECS=0", "ROLLOUT_MERGE_AFTER_GENERATIONS=0", "ROLLOUT_CLEANUP_INTERVAL_SECS=0",
+		"LC_MERGE_AFTER_AGE_SECS=0", "LC_VERSION_CLEANUP_INTERVAL_SECS=0", "LC_STORE_IDLE_CLOSE_SECS=0",
 		"ETCD_ENDPOINTS=",
 	)
 	cmd.Env = append(cmd.Env, b.env...)
