@@ -230,10 +230,15 @@ func arrowError(err error) error {
 // pass through ipcguard first: arrow-go's reader trusts a stream's
 // metadata (a schema that lists a field as its own child overflows its
 // stack and kills the process).
-func (s *Server) decodeArrow(body io.Reader) ([]arrow.RecordBatch, error) {
+//
+// contentLength is the request's (negative: unknown): admitted against
+// the in-flight body budget, so bodies within it are read into buffers of
+// their stated length at once (ipcguard.Limits.Reserved).
+func (s *Server) decodeArrow(body io.Reader, contentLength int64) ([]arrow.RecordBatch, error) {
 	rd, err := ipc.NewReaderFromMessageReader(ipcguard.NewReader(body, ipcguard.Limits{
 		MaxDepth: maxArrowDepth, MaxFields: maxArrowFields, MaxMetadata: maxArrowMetadata,
 		MaxMessage: maxArrowMessage, MaxDecoded: s.cfg.MaxBodyBytes,
+		Reserved: min(max(contentLength, 0), s.cfg.MaxBodyBytes),
 	}))
 	if err != nil {
 		return nil, arrowError(err)

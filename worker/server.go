@@ -269,7 +269,7 @@ func (s *Server) appendRecords(w http.ResponseWriter, r *http.Request) {
 		recs, blobs, err = s.decodeMultipart(r.Context(), st, body, params["boundary"])
 	case api.ArrowStream:
 		format = "arrow"
-		batches, err = s.decodeArrow(body)
+		batches, err = s.decodeArrow(body, r.ContentLength)
 		defer func() {
 			for _, b := range batches {
 				b.Release()
