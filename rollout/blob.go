@@ -121,9 +121,9 @@ type Payload struct {
 // absent.
 func (s *Store) OpenPayload(ctx context.Context, id string, v uint64) (*Payload, error) {
 	var p *Payload
-	err := s.readRetry(ctx, true, planGet.at(v), func(snap *snapshot) error {
+	err := s.readView(ctx, true, planGet.at(v), func(vw *view) error {
 		var err error
-		p, err = s.openPayload(ctx, snap, id)
+		p, err = s.openPayload(ctx, vw, id)
 		return err
 	})
 	return p, err
@@ -132,36 +132,12 @@ func (s *Store) OpenPayload(ctx context.Context, id string, v uint64) (*Payload,
 // payloadColumns are read to serve a payload; older files lack the last.
 var payloadColumns = []string{ColPayload, ColContentType, ColPayloadSum, ColPayloadRef}
 
-func (s *Store) openPayload(ctx context.Context, snap *snapshot, id string) (*Payload, error) {
-	var rec arrow.RecordBatch
-	if ref, ok, err := s.findPending(ctx, snap, id); err != nil {
+// openPayload opens the payload of the row of id that v shows (its
+// pending row or its base row: the view's rule).
+func (s *Store) openPayload(ctx context.Context, v *view, id string) (*Payload, error) {
+	rec, err := v.getRow(ctx, id, payloadColumns)
+	if err != nil {
 		return nil, err
-	} else if ok {
-		r, err := wal.OpenGeneration(ctx, s.root, ref.shard, ref.gen)
-		if err != nil {
-			return nil, err
-		}
-		var ids []int32
-		for _, c := range payloadColumns {
-			if f := r.Schema().Field(c); f != nil {
-				ids = append(ids, f.ID)
-			}
-		}
-		if rec, err = r.Read(ctx, ids, int64(ref.row), int64(ref.row)+1); err != nil {
-			return nil, err
-		}
-	} else {
-		err := snap.base.Scan(ctx, table.ScanOptions{Columns: baseColumns(snap.base, payloadColumns), Where: []table.Eq{{Column: ColID, Value: id}}, Limit: 1, Index: s.finder()}, func(b arrow.RecordBatch) error {
-			b.Retain()
-			rec = b
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		if rec == nil {
-			return nil, fmt.Errorf("%w: record %q", ErrNotFound, id)
-		}
 	}
 	defer rec.Release()
 	col := func(name string) arrow.Array {

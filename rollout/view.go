@@ -11,6 +11,7 @@ import (
 
 	"github.com/lance-context/lance-context/lance/index"
 	"github.com/lance-context/lance-context/lance/table"
+	"github.com/lance-context/lance-context/wal"
 )
 
 // view is a store as one read sees it at one snapshot: the base table at
@@ -22,10 +23,10 @@ import (
 //	a pending row hides every base row of its id.
 //
 // Every read of rows (get, the pages of every list strategy, trajectory,
-// scan) reads the base through the view (scanBase, ascendBase, get), which
-// applies the rule; no reader tests a pending id itself. A view of the
-// base alone (fragments, a checkout, or baseOnly while the pending rows
-// are being read) hides nothing.
+// scan, export, a payload) reads the base through the view (scanBase,
+// ascendBase, getRow), which applies the rule; no reader tests a pending
+// id itself. A view of the base alone (fragments, a checkout, BaseTable,
+// or baseOnly while the pending rows are being read) hides nothing.
 //
 // The pending rows are read once, on first use (pending): reads that
 // overlap the base's round trips with the generations' start a base walk
@@ -185,9 +186,26 @@ func (v *view) hiddenBaseIDs(ctx context.Context, in *roaring.Bitmap) ([]string,
 	return out, nil
 }
 
-// get returns the record of id the view shows: its pending row if it has
-// one, else its base row; ErrNotFound when neither tier holds it.
+// get returns the record of id the view shows (getRow, decoded).
 func (v *view) get(ctx context.Context, id string) (*Record, error) {
+	b, err := v.getRow(ctx, id, listColumns)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Release()
+	rs, err := recordsFromBatch(b)
+	if err != nil {
+		return nil, err
+	}
+	return &rs[0], nil
+}
+
+// getRow returns the row of id the view shows, as a one-row batch: its
+// pending row if it has one, else its base row; ErrNotFound when neither
+// tier holds it. The batch holds the columns of cols that the row's file
+// has, found by name (a pending row from the generation cache holds them
+// all, and more). Release it.
+func (v *view) getRow(ctx context.Context, id string, cols []string) (arrow.RecordBatch, error) {
 	if !v.pendingCached() {
 		// The pending generations must be read first (a cold process, or
 		// new generations): look the id up in the base at the same time,
@@ -196,55 +214,90 @@ func (v *view) get(ctx context.Context, id string) (*Record, error) {
 		bctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		type result struct {
-			r   *Record
+			b   arrow.RecordBatch
 			err error
 		}
 		ch := make(chan result, 1)
 		go func() {
-			r, err := v.getBase(bctx, id)
-			ch <- result{r, err}
+			b, err := v.getBase(bctx, id, cols)
+			ch <- result{b, err}
 		}()
-		r, ok, err := v.getPending(ctx, id)
+		b, ok, err := v.getPending(ctx, id, cols)
 		if err != nil || ok {
 			cancel()
-			<-ch // no read of this call outlives it
-			return r, err
+			if r := <-ch; r.b != nil { // no read of this call outlives it
+				r.b.Release()
+			}
+			return b, err
 		}
-		b := <-ch
-		return b.r, b.err
+		r := <-ch
+		return r.b, r.err
 	}
-	if r, ok, err := v.getPending(ctx, id); err != nil || ok {
-		return r, err
+	if b, ok, err := v.getPending(ctx, id, cols); err != nil || ok {
+		return b, err
 	}
-	return v.getBase(ctx, id)
+	return v.getBase(ctx, id, cols)
 }
 
-// getPending looks id up in the pending generations (newest first).
-func (v *view) getPending(ctx context.Context, id string) (*Record, bool, error) {
+// getPending looks id up in the pending generations (newest first) and
+// returns its row: from the generation cache when it holds every column
+// of cols, else (the payload columns, which it never holds) read from the
+// generation's file.
+func (v *view) getPending(ctx context.Context, id string, cols []string) (arrow.RecordBatch, bool, error) {
 	w, ok, err := v.s.findPending(ctx, v.snap, id)
 	if err != nil || !ok {
 		return nil, false, err
 	}
-	r, err := w.record()
+	if rec := w.walRow.gen.Rec; cached(rec.Schema(), cols) {
+		return rec.NewSlice(int64(w.row), int64(w.row)+1), true, nil
+	}
+	r, err := wal.OpenGeneration(ctx, v.s.root, w.shard, w.gen)
 	if err != nil {
 		return nil, false, err
 	}
-	return &r, true, nil
+	var ids []int32
+	for _, c := range cols {
+		if f := r.Schema().Field(c); f != nil {
+			ids = append(ids, f.ID)
+		}
+	}
+	b, err := r.Read(ctx, ids, int64(w.row), int64(w.row)+1)
+	if err != nil {
+		return nil, false, err
+	}
+	return b, true, nil
 }
 
-// getBase looks id up in the base table alone (get has ruled out a pending
-// row first); ErrNotFound when it is not there.
-func (v *view) getBase(ctx context.Context, id string) (*Record, error) {
-	base := v.base()
-	var out *Record
-	err := base.Scan(ctx, table.ScanOptions{Columns: baseColumns(base, listColumns), Where: []table.Eq{{Column: ColID, Value: id}}, Limit: 1, Index: v.s.finder(), PlainDictionaries: true}, func(b arrow.RecordBatch) error {
-		rs, err := recordsFromBatch(b)
-		if err == nil && len(rs) > 0 {
-			out = &rs[0]
+// cached reports whether a batch of schema sc holds every column of cols.
+func cached(sc *arrow.Schema, cols []string) bool {
+	for _, c := range cols {
+		if !sc.HasField(c) {
+			return false
 		}
-		return err
+	}
+	return true
+}
+
+// getBase looks id up in the base table alone (getRow has ruled out a
+// pending row first); ErrNotFound when it is not there.
+func (v *view) getBase(ctx context.Context, id string, cols []string) (arrow.RecordBatch, error) {
+	base := v.base()
+	var out arrow.RecordBatch
+	err := base.Scan(ctx, table.ScanOptions{Columns: baseColumns(base, cols), Where: []table.Eq{{Column: ColID, Value: id}}, Limit: 1, Index: v.s.finder(), PlainDictionaries: true}, func(b arrow.RecordBatch) error {
+		switch {
+		case out != nil || b.NumRows() == 0:
+		case b.NumRows() == 1: // Limit 1: the usual batch, kept as it is
+			b.Retain()
+			out = b
+		default:
+			out = b.NewSlice(0, 1)
+		}
+		return nil
 	})
 	if err != nil {
+		if out != nil {
+			out.Release()
+		}
 		return nil, err
 	}
 	if out == nil {
