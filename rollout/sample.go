@@ -194,9 +194,9 @@ func (s *Store) Sample(ctx context.Context, o SampleOptions) (*SampleResult, err
 		seed = rand.Uint64() >> 11 // 53 bits: exact in every JSON reader
 	}
 	var res *SampleResult
-	err := s.readRetry(ctx, true, readPlan{files: true}, func(snap *snapshot) error {
+	err := s.readView(ctx, true, readPlan{files: true}, func(v *view) error {
 		var err error
-		res, err = s.sample(ctx, snap, &o, seed)
+		res, err = s.sample(ctx, v, &o, seed)
 		return err
 	})
 	return res, err
@@ -263,12 +263,13 @@ type candGroup struct {
 	zero  bool // zero variance: fewer than two rewards, or all equal
 }
 
-func (s *Store) sample(ctx context.Context, snap *snapshot, o *SampleOptions, seed uint64) (*SampleResult, error) {
+func (s *Store) sample(ctx context.Context, v *view, o *SampleOptions, seed uint64) (*SampleResult, error) {
+	snap := v.snap
 	pend, err := s.pendingSampleRows(ctx, snap, o.GroupBy)
 	if err != nil {
 		return nil, err
 	}
-	sup, err := s.supersededRows(ctx, snap, pend.gens)
+	sup, err := s.supersededRows(ctx, v, pend.gens)
 	if err != nil {
 		return nil, err
 	}
@@ -741,17 +742,18 @@ func (s *Store) versionOrder(ctx context.Context, snap *snapshot, frags []*pb.Da
 	return out, nil
 }
 
-// supersededRows returns, per base fragment, the rows whose id has a
-// pending write (the all view shows the pending row instead). Each
-// generation's lookup is cached per base version (sample_cache.go).
-func (s *Store) supersededRows(ctx context.Context, snap *snapshot, gens []*wal.LoadedGeneration) (map[uint64]*offsetSet, error) {
+// supersededRows returns, per base fragment, the rows v hides: those whose
+// id has a pending write (the all view shows the pending row instead).
+// The view finds them (hiddenBaseRows), one generation at a time, each
+// answer cached per base version (sample_cache.go).
+func (s *Store) supersededRows(ctx context.Context, v *view, gens []*wal.LoadedGeneration) (map[uint64]*offsetSet, error) {
 	out := map[uint64]*offsetSet{}
-	if len(gens) == 0 || snap.base.CountRows() == 0 {
+	if len(gens) == 0 || v.base().CountRows() == 0 {
 		return out, nil
 	}
 	sc := samplerFor(s)
 	for _, g := range gens {
-		addrs, err := sc.genSuperseded(ctx, s, snap.base, g)
+		addrs, err := sc.genSuperseded(ctx, v, g)
 		if err != nil {
 			return nil, err
 		}

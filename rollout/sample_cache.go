@@ -467,25 +467,15 @@ func (sc *storeSampler) baseGroups(root objstore.Store, wkey string, frags []*pb
 	return c
 }
 
-// genSuperseded returns the addresses of the base rows whose id the
-// generation g writes again, through the id index (one lookup per
-// generation and base version, then cached).
-func (sc *storeSampler) genSuperseded(ctx context.Context, s *Store, base *table.Dataset, g *wal.LoadedGeneration) ([]uint64, error) {
-	k := sampleCacheKey{s.root, "s:" + g.Ref.Key() + "@" + strconv.FormatUint(base.Version(), 10)}
-	if v, ok := sampleLRU.get(k); ok {
-		return v.([]uint64), nil
+// genSuperseded returns the addresses of the base rows the pending
+// generation g hides in v (the view's rule, hiddenBaseRows), once per
+// generation and base version, then cached.
+func (sc *storeSampler) genSuperseded(ctx context.Context, v *view, g *wal.LoadedGeneration) ([]uint64, error) {
+	k := sampleCacheKey{sc.root, "s:" + g.Ref.Key() + "@" + strconv.FormatUint(v.base().Version(), 10)}
+	if c, ok := sampleLRU.get(k); ok {
+		return c.([]uint64), nil
 	}
-	ids := make(map[string]struct{}, g.NumRows())
-	for i := 0; i < g.NumRows(); i++ {
-		ids[g.Key(i)] = struct{}{}
-	}
-	var out []uint64
-	err := base.Scan(ctx, table.ScanOptions{Columns: []string{ColID}, In: []table.In{{Column: ColID, Values: ids}}, Index: s.finder(), WithRowAddr: true, PlainDictionaries: true}, func(b arrow.RecordBatch) error {
-		ai := b.Schema().FieldIndices(table.RowAddrColumn)
-		addrs := b.Column(ai[0]).(*array.Uint64)
-		out = append(out, addrs.Uint64Values()...)
-		return nil
-	})
+	out, err := v.hiddenBaseRows(ctx, g)
 	if err != nil {
 		return nil, fmt.Errorf("rollout: sample: find the base rows generation %s rewrites: %w", g.Ref.Key(), err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/lance-context/lance-context/lance/index"
 	"github.com/lance-context/lance-context/lance/table"
@@ -23,10 +24,11 @@ import (
 //	a pending row hides every base row of its id.
 //
 // Every read of rows (get, the pages of every list strategy, trajectory,
-// scan, export, a payload) reads the base through the view (scanBase,
-// ascendBase, getRow), which applies the rule; no reader tests a pending
-// id itself. A view of the base alone (fragments, a checkout, BaseTable,
-// or baseOnly while the pending rows are being read) hides nothing.
+// scan, export, a payload, a sample) reads the base through the view
+// (scanBase, ascendBase, getRow, hiddenBaseRows), which applies the rule;
+// no reader tests a pending id itself. A view of the base alone
+// (fragments, a checkout, BaseTable, or baseOnly while the pending rows
+// are being read) hides nothing.
 //
 // The pending rows are read once, on first use (pending): reads that
 // overlap the base's round trips with the generations' start a base walk
@@ -184,6 +186,41 @@ func (v *view) hiddenBaseIDs(ctx context.Context, in *roaring.Bitmap) ([]string,
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// hiddenBaseRows returns the addresses (fragment<<32 | offset) of the live
+// base rows the rows of gens hide: every base row of an id they write,
+// found through the id index. Over all of the view's pending generations
+// it is every base row the view hides; the sampler asks one generation at
+// a time and keeps each answer per base version (sample_cache.go).
+func (v *view) hiddenBaseRows(ctx context.Context, gens ...*wal.LoadedGeneration) ([]uint64, error) {
+	n := 0
+	for _, g := range gens {
+		n += g.NumRows()
+	}
+	ids := make(map[string]struct{}, n)
+	for _, g := range gens {
+		for i := 0; i < g.NumRows(); i++ {
+			ids[g.Key(i)] = struct{}{}
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var out []uint64
+	err := v.base().Scan(ctx, table.ScanOptions{Columns: []string{ColID}, In: []table.In{{Column: ColID, Values: ids}}, Index: v.s.finder(), WithRowAddr: true, PlainDictionaries: true}, func(b arrow.RecordBatch) error {
+		ai := b.Schema().FieldIndices(table.RowAddrColumn)
+		if len(ai) != 1 {
+			return fmt.Errorf("rollout: store %s: scan batch without %s", v.s.name, table.RowAddrColumn)
+		}
+		addrs, ok := b.Column(ai[0]).(*array.Uint64)
+		if !ok {
+			return fmt.Errorf("rollout: store %s: %s is %s, not uint64", v.s.name, table.RowAddrColumn, b.Column(ai[0]).DataType())
+		}
+		out = append(out, addrs.Uint64Values()...)
+		return nil
+	})
+	return out, err
 }
 
 // get returns the record of id the view shows (getRow, decoded).
