@@ -10,6 +10,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lance-context/lance-context/lance/table"
 )
 
 // prewarmOn reports whether any index is prewarmed (this package's tests
@@ -53,9 +55,11 @@ func (c *Cache) WaitPrewarm(ctx context.Context) error { return c.prewarms.Wait(
 // lookup then never decodes a cold page. Without it, a store of 10M rows
 // has ~39,000 pages per key index, and a random lookup found its page
 // cold nearly every time until tens of thousands of lookups had passed.
-// Only a reader's lookups call it, once per opened index: a merge's batch
-// lookup asks the key filter and reads few pages, and a process that only
-// merges would pay the read and the memory for nothing. It stops when f
+// A reader's lookups call it, once per opened index, and so do Prewarm (a
+// worker's start-up warm) and PrewarmNext (after a commit, for indexes the
+// reads had prewarmed): a merge's batch lookup asks the key filter and
+// reads few pages, and a process that only merges would pay the read and
+// the memory for nothing. It stops when f
 // no longer holds t open.
 func (f *Finder) prewarm(t *BTree) {
 	// Considered once per opened index: later lookups pay an atomic load.
@@ -79,6 +83,67 @@ func (f *Finder) prewarm(t *BTree) {
 		}
 		slog.Debug("lance/index: index prewarmed", "index", t.uuid, "pages_read", n, "elapsed", time.Since(start))
 	})
+}
+
+// Prewarm opens the BTree indexes of d on columns (as Warm) and starts the
+// prewarm of each, as a reader's first lookup of it would, then returns
+// once every prewarm of f's Cache has ended, or when ctx ends. A worker
+// calls it at start, so that its first reads meet warm pages instead of
+// each starting a prewarm that then competes with them for the CPU. An
+// index the cache's prewarm share does not fit (or with prewarming off)
+// is opened only.
+func (f *Finder) Prewarm(ctx context.Context, d *table.Dataset, columns ...string) error {
+	f.Warm(ctx, d, columns...) // opens them in parallel
+	for _, c := range columns {
+		segs, _, err := f.segments(ctx, d, c)
+		if err != nil {
+			return fmt.Errorf("lance/index: prewarm the indexes on %s: %w", c, err)
+		}
+		for _, sg := range segs {
+			f.prewarm(sg.t)
+		}
+	}
+	return f.owner.WaitPrewarm(ctx)
+}
+
+// PrewarmNext carries a warm index over a commit that made next from prev
+// (a merge's new fragment and its index segment, or a consolidation of
+// segments): for each column on which f had prewarmed an index of prev
+// (its reads looked it up), it opens the indexes of next and starts their
+// prewarm, so that readers meet a new segment warm rather than cold. A
+// process that only merges (its batch lookups start no prewarm) reads
+// nothing more. It returns once the indexes are open; the prewarms run in
+// the background.
+func (f *Finder) PrewarmNext(ctx context.Context, prev, next *table.Dataset, columns ...string) {
+	for _, c := range columns {
+		if !f.prewarmedOn(prev, c) {
+			continue
+		}
+		segs, _, err := f.segments(ctx, next, c)
+		if err != nil {
+			continue // the reads meet it and report it
+		}
+		for _, sg := range segs {
+			f.prewarm(sg.t)
+		}
+	}
+}
+
+// prewarmedOn reports whether f has considered an index of d on column for
+// a prewarm: a reader looked it up (or Prewarm asked for it).
+func (f *Finder) prewarmedOn(d *table.Dataset, column string) bool {
+	idxs, err := BTreeIndexes(d, column)
+	if err != nil {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, m := range idxs {
+		if t, ok := f.trees[uuidString(m)]; ok && t.prewarmed.Load() {
+			return true
+		}
+	}
+	return false
 }
 
 // holds reports whether f still keeps t open.
