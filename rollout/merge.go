@@ -193,6 +193,9 @@ func (s *Store) mergePass(ctx context.Context, w *wal.Writer) (*MergeResult, err
 	default:
 		res.BaseVersion = nd.Version()
 		s.sawVersion(nd.Version())
+		if withIndex {
+			s.warmMerged(base, nd) // before the readers meet the new segment
+		}
 	}
 	res.Watermark = target
 	// Only after the base commit: drop the generations, then their files.
