@@ -92,6 +92,11 @@ type sample struct {
 	requests   int
 	sequential int
 	byOp       map[latencyproxy.Op]int
+	bytesRead  int64
+	// When the answer came: what the caller waited for (background work
+	// started by then, such as an index prewarm, counts in part).
+	answerRequests, answerSequential int
+	answerBytes                      int64
 }
 
 // result is one row of the report.
@@ -103,6 +108,12 @@ type result struct {
 	Requests   int                     `json:"requests"`   // of the median sample
 	Sequential int                     `json:"sequential"` // of the median sample
 	ByOp       map[latencyproxy.Op]int `json:"by_op"`
+	BytesRead  int64                   `json:"bytes_read"` // response bodies of the median sample
+	// The same counted when the answer came (Requests, Sequential and
+	// BytesRead go on until the worker is idle: background work too).
+	AnswerRequests   int   `json:"answer_requests"`
+	AnswerSequential int   `json:"answer_sequential"`
+	AnswerBytesRead  int64 `json:"answer_bytes_read"`
 }
 
 type bench struct {
@@ -380,11 +391,13 @@ func (b *bench) timed(ctx context.Context, op func(context.Context) error) (samp
 		return sample{}, err
 	}
 	el := time.Since(start)
+	at := b.proxy.Stats()
 	if err := b.proxy.WaitIdle(ctx, 400*time.Millisecond); err != nil {
 		return sample{}, err
 	}
 	st := b.proxy.Stats()
-	return sample{ms: float64(el.Microseconds()) / 1000, requests: st.Requests, sequential: st.Sequential, byOp: st.ByOp}, nil
+	return sample{ms: float64(el.Microseconds()) / 1000, requests: st.Requests, sequential: st.Sequential, byOp: st.ByOp, bytesRead: st.BytesOut,
+		answerRequests: at.Requests, answerSequential: at.Sequential, answerBytes: at.BytesOut}, nil
 }
 
 func summarize(delay time.Duration, name string, ss []sample) result {
@@ -398,7 +411,8 @@ func summarize(delay time.Duration, name string, ss []sample) result {
 		return 0
 	})
 	m := ss[(len(ss)-1)/2]
-	return result{Delay: delay.String(), Op: name, Samples: len(ss), P50MS: m.ms, Requests: m.requests, Sequential: m.sequential, ByOp: m.byOp}
+	return result{Delay: delay.String(), Op: name, Samples: len(ss), P50MS: m.ms, Requests: m.requests, Sequential: m.sequential, ByOp: m.byOp, BytesRead: m.bytesRead,
+		AnswerRequests: m.answerRequests, AnswerSequential: m.answerSequential, AnswerBytesRead: m.answerBytes}
 }
 
 func (b *bench) measure(ctx context.Context, delay time.Duration) ([]result, error) {
@@ -590,8 +604,10 @@ func (b *bench) lanceDB(ctx context.Context, delay time.Duration) ([]result, err
 
 func printTable(delay time.Duration, rs []result) {
 	fmt.Fprintf(os.Stderr, "\n+%v per request\n", delay)
-	fmt.Fprintf(os.Stderr, "| %-38s | %8s | %10s | %9s | %s\n", "operation", "requests", "sequential", "p50 ms", "by kind")
-	fmt.Fprintf(os.Stderr, "|%s|%s|%s|%s|---\n", strings.Repeat("-", 40), strings.Repeat("-", 10), strings.Repeat("-", 12), strings.Repeat("-", 11))
+	// "at answer" counts what was done when the answer came; the rest go
+	// on until the worker is idle (background work the operation started).
+	fmt.Fprintf(os.Stderr, "| %-38s | %8s | %10s | %9s | %9s | %17s | %s\n", "operation", "requests", "sequential", "p50 ms", "KiB read", "at answer: req/seq/KiB", "by kind")
+	fmt.Fprintf(os.Stderr, "|%s|%s|%s|%s|%s|%s|---\n", strings.Repeat("-", 40), strings.Repeat("-", 10), strings.Repeat("-", 12), strings.Repeat("-", 11), strings.Repeat("-", 11), strings.Repeat("-", 24))
 	for _, r := range rs {
 		var kinds []string
 		for _, k := range []latencyproxy.Op{latencyproxy.OpList, latencyproxy.OpHead, latencyproxy.OpGet, latencyproxy.OpGetRange,
@@ -600,6 +616,10 @@ func printTable(delay time.Duration, rs []result) {
 				kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
 			}
 		}
-		fmt.Fprintf(os.Stderr, "| %-38s | %8d | %10d | %9.1f | %s\n", r.Op, r.Requests, r.Sequential, r.P50MS, strings.Join(kinds, ", "))
+		at := fmt.Sprintf("%d / %d / %.1f", r.AnswerRequests, r.AnswerSequential, float64(r.AnswerBytesRead)/1024)
+		if r.AnswerRequests == 0 && r.Requests > 0 {
+			at = "-" // not measured (LanceDB's script counts at the end only)
+		}
+		fmt.Fprintf(os.Stderr, "| %-38s | %8d | %10d | %9.1f | %9.1f | %22s | %s\n", r.Op, r.Requests, r.Sequential, r.P50MS, float64(r.BytesRead)/1024, at, strings.Join(kinds, ", "))
 	}
 }
