@@ -209,7 +209,7 @@ func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // IsHealth reports whether path is a health check, exempt from auth.
 func IsHealth(path string) bool {
-	return strings.HasSuffix(path, "/health") || path == "/healthz" || path == "/livez" || path == "/readyz"
+	return strings.HasSuffix(path, "/health") || path == "/healthz" || path == "/livez" || path == ReadinessPath
 }
 
 // IsPublic reports whether path needs no token: health checks and the API
@@ -222,10 +222,24 @@ func IsPublic(path string) bool { return IsHealth(path) || path == OpenAPIPath }
 // probe takes for health whatever the service's state.
 var HealthAliases = []string{"/healthz", "/livez", "/readyz"}
 
+// ReadinessPath is the readiness probe of HealthAliases: a service that
+// has a readiness of its own (a worker warming its caches at start) serves
+// it there, through MountProbes; the others answer it as /api/v1/health.
+const ReadinessPath = "/readyz"
+
 // MountHealthAliases serves HealthAliases on r by the route of
 // /api/v1/health that r itself has.
-func MountHealthAliases(r chi.Router) {
+func MountHealthAliases(r chi.Router) { MountProbes(r, nil) }
+
+// MountProbes serves HealthAliases on r: the liveness ones by the route of
+// /api/v1/health that r itself has, and ReadinessPath by ready, or as
+// /api/v1/health too when ready is nil.
+func MountProbes(r chi.Router, ready http.HandlerFunc) {
 	for _, p := range HealthAliases {
+		if p == ReadinessPath && ready != nil {
+			r.Get(p, ready)
+			continue
+		}
 		r.Get(p, func(w http.ResponseWriter, req *http.Request) {
 			req2 := req.Clone(req.Context())
 			req2.URL.Path, req2.URL.RawPath, req2.RequestURI = "/api/v1/health", "", "/api/v1/health"

@@ -85,6 +85,12 @@ type Config struct {
 	StoreIdleClose time.Duration
 	MaxOpenStores  int
 
+	// LC_READY_WARM_SECS (60): at start the worker warms every store's
+	// caches in the background (warm.go), and /readyz answers 503 until
+	// that is done or this long has passed; 0: /readyz is ready at once
+	// (the warm still runs). Reads are served throughout.
+	ReadyWarmWait time.Duration
+
 	ReadTimeout  time.Duration // LC_HTTP_READ_TIMEOUT_SECS, default 60
 	WriteTimeout time.Duration // LC_HTTP_WRITE_TIMEOUT_SECS, default 120
 	IdleTimeout  time.Duration // LC_HTTP_IDLE_TIMEOUT_SECS, default 120
@@ -150,6 +156,7 @@ func FromEnv() (Config, error) {
 	c.BlobTimeout = secs("LC_BLOB_TIMEOUT_SECS", 1800)
 	c.StoreIdleClose = secs("LC_STORE_IDLE_CLOSE_SECS", 900)
 	c.MaxOpenStores = int(envInt("LC_MAX_OPEN_STORES", envInt("ROLLOUT_CACHE_CAPACITY", 2000, &err), &err))
+	c.ReadyWarmWait = secs("LC_READY_WARM_SECS", 60)
 	c.ReadTimeout = secs("LC_HTTP_READ_TIMEOUT_SECS", 60)
 	c.WriteTimeout = secs("LC_HTTP_WRITE_TIMEOUT_SECS", 120)
 	c.IdleTimeout = secs("LC_HTTP_IDLE_TIMEOUT_SECS", 120)

@@ -53,12 +53,15 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	warm := srv.StartupWarm() // /readyz waits for it from now on
 	background := []func(context.Context){srv.RunSweepers, func(ctx context.Context) {
 		// Rows a crashed predecessor acknowledged become readable now, not
 		// at the next write to their store.
 		if err := catalog.Recover(ctx); err != nil {
 			slog.Warn("recovering this shard's WAL at startup", "err", err)
 		}
+		// Then the caches, with the rows the recovery made readable.
+		warm(ctx)
 	}}
 	if len(cfg.Etcd) > 0 {
 		ec := coord.ConfigFromEnv()

@@ -46,6 +46,11 @@ type Server struct {
 
 	// Registry, when set, learns of stores created and deleted here.
 	Registry StoreRegistry
+
+	// The start-up warm, for /readyz (warm.go); warmHook, when set (tests),
+	// replaces a store's warm.
+	warm     warmState
+	warmHook func(ctx context.Context, store string) (rollout.WarmStats, error)
 }
 
 // StoreRegistry is where the worker announces stores (etcd, via coord).
@@ -91,6 +96,7 @@ func (s *Server) Handler() http.Handler {
 	r.MethodNotAllowed(httpapi.MethodNotAllowed)
 	r.Use(httpapi.Auth(s.cfg.APIToken, httpapi.IsPublic))
 	s.Mount(r)
+	httpapi.MountProbes(r, s.ready) // /healthz, /livez: liveness; /readyz: the start-up warm (warm.go)
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
 	return r
 }

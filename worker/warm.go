@@ -1,0 +1,176 @@
+package worker
+
+import (
+	"context"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/lance-context/lance-context/httpapi"
+	"github.com/lance-context/lance-context/rollout"
+)
+
+// The start-up warm and readiness. A worker that has just started would
+// serve its first thousands of reads from cold caches (index pages, data
+// file metadata, offsets, pending generations), each read pulling in what
+// it touched. At start it warms every store of the catalog instead
+// (rollout.Store.Warm), one at a time, in the background, and /readyz
+// answers 503 with Retry-After and what is warming until that is done or
+// Config.ReadyWarmWait has passed, so that a load balancer sends learners
+// to it once it serves them warm. Reads are served during the warm all the
+// same (never refused); /api/v1/health, /healthz and /livez stay liveness.
+
+// readyRetryAfter is the Retry-After of /readyz while the worker warms.
+const readyRetryAfter = 1
+
+// warmState is the start-up warm as /readyz reports it. The zero value is
+// a worker with no warm to wait for: ready.
+type warmState struct {
+	mu       sync.Mutex
+	waiting  bool          // a warm began and /readyz waits for it
+	began    time.Time     // when it began
+	wait     time.Duration // the longest /readyz waits for it
+	done     bool          // it ended (every store warmed, or given up)
+	warming  string        // the store being warmed now
+	left     []string      // the stores not warmed yet, in order
+	warmed   int           // stores warmed
+	failed   map[string]string
+	listErr  string // the catalog could not be listed
+	finished time.Duration
+	now      func() time.Time // nil: time.Now (tests set it)
+}
+
+func (w *warmState) clock() time.Time {
+	if w.now != nil {
+		return w.now()
+	}
+	return time.Now()
+}
+
+// readiness is /readyz's answer.
+type readiness struct {
+	Status    string            `json:"status"` // "warming" or "ready"
+	Warm      string            `json:"warm"`   // "none", "running", "done", or "timed_out" (ready; the warm goes on)
+	Warming   string            `json:"warming,omitempty"`
+	Waiting   []string          `json:"waiting,omitempty"`
+	Warmed    int               `json:"warmed_stores"`
+	Failed    map[string]string `json:"failed,omitempty"`
+	ElapsedMS int64             `json:"elapsed_ms"`
+	WaitMS    int64             `json:"wait_ms,omitempty"` // the longest readiness waits for the warm
+	Error     string            `json:"error,omitempty"`
+}
+
+// StartupWarm marks the worker not ready until the warm it returns has
+// run, or cfg.ReadyWarmWait has passed since this call (0: ready at once;
+// the warm still runs), and returns that warm: run it in the background
+// once the worker serves (after Catalog.Recover, so that it warms the
+// rows the recovery made readable). Call it before the listener accepts,
+// so that no probe finds the worker ready before the warm began.
+func (s *Server) StartupWarm() func(context.Context) {
+	w := &s.warm
+	w.mu.Lock()
+	w.waiting, w.began, w.wait = s.cfg.ReadyWarmWait > 0, w.clock(), s.cfg.ReadyWarmWait
+	w.mu.Unlock()
+	return s.warmStores
+}
+
+// warmStores warms every store of the catalog, one at a time (the warm of
+// one store already reads in parallel, and its index prewarm takes half a
+// CPU: more at once would take the CPU from the reads it serves).
+func (s *Server) warmStores(ctx context.Context) {
+	w := &s.warm
+	names, err := s.catalog.List(ctx)
+	w.mu.Lock()
+	w.left = slices.Clone(names)
+	if err != nil {
+		w.listErr = err.Error()
+	}
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		w.done, w.warming, w.finished = true, "", w.clock().Sub(w.began)
+		w.mu.Unlock()
+	}()
+	if err != nil {
+		s.log.Warn("start-up warm: listing the stores failed; reads warm the caches", "err", err)
+		return
+	}
+	for _, name := range names {
+		if ctx.Err() != nil {
+			return
+		}
+		w.mu.Lock()
+		w.warming, w.left = name, w.left[1:]
+		w.mu.Unlock()
+		st, err := s.warmStore(ctx, name)
+		w.mu.Lock()
+		if err != nil {
+			if w.failed == nil {
+				w.failed = map[string]string{}
+			}
+			w.failed[name] = err.Error()
+		} else {
+			w.warmed++
+		}
+		w.mu.Unlock()
+		if err != nil {
+			s.log.Warn("start-up warm of a store failed; its reads warm the caches", "store", name, "err", err)
+			continue
+		}
+		s.log.Info("store warmed", "store", name, "base_version", st.BaseVersion, "fragments", st.Fragments,
+			"indexes", st.Indexes, "pending_generations", st.Generations, "elapsed", st.Elapsed)
+	}
+	w.mu.Lock()
+	warmed := w.warmed
+	w.mu.Unlock()
+	s.log.Info("start-up warm done", "stores", len(names), "warmed", warmed, "elapsed", w.clock().Sub(w.began))
+}
+
+// warmStore warms one store. Opened for the warm, not held: an idle store
+// may close afterwards (as Catalog.Recover opens them).
+func (s *Server) warmStore(ctx context.Context, name string) (rollout.WarmStats, error) {
+	if s.warmHook != nil {
+		return s.warmHook(ctx, name)
+	}
+	st, err := s.catalog.Open(context.WithoutCancel(ctx), name)
+	if err != nil {
+		return rollout.WarmStats{}, err
+	}
+	return st.Warm(ctx)
+}
+
+// ready answers /readyz: 503 with Retry-After while the start-up warm
+// runs (for at most Config.ReadyWarmWait), 200 after; the body says what
+// is warming.
+func (s *Server) ready(w http.ResponseWriter, _ *http.Request) {
+	st := &s.warm
+	st.mu.Lock()
+	body := readiness{Status: "ready", Warm: "none", Warming: st.warming, Warmed: st.warmed, Failed: maps.Clone(st.failed), Error: st.listErr}
+	if !st.began.IsZero() {
+		body.Warm = "running"
+		body.ElapsedMS = st.clock().Sub(st.began).Milliseconds()
+		body.WaitMS = st.wait.Milliseconds()
+	}
+	if !st.done {
+		body.Waiting = slices.Clone(st.left)
+	}
+	notReady := false
+	switch {
+	case st.done:
+		body.Warm, body.ElapsedMS = "done", st.finished.Milliseconds()
+	case st.waiting && st.clock().Sub(st.began) >= st.wait:
+		body.Warm = "timed_out"
+	case st.waiting:
+		body.Status, notReady = "warming", true
+	}
+	st.mu.Unlock()
+	if notReady {
+		w.Header().Set("Retry-After", strconv.Itoa(readyRetryAfter))
+		httpapi.WriteJSON(w, http.StatusServiceUnavailable, body)
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, body)
+}
