@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -95,6 +96,19 @@ func httpKind(ctx context.Context, c config, kind string, probes []int) (map[str
 	}
 	res := map[string]any{"worker_start_ms": ms(time.Since(t0))}
 	pid := cmd.Process.Pid
+	// The first window times the worker as a load balancer first sends it
+	// learners: once /readyz says its start-up warm is done.
+	r0 := time.Now()
+	warm, err := waitReady(ctx, cl, "http://"+addr+"/readyz")
+	if err != nil {
+		return nil, fmt.Errorf("%w; worker log:\n%s", err, logs.String())
+	}
+	if warm != "" {
+		p := procStat(pid)
+		res["ready_ms"], res["ready_warm"] = ms(time.Since(r0)), warm
+		res["ready_rss_mib"] = float64(p.rssPages) * float64(os.Getpagesize()) / (1 << 20)
+		res["ready_worker_cpu_ms"] = float64(p.cpuTicks) * 10
+	}
 	call := func(i int) error {
 		var u, want string
 		if kind == "get" {
@@ -190,6 +204,43 @@ func waitHealthy(ctx context.Context, cl *http.Client, u string) error {
 		}
 	}
 	return fmt.Errorf("worker not healthy at %s after 2 minutes", u)
+}
+
+// waitReady polls the worker's /readyz until it answers 200 and returns
+// the state of its start-up warm then ("done", or "timed_out" when the
+// worker stopped waiting for it), or "" for a worker without /readyz (404:
+// a build before it), which is then timed at once.
+func waitReady(ctx context.Context, cl *http.Client, u string) (string, error) {
+	deadline := time.Now().Add(10 * time.Minute)
+	for time.Now().Before(deadline) {
+		resp, err := cl.Get(u)
+		if err != nil {
+			return "", err
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		switch resp.StatusCode {
+		case http.StatusOK:
+			var r struct {
+				Warm string `json:"warm"`
+			}
+			if err := json.Unmarshal(b, &r); err != nil || r.Warm == "" {
+				return "", fmt.Errorf("%s: 200 %.300q, want the readiness JSON", u, b)
+			}
+			return r.Warm, nil
+		case http.StatusNotFound:
+			return "", nil
+		case http.StatusServiceUnavailable:
+		default:
+			return "", fmt.Errorf("%s: %d %.300q", u, resp.StatusCode, b)
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return "", fmt.Errorf("worker not ready at %s after 10 minutes", u)
 }
 
 func getBytes(cl *http.Client, u string) ([]byte, error) {
