@@ -85,11 +85,15 @@ type Config struct {
 	StoreIdleClose time.Duration
 	MaxOpenStores  int
 
-	// LC_READY_WARM_SECS (60): at start the worker warms every store's
-	// caches in the background (warm.go), and /readyz answers 503 until
-	// that is done or this long has passed; 0: /readyz is ready at once
-	// (the warm still runs). Reads are served throughout.
+	// LC_READY_WARM_SECS (60): at start the worker warms the caches of
+	// its stores in the background (warm.go), and /readyz answers 503
+	// until that is done or this long has passed; 0: /readyz is ready at
+	// once (the warm still runs). Reads are served throughout.
+	// LC_WARM_MAX_STORES (32) bounds the stores warmed (in the catalog's
+	// order): thousands of stores would push each other out of the caches
+	// and hold readiness for nothing; 0 warms none.
 	ReadyWarmWait time.Duration
+	WarmMaxStores int
 
 	ReadTimeout  time.Duration // LC_HTTP_READ_TIMEOUT_SECS, default 60
 	WriteTimeout time.Duration // LC_HTTP_WRITE_TIMEOUT_SECS, default 120
@@ -157,6 +161,7 @@ func FromEnv() (Config, error) {
 	c.StoreIdleClose = secs("LC_STORE_IDLE_CLOSE_SECS", 900)
 	c.MaxOpenStores = int(envInt("LC_MAX_OPEN_STORES", envInt("ROLLOUT_CACHE_CAPACITY", 2000, &err), &err))
 	c.ReadyWarmWait = secs("LC_READY_WARM_SECS", 60)
+	c.WarmMaxStores = int(envInt("LC_WARM_MAX_STORES", 32, &err))
 	c.ReadTimeout = secs("LC_HTTP_READ_TIMEOUT_SECS", 60)
 	c.WriteTimeout = secs("LC_HTTP_WRITE_TIMEOUT_SECS", 120)
 	c.IdleTimeout = secs("LC_HTTP_IDLE_TIMEOUT_SECS", 120)

@@ -37,6 +37,7 @@ type warmState struct {
 	warming  string        // the store being warmed now
 	left     []string      // the stores not warmed yet, in order
 	warmed   int           // stores warmed
+	skipped  int           // stores past Config.WarmMaxStores, not warmed
 	failed   map[string]string
 	listErr  string // the catalog could not be listed
 	finished time.Duration
@@ -57,6 +58,7 @@ type readiness struct {
 	Warming   string            `json:"warming,omitempty"`
 	Waiting   []string          `json:"waiting,omitempty"`
 	Warmed    int               `json:"warmed_stores"`
+	Skipped   int               `json:"skipped_stores,omitempty"` // past LC_WARM_MAX_STORES
 	Failed    map[string]string `json:"failed,omitempty"`
 	ElapsedMS int64             `json:"elapsed_ms"`
 	WaitMS    int64             `json:"wait_ms,omitempty"` // the longest readiness waits for the warm
@@ -97,6 +99,13 @@ func (s *Server) warmStores(ctx context.Context) {
 	if err != nil {
 		s.log.Warn("start-up warm: listing the stores failed; reads warm the caches", "err", err)
 		return
+	}
+	if skip := len(names) - max(s.cfg.WarmMaxStores, 0); skip > 0 {
+		s.log.Info("start-up warm: more stores than LC_WARM_MAX_STORES; the rest warm as they are read", "stores", len(names), "skipped", skip)
+		names = names[:len(names)-skip]
+		w.mu.Lock()
+		w.left, w.skipped = slices.Clone(names), skip
+		w.mu.Unlock()
 	}
 	for _, name := range names {
 		if ctx.Err() != nil {
@@ -148,7 +157,7 @@ func (s *Server) warmStore(ctx context.Context, name string) (rollout.WarmStats,
 func (s *Server) ready(w http.ResponseWriter, _ *http.Request) {
 	st := &s.warm
 	st.mu.Lock()
-	body := readiness{Status: "ready", Warm: "none", Warming: st.warming, Warmed: st.warmed, Failed: maps.Clone(st.failed), Error: st.listErr}
+	body := readiness{Status: "ready", Warm: "none", Warming: st.warming, Warmed: st.warmed, Skipped: st.skipped, Failed: maps.Clone(st.failed), Error: st.listErr}
 	if !st.began.IsZero() {
 		body.Warm = "running"
 		body.ElapsedMS = st.clock().Sub(st.began).Milliseconds()

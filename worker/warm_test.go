@@ -144,3 +144,36 @@ func TestReadyzStopsWaitingAfterTheBound(t *testing.T) {
 		t.Fatalf("/readyz during the warm with LC_READY_WARM_SECS=0: %d %s; want 200, running", code, body)
 	}
 }
+
+// TestStartupWarmStopsAtWarmMaxStores: a worker with more stores than
+// LC_WARM_MAX_STORES warms that many (in the catalog's order) and says how
+// many it skipped; the others warm as they are read.
+func TestStartupWarmStopsAtWarmMaxStores(t *testing.T) {
+	srv, ts, _, entered, release := warmWorker(t, time.Hour)
+	ctx := context.Background()
+	for _, name := range []string{"s1", "s2", "s3"} {
+		if _, err := srv.catalog.Create(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv.cfg.WarmMaxStores = 2
+	warm := srv.StartupWarm()
+	done := make(chan struct{})
+	go func() { warm(ctx); close(done) }()
+	var names []string
+	for range 2 {
+		names = append(names, <-entered)
+		if len(names) == 1 {
+			code, _, body := probe(t, ts, "/readyz")
+			if r := readyBody(t, body); code != http.StatusServiceUnavailable || r.Skipped != 2 || len(r.Waiting) != 1 {
+				t.Fatalf("/readyz during a warm capped at 2 of 4 stores: %d %s; want 503, 2 skipped, 1 waiting", code, body)
+			}
+		}
+		release()
+	}
+	<-done
+	code, _, body := probe(t, ts, "/readyz")
+	if r := readyBody(t, body); code != http.StatusOK || r.Warmed != 2 || r.Skipped != 2 {
+		t.Fatalf("/readyz after a warm capped at 2: %d %s; want 200, 2 warmed, 2 skipped (warmed %v)", code, body, names)
+	}
+}

@@ -43,6 +43,8 @@ LC_MAX_BLOB_BYTES (1073741824: the largest payload part), LC_INFLIGHT_BLOB_BYTES
 by Content-Length; past it 503), LC_BLOB_TIMEOUT_SECS (1800: the read timeout of a multipart append),
 LC_STORE_IDLE_CLOSE_SECS (900: a store unused this long, with nothing unsealed or unmerged here, is closed; 0 = never),
 LC_MAX_OPEN_STORES (2000, or ROLLOUT_CACHE_CAPACITY: past it the least recently used idle stores close),
+LC_READY_WARM_SECS (60: /readyz answers 503 while the start-up warm of the stores' caches runs, at most this long; 0 = ready at once),
+LC_WARM_MAX_STORES (32: the stores the start-up warm reads ahead; 0 = none),
 GOGC (300), GOMEMLIMIT (the budget).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
