@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lance-context/lance-context/objstore"
+	"github.com/lance-context/lance-context/rollout/row"
 	"github.com/lance-context/lance-context/wal"
 )
 
@@ -119,7 +120,7 @@ func project(rec arrow.RecordBatch, cols []string) (arrow.RecordBatch, error) {
 		}
 		fields[i] = Schema.Field(idx[0])
 		if j := rec.Schema().FieldIndices(name); len(j) == 1 {
-			arrs[i] = asSchemaType(name, rec.Column(j[0])) // a reference table's role and created_at
+			arrs[i] = row.AsSchemaType(name, rec.Column(j[0])) // a reference table's role and created_at
 		} else {
 			arrs[i] = array.MakeArrayOfNull(memory.DefaultAllocator, fields[i].Type, int(rec.NumRows()))
 		}

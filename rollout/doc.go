@@ -71,14 +71,16 @@
 //
 // # The schema
 //
-// The row schema lives in one place, the column table in columns.go: per
-// column its name, Arrow type, whether a stored row always has a value,
-// its default, its check, and the Record field it maps to. Schema, the
-// JSON path's batch builder (buildBatch), the reader (recordsFromBatch),
-// the types a column is accepted in (toSchemaType: also a reference
-// table's dictionary role and zone-less created_at, reftypes.go), the
-// defaults, and the one validation (validate) are all derived from it.
-// The wire type Record is package api's; the table maps its fields.
+// The row schema lives in one place, the column table of package row
+// (rollout/row, the row model: no I/O): per column its name, Arrow type,
+// whether a stored row always has a value, its default, its check, and
+// the Record field it maps to. Schema, the JSON path's batch builder
+// (row.BuildBatch), the reader (row.FromBatch), the types a column is
+// accepted in (also a reference table's dictionary role and zone-less
+// created_at), the defaults, and the one validation are all derived from
+// it. The wire type Record is package api's; the table maps its fields.
+// Package rollout keeps its names for them (Record, Schema, the Col*
+// names, ValidationError: row.go).
 //
 // # Writes
 //
@@ -121,8 +123,8 @@
 // has gone (its context ended) before its group is formed is not written.
 //
 // Both append paths run one validation: Append (JSON and multipart
-// records) calls validate on the Records, AppendArrow on the batch's
-// columns converted to Schema's types. A rule is written once, so a bad
+// records) validates the Records (row.Prepare), AppendArrow the batch's
+// columns converted to Schema's types (row.ConformPart). A rule is written once, so a bad
 // value gets the same message whichever way it came: "record N: what",
 // for the lowest bad row, and in it the first of: a required value
 // missing, text that is not UTF-8, a column's check (in table order),

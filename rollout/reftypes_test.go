@@ -14,6 +14,7 @@ import (
 	"github.com/lance-context/lance-context/lance/schema"
 	"github.com/lance-context/lance-context/lance/table"
 	"github.com/lance-context/lance-context/objstore"
+	"github.com/lance-context/lance-context/rollout/row"
 )
 
 var (
@@ -50,10 +51,8 @@ func makeRefStore(t *testing.T, root objstore.Store, name string, rs []Record) {
 	if _, err := table.Create(ctx, st, ls, table.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for i := range rs {
-		if err := applyDefaults(&rs[i], i, time.Now()); err != nil {
-			t.Fatal(err)
-		}
+	if err := row.Prepare(rs, 0, time.Now()); err != nil {
+		t.Fatal(err)
 	}
 	rec := buildBatch(rs) // Schema's types; the table stores its own
 	defer rec.Release()
@@ -188,7 +187,7 @@ func TestReferenceTypedStore(t *testing.T) {
 
 	// Scan hands out Schema's types whatever the table stores.
 	err = s.Scan(ctx, ScanOptions{Columns: []string{ColID, ColRole, ColCreatedAt}}, func(b arrow.RecordBatch) error {
-		if !arrow.TypeEqual(b.Column(1).DataType(), arrow.BinaryTypes.String) || !arrow.TypeEqual(b.Column(2).DataType(), tsUTC) {
+		if !arrow.TypeEqual(b.Column(1).DataType(), arrow.BinaryTypes.String) || !arrow.TypeEqual(b.Column(2).DataType(), Schema.Field(schemaIndex[ColCreatedAt]).Type) {
 			return fmt.Errorf("scan types %s", b.Schema())
 		}
 		return nil

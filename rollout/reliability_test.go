@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/lance-context/lance-context/objstore"
+	"github.com/lance-context/lance-context/rollout/row"
 	"github.com/lance-context/lance-context/wal"
 )
 
@@ -694,7 +695,7 @@ func TestRegression_StoppedWriterAnswers(t *testing.T) {
 	s.writer.Store(nil) // the catalog's cleanup must not depend on the fix
 	s.mu.Unlock()
 	rs := recs("b", 1, "r")
-	if err := applyDefaults(&rs[0], 0, time.Now()); err != nil {
+	if err := row.Prepare(rs, 0, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	rec := buildBatch(rs)

@@ -5,23 +5,13 @@ import (
 
 	"github.com/lance-context/lance-context/api"
 	"github.com/lance-context/lance-context/lance/table"
+	"github.com/lance-context/lance-context/rollout/row"
 )
 
-// Schema and its columns are defined by the column table in columns.go.
+// Schema and its columns are defined by the column table of package row.
 
-// listColumns is every column but the payload, its out-of-line reference
-// and the store's own (lc_shard, lc_seq): what lists and record reads
-// return. Payload bytes
-// are fetched by id only.
-var listColumns = func() []string {
-	var out []string
-	for _, c := range columns {
-		if _, sys := c.field.(systemField); !sys && c.name != ColPayload && c.name != ColPayloadRef {
-			out = append(out, c.name)
-		}
-	}
-	return out
-}()
+// listColumns is what lists and record reads return (row.ListColumns).
+var listColumns = row.ListColumns()
 
 // genColumns is what the generation cache keeps of a generation:
 // listColumns, then lc_seq (for the feed). Columns of listColumns are at

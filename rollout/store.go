@@ -20,6 +20,7 @@ import (
 	"github.com/lance-context/lance-context/lance/schema"
 	"github.com/lance-context/lance-context/lance/table"
 	"github.com/lance-context/lance-context/objstore"
+	"github.com/lance-context/lance-context/rollout/row"
 	"github.com/lance-context/lance-context/vfs"
 	"github.com/lance-context/lance-context/wal"
 )
@@ -463,7 +464,7 @@ func (s *Store) Append(ctx context.Context, recs []Record) ([]string, error) {
 	if len(recs) == 0 {
 		return nil, invalid("no records: send at least one")
 	}
-	if err := prepareRecords(recs, 0, time.Now().UTC()); err != nil {
+	if err := row.Prepare(recs, 0, time.Now().UTC()); err != nil {
 		return nil, err
 	}
 	ids := make([]string, len(recs))
@@ -490,7 +491,7 @@ func (s *Store) AppendArrow(ctx context.Context, recs ...arrow.RecordBatch) ([]s
 	a := &queuedAppend{}
 	var ids []string
 	for _, rec := range recs {
-		c, cids, err := conformAppended(rec, now, len(ids))
+		c, cids, err := row.ConformPart(rec, now, len(ids))
 		if err != nil {
 			a.release()
 			return nil, err

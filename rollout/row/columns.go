@@ -1,4 +1,4 @@
-package rollout
+package row
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
@@ -11,11 +11,11 @@ import (
 //
 //   - Schema (the base table's and the WAL's Arrow schema);
 //   - the JSON append path: validate and defaults on Records
-//     (prepareRecords), then Records to one Arrow batch (buildBatch);
+//     (Prepare), then Records to one Arrow batch (BuildBatch);
 //   - the Arrow append path: an appended batch's columns converted to
 //     Schema's types (toSchemaType), validated by the same validate, then
-//     defaulted column by column (conformArrow);
-//   - the reader: Arrow to Records (recordsFromBatch), through the same
+//     defaulted column by column (Conform);
+//   - the reader: Arrow to Records (FromBatch), through the same
 //     type conversion, so a reference table's dictionary role and naive
 //     created_at are accepted wherever a column is read or appended.
 //
@@ -41,11 +41,11 @@ const (
 	// ColShard and ColSeq say where a row became durable: the shard that
 	// wrote it (ShardKey) and its sequence number there (wal.Seq). A seal
 	// sets lc_seq and a merge lc_shard; appended values are replaced. The
-	// feed's positions are made of them (feed.go).
+	// feed's positions are made of them (rollout/feed.go).
 	ColShard = "lc_shard"
 	ColSeq   = "lc_seq"
 	// ColPayloadRef names the object holding a payload stored out of line
-	// (blob.go); binary_payload is null then. Set by the store only.
+	// (rollout/blob.go); binary_payload is null then. Set by the store only.
 	ColPayloadRef = "payload_ref"
 )
 
@@ -229,4 +229,17 @@ func isText(c *column) bool {
 		return true
 	}
 	return c.name == ColRelationships
+}
+
+// ListColumns returns, in a new slice, every column but the payload, its
+// out-of-line reference and the store's own (lc_shard, lc_seq): what lists
+// and record reads return. Payload bytes are fetched by id only.
+func ListColumns() []string {
+	var out []string
+	for _, c := range columns {
+		if _, sys := c.field.(systemField); !sys && c.name != ColPayload && c.name != ColPayloadRef {
+			out = append(out, c.name)
+		}
+	}
+	return out
 }

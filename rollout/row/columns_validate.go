@@ -1,4 +1,4 @@
-package rollout
+package row
 
 import (
 	"crypto/sha256"
@@ -76,7 +76,7 @@ func validate(rs rows, base int) error {
 		}
 	}
 	if msg != "" {
-		return invalid("record %d: %s", base+worst, msg)
+		return Invalidf("record %d: %s", base+worst, msg)
 	}
 	return nil
 }
@@ -101,7 +101,7 @@ var rules = func() []rule {
 	for i := range columns {
 		if c := &columns[i]; c.required && c.def.kind == noDefault {
 			if c.typ.ID() != arrow.STRING {
-				panic("rollout: a required column without a default must be utf8: " + c.name)
+				panic("row: a required column without a default must be utf8: " + c.name)
 			}
 			out = append(out, rule{i, ruleRequired})
 		}
@@ -266,10 +266,10 @@ func relationNotUTF8(c, k int) string {
 	return fmt.Sprintf("column %q: %s is not valid UTF-8", columns[c].name, relationsTy.Field(k).Name)
 }
 
-// prepareRecords validates recs (validate) and fills their defaults, in
+// Prepare validates recs (validate) and fills their defaults, in
 // place: what an append does before the records go to Arrow. base is the
 // index of recs[0] in its request, for messages.
-func prepareRecords(recs []Record, base int, now time.Time) error {
+func Prepare(recs []Record, base int, now time.Time) error {
 	rs := recordRowsPool.Get().(*recordRows)
 	defer func() {
 		*rs = recordRows{}
@@ -338,7 +338,7 @@ var defaulted = func() []int {
 // applyDefaults validates one record and fills its defaults; index is its
 // position in its request, for messages.
 func applyDefaults(r *Record, index int, now time.Time) error {
-	return prepareRecords(unsafe.Slice(r, 1), index, now)
+	return Prepare(unsafe.Slice(r, 1), index, now)
 }
 
 // arrowRows are the rows of an Arrow append: cols are the batch's columns

@@ -1,4 +1,4 @@
-package rollout
+package row
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
@@ -28,12 +28,12 @@ import (
 // type") once one of its batches spans pages with more than 128 distinct
 // roles between them. The reference's own roles are a handful.
 
-// asSchemaType returns column a of the named Schema column converted to
+// AsSchemaType returns column a of the named Schema column converted to
 // Schema's type, as toSchemaType converts it (a dictionary of strings is
 // decoded, a timestamp of another time zone or none retyped). A column
 // Schema lacks, or of a type toSchemaType refuses, comes back as it is.
 // The caller releases the result.
-func asSchemaType(name string, a arrow.Array) arrow.Array {
+func AsSchemaType(name string, a arrow.Array) arrow.Array {
 	if i, ok := schemaIndex[name]; ok {
 		if out, err := toSchemaType(memory.DefaultAllocator, &columns[i], a); err == nil {
 			return out

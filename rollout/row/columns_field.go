@@ -1,4 +1,4 @@
-package rollout
+package row
 
 import (
 	"strings"
@@ -46,7 +46,7 @@ func (systemField) null(*Record) bool              { return true }
 func (systemField) add(b array.Builder, _ *Record) { b.AppendNull() }
 func (systemField) set(arrow.Array, []Record)      {}
 
-// refField is payload_ref: the store sets it (blob.go), and a Record
+// refField is payload_ref: the store sets it (rollout/blob.go), and a Record
 // carries it into the WAL; an appended Arrow value is dropped (it would
 // name another store's object) and reads do not return it.
 type refField struct{}
@@ -121,7 +121,7 @@ func stringValues(a arrow.Array) func(int) string {
 	case *array.LargeString:
 		return a.Value
 	}
-	panic("rollout: not a string array: " + a.DataType().String())
+	panic("row: not a string array: " + a.DataType().String())
 }
 
 func appendString(b array.Builder, s string) {

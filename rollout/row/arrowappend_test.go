@@ -1,7 +1,6 @@
-package rollout
+package row
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -16,8 +15,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/google/uuid"
-
-	"github.com/lance-context/lance-context/objstore"
 )
 
 // inCol is one column of a test input batch.
@@ -76,21 +73,21 @@ func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) 
 
 func sha(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) }
 
-// viaRecords is the existing path: Records, applyDefaults, buildBatch.
+// viaRecords is the existing path: Records, applyDefaults, BuildBatch.
 func viaRecords(in arrow.RecordBatch, now time.Time) (arrow.RecordBatch, error) {
-	rs, err := RecordsFromArrow(in)
+	rs, err := FromArrow(in)
 	if err != nil {
 		return nil, err
 	}
 	if len(rs) == 0 {
-		return nil, invalid("no records: send at least one")
+		return nil, Invalidf("no records: send at least one")
 	}
 	for i := range rs {
 		if err := applyDefaults(&rs[i], i, now); err != nil {
 			return nil, err
 		}
 	}
-	return buildBatch(rs), nil
+	return BuildBatch(rs), nil
 }
 
 // TestConformArrowMatchesRecordPath conforms batches and compares them,
@@ -342,7 +339,7 @@ func TestConformArrowMatchesRecordPath(t *testing.T) {
 }
 
 // TestConformArrowSlicedLists: list columns of a sliced batch keep their
-// rows. (Not compared with the Record path: recordsFromBatch reads list
+// rows. (Not compared with the Record path: FromBatch reads list
 // offsets without the array's offset.)
 func TestConformArrowSlicedLists(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -457,7 +454,7 @@ func TestConformArrowErrors(t *testing.T) {
 		name string
 		cols func(memory.Allocator) []inCol
 		want string
-		// same: the Record path (RecordsFromArrow, then the JSON path's
+		// same: the Record path (FromArrow, then the JSON path's
 		// validation) fails with the same message: one conversion and one
 		// validation serve both
 		same bool
@@ -543,7 +540,7 @@ func TestConformArrowErrors(t *testing.T) {
 			defer in.Release()
 			out, ids, err := conformArrow(mem, in, testNow, 0)
 			if err == nil && out == nil {
-				_, _, err = ConformArrow(in, testNow) // the no-rows error is ConformArrow's
+				_, _, err = Conform(in, testNow) // the no-rows error is Conform's
 			}
 			var ve *ValidationError
 			if !errors.As(err, &ve) || !strings.Contains(err.Error(), tc.want) {
@@ -562,133 +559,6 @@ func TestConformArrowErrors(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestStoreAppendArrow(t *testing.T) {
-	ctx := context.Background()
-	c := newCatalog(t, objstore.NewMemory(), "w1", Options{})
-	s := mustStore(t, c, "exp")
-	mem := memory.DefaultAllocator
-	b1 := newBatch(
-		inCol{"id", js(mem, utf8T, `["a0","a1"]`)},
-		inCol{"rollout_id", js(mem, utf8T, `["ra","ra"]`)},
-		inCol{"content", js(mem, largeUTF8T, `["first",null]`)},
-	)
-	defer b1.Release()
-	b2 := newBatch(
-		inCol{"rollout_id", js(mem, largeUTF8T, `["rb","rb","rb"]`)},
-		inCol{"id", js(mem, utf8T, `["b0",null,"b2"]`)},
-		inCol{"sequence_order", js(mem, int32T, `[2,1,0]`)},
-		inCol{ColPayload, js(mem, arrow.BinaryTypes.Binary, `[null,null,"`+b64("blob")+`"]`)},
-	)
-	defer b2.Release()
-	empty := newBatch(inCol{"rollout_id", js(mem, utf8T, `[]`)})
-	defer empty.Release()
-	ids, err := s.AppendArrow(ctx, b1, empty, b2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ids) != 5 || ids[0] != "a0" || ids[1] != "a1" || ids[2] != "b0" || ids[4] != "b2" || ids[3] == "" {
-		t.Fatalf("ids %v", ids)
-	}
-
-	// A bad batch stores nothing of the others; rows count across batches.
-	bad := newBatch(inCol{"rollout_id", js(mem, utf8T, `["rc",""]`)})
-	defer bad.Release()
-	var ve *ValidationError
-	if _, err := s.AppendArrow(ctx, b1, bad); !errors.As(err, &ve) || !strings.HasPrefix(err.Error(), "record 3: rollout_id is required") {
-		t.Fatalf("bad second batch: %v", err)
-	}
-	if _, err := s.AppendArrow(ctx, empty); !errors.As(err, &ve) {
-		t.Fatalf("no rows: %v", err)
-	}
-	if _, err := s.AppendArrow(ctx); !errors.As(err, &ve) {
-		t.Fatalf("no batches: %v", err)
-	}
-
-	if err := s.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	got := listIDs(t, s, ListOptions{Source: SourceAll})
-	slices.Sort(got)
-	want := slices.Clone(ids)
-	slices.Sort(want)
-	if !slices.Equal(got, want) {
-		t.Fatalf("listed %v, appended %v", got, want)
-	}
-	r, err := s.Get(ctx, "a0")
-	if err != nil || r.RolloutID != "ra" || r.ProblemID != "ra" || r.Role != "assistant" || r.ContentType != "text/plain" || r.CreatedAt == nil || *r.Content != "first" {
-		t.Fatalf("a0: %+v %v", r, err)
-	}
-	r, err = s.Get(ctx, "b2")
-	if err != nil || r.RolloutID != "rb" || r.SequenceOrder != 0 || *r.PayloadSize != 4 || *r.PayloadChecksum != sha("blob") {
-		t.Fatalf("b2: %+v %v", r, err)
-	}
-	if data, _, err := s.Blob(ctx, "b2"); err != nil || string(data) != "blob" {
-		t.Fatalf("blob %q %v", data, err)
-	}
-	if r, err := s.Get(ctx, ids[3]); err != nil || r.SequenceOrder != 1 {
-		t.Fatalf("generated id %s: %+v %v", ids[3], r, err)
-	}
-}
-
-// TestStoreAppendArrowReplay: conformed batches (shared, converted, sliced
-// and null columns) survive the WAL's encoding: a crashed writer's rows are
-// read back after replay.
-func TestStoreAppendArrowReplay(t *testing.T) {
-	ctx := context.Background()
-	root := objstore.NewMemory()
-	s1 := mustStore(t, NewCatalog(root, ShardID("w"), Options{}), "crash")
-	mem := memory.DefaultAllocator
-	full := newBatch(
-		inCol{"id", js(mem, largeUTF8T, `["x0","x1","x2","x3","x4","x5","x6","x7","x8","x9","x10"]`)},
-		inCol{"rollout_id", js(mem, utf8T, `["r","r","r","r","r","r","r","r","r","r","r"]`)},
-		inCol{"content", js(mem, utf8T, `["c0",null,"c2","c3",null,"c5","c6","c7","c8",null,"c10"]`)},
-		inCol{"input_tokens", js(mem, arrow.ListOfNonNullable(int32T), `[[0],[1],[2],[3],[4],[5],[6],[7],[8],[9],[10]]`)},
-	)
-	defer full.Release()
-	part := full.NewSlice(3, 11)
-	defer part.Release()
-	ids, err := s1.AppendArrow(ctx, part)
-	if err != nil {
-		t.Fatal(err)
-	}
-	crash(s1)
-
-	s2 := mustStore(t, newCatalog(t, root, "w", Options{}), "crash")
-	if err := s2.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if got := listIDs(t, s2, ListOptions{Source: SourceWAL}); len(got) != len(ids) {
-		t.Fatalf("after replay %v, appended %v", got, ids)
-	}
-	for i, id := range ids {
-		r, err := s2.Get(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		row := i + 3
-		if id != fmt.Sprintf("x%d", row) {
-			t.Fatalf("row %d: %+v", row, r)
-		}
-		if wantNull := row == 4 || row == 9; (r.Content == nil) != wantNull || (!wantNull && *r.Content != fmt.Sprintf("c%d", row)) {
-			t.Fatalf("row %d content %v", row, r.Content)
-		}
-		if r.Dataset != nil || r.Reward != nil || r.Role != "assistant" || r.ProblemID != "r" {
-			t.Fatalf("row %d defaults: %+v", row, r)
-		}
-	}
-	// Lists are checked in the base table: reads of WAL rows decode lists
-	// with recordsFromBatch, which ignores a slice's offset.
-	if _, err := s2.Merge(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for i, id := range ids {
-		r, err := s2.Get(ctx, id)
-		if err != nil || !slices.Equal(r.InputTokens, []int32{int32(i + 3)}) {
-			t.Fatalf("merged %s: %+v %v", id, r, err)
-		}
 	}
 }
 
@@ -712,7 +582,7 @@ func BenchmarkConformArrow(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(rows * len(text)))
 	for b.Loop() {
-		out, _, err := ConformArrow(in, now)
+		out, _, err := Conform(in, now)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -757,7 +627,7 @@ func TestRegression_MalformedArrowIsBadInput(t *testing.T) {
 			schema := arrow.NewSchema([]arrow.Field{{Name: fname, Type: col.DataType()}}, nil)
 			rec := array.NewRecordBatch(schema, []arrow.Array{col}, int64(col.Len()))
 			defer rec.Release()
-			out, _, err := ConformArrow(rec, time.Now())
+			out, _, err := Conform(rec, time.Now())
 			var ve *ValidationError
 			if !errors.As(err, &ve) || !strings.Contains(err.Error(), "invalid Arrow data") {
 				t.Fatalf("got %v, want a ValidationError about invalid Arrow data", err)

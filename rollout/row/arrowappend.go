@@ -1,4 +1,4 @@
-package rollout
+package row
 
 import (
 	"crypto/sha256"
@@ -16,7 +16,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// ConformArrow turns an appended batch whose columns are any subset of
+// Conform turns an appended batch whose columns are any subset of
 // Schema's (matched by name, in any order) into a batch with exactly Schema,
 // validated by the same validate as JSON records and with the same
 // defaults (both from the column table, columns.go). It returns the batch
@@ -26,20 +26,22 @@ import (
 // a column is rebuilt only when some row needs a default (created_at: now,
 // in microseconds). Other types are accepted as toSchemaType converts
 // them. Bad input is a *ValidationError.
-func ConformArrow(rec arrow.RecordBatch, now time.Time) (arrow.RecordBatch, []string, error) {
-	out, ids, err := conformAppended(rec, now, 0)
+func Conform(rec arrow.RecordBatch, now time.Time) (arrow.RecordBatch, []string, error) {
+	out, ids, err := ConformPart(rec, now, 0)
 	if err == nil && out == nil {
-		err = invalid("no records: send at least one")
+		err = Invalidf("no records: send at least one")
 	}
 	return out, ids, err
 }
 
-// conformAppended is conformArrow with the default allocator.
-func conformAppended(rec arrow.RecordBatch, now time.Time, base int) (arrow.RecordBatch, []string, error) {
+// ConformPart is Conform for one of the batches of an append whose rows
+// start at row base of the request (for messages): a batch of zero rows
+// whose columns are acceptable gives a nil batch and no error.
+func ConformPart(rec arrow.RecordBatch, now time.Time, base int) (arrow.RecordBatch, []string, error) {
 	return conformArrow(memory.DefaultAllocator, rec, now, base)
 }
 
-// conformArrow is ConformArrow allocating from mem. base is added to row
+// conformArrow is Conform allocating from mem. base is added to row
 // indexes in messages, for batches after the first of one append. A batch
 // of zero rows whose columns are acceptable gives a nil batch and no error.
 func conformArrow(mem memory.Allocator, rec arrow.RecordBatch, now time.Time, base int) (out arrow.RecordBatch, ids []string, err error) {
@@ -48,12 +50,12 @@ func conformArrow(mem memory.Allocator, rec arrow.RecordBatch, now time.Time, ba
 	// (non-monotonic offsets, say) is still the client's bad input.
 	defer func() {
 		if r := recover(); r != nil {
-			out, ids, err = nil, nil, invalid("invalid Arrow data: %v", r)
+			out, ids, err = nil, nil, Invalidf("invalid Arrow data: %v", r)
 		}
 	}()
 	for ci, f := range rec.Schema().Fields() {
 		if err := validateArray(rec.Column(ci)); err != nil {
-			return nil, nil, invalid("column %q: invalid Arrow data: %v", f.Name, err)
+			return nil, nil, Invalidf("column %q: invalid Arrow data: %v", f.Name, err)
 		}
 	}
 	n := int(rec.NumRows())
@@ -69,10 +71,10 @@ func conformArrow(mem memory.Allocator, rec arrow.RecordBatch, now time.Time, ba
 	for ci, f := range rec.Schema().Fields() {
 		i, ok := schemaIndex[f.Name]
 		if !ok {
-			return nil, nil, invalid("unknown column %q: the rollout schema has no such column", f.Name)
+			return nil, nil, Invalidf("unknown column %q: the rollout schema has no such column", f.Name)
 		}
 		if cols[i] != nil {
-			return nil, nil, invalid("column %q appears twice", f.Name)
+			return nil, nil, Invalidf("column %q appears twice", f.Name)
 		}
 		_, ref := columns[i].field.(refField)
 		if _, sys := columns[i].field.(systemField); sys || ref {
@@ -151,7 +153,7 @@ func nullData(dt arrow.DataType, n int, zero *memory.Buffer) arrow.ArrayData {
 			kids = append(kids, nullData(f.Type, n, zero))
 		}
 	default:
-		panic(fmt.Sprintf("rollout: no null array for %s", dt))
+		panic(fmt.Sprintf("row: no null array for %s", dt))
 	}
 	d := array.NewData(dt, n, bufs, kids, n, 0)
 	for _, b := range bufs {
@@ -310,7 +312,7 @@ func toSchemaType(mem memory.Allocator, c *column, col arrow.Array) (arrow.Array
 			return retained(col), nil
 		}
 	}
-	return nil, invalid("column %q: want %s, got %s", f.Name, wantType(f.Type), col.DataType())
+	return nil, Invalidf("column %q: want %s, got %s", f.Name, wantType(f.Type), col.DataType())
 }
 
 // wantType names the types a column of type t is accepted in, for
@@ -341,7 +343,7 @@ func conformRelations(f arrow.Field, col arrow.Array) (arrow.Array, error) {
 		st, ok = l.ListValues().(*array.Struct)
 	}
 	if !ok || st.NumField() != 3 || st.Field(0).DataType().ID() != arrow.STRING || st.Field(1).DataType().ID() != arrow.STRING || st.Field(2).DataType().ID() != arrow.FLOAT32 {
-		return nil, invalid("column %q: want list<struct<target_id: utf8, relation: utf8, weight: float32>>, got %s", f.Name, col.DataType())
+		return nil, Invalidf("column %q: want list<struct<target_id: utf8, relation: utf8, weight: float32>>, got %s", f.Name, col.DataType())
 	}
 	return retypedAs(l, f.Type), nil
 }
@@ -385,7 +387,7 @@ func reoffset[From, To int32 | int64](mem memory.Allocator, f arrow.Field, a arr
 	offs := valueOffsets()
 	start, end := offs[0], offs[n]
 	if span := int64(end - start); span != int64(To(span)) {
-		return nil, invalid("column %q: %d bytes do not fit %s", f.Name, span, f.Type)
+		return nil, Invalidf("column %q: %d bytes do not fit %s", f.Name, span, f.Type)
 	}
 	var zero To
 	ob := memory.NewResizableBuffer(mem)

@@ -1,4 +1,4 @@
-package rollout
+package row
 
 import (
 	"errors"
@@ -24,7 +24,9 @@ type ValidationError struct{ Msg string }
 
 func (e *ValidationError) Error() string { return e.Msg }
 
-func invalid(format string, args ...any) error {
+// Invalidf returns a *ValidationError with the formatted message: the
+// one way the store reports bad input.
+func Invalidf(format string, args ...any) error {
 	return &ValidationError{Msg: fmt.Sprintf(format, args...)}
 }
 
@@ -43,7 +45,7 @@ func (cb columnBuilders) get(i int) array.Builder {
 }
 
 // columnBytes gives, for the text and binary columns (by position in
-// Schema), the bytes a record adds, so that buildBatch sizes their value
+// Schema), the bytes a record adds, so that BuildBatch sizes their value
 // buffers once instead of growing them by doubling (a copy and a zeroed
 // allocation each time).
 var columnBytes = func() []func(r *Record) int {
@@ -56,11 +58,11 @@ var columnBytes = func() []func(r *Record) int {
 	return out
 }()
 
-// buildBatch converts records (already defaulted) to one batch with Schema,
+// BuildBatch converts records (already defaulted) to one batch with Schema,
 // column by column. A column no record has a value in is a slice of a
 // shared null column: building the 30 unused columns of a sparse record
 // one null at a time cost more than the rest of the batch.
-func buildBatch(recs []Record) arrow.RecordBatch {
+func BuildBatch(recs []Record) arrow.RecordBatch {
 	n := len(recs)
 	cb := builders.Get().(columnBuilders)
 	cols := make([]arrow.Array, len(columns))
@@ -99,7 +101,7 @@ func buildBatch(recs []Record) arrow.RecordBatch {
 	return rec
 }
 
-// nullCols holds the all-null columns buildBatch uses: base, per column of
+// nullCols holds the all-null columns BuildBatch uses: base, per column of
 // Schema, an array that grows to the largest batch asked for, and bySize,
 // per batch size up to maxSharedNullsBySize, the columns of that size
 // (slices of base), so that a batch of a size seen before allocates
@@ -168,11 +170,11 @@ func settleNullCounts(a arrow.Array) {
 	}
 }
 
-// RecordsFromArrow decodes an appended Arrow batch: any subset of Schema's
+// FromArrow decodes an appended Arrow batch: any subset of Schema's
 // columns, by name, in the types toSchemaType accepts. Unknown columns and
 // wrong types are ValidationErrors.
-func RecordsFromArrow(rec arrow.RecordBatch) ([]Record, error) {
-	rs, err := recordsFromBatch(rec)
+func FromArrow(rec arrow.RecordBatch) ([]Record, error) {
+	rs, err := FromBatch(rec)
 	var ve *ValidationError
 	if err != nil && !errors.As(err, &ve) {
 		return nil, &ValidationError{Msg: err.Error()}
@@ -180,11 +182,11 @@ func RecordsFromArrow(rec arrow.RecordBatch) ([]Record, error) {
 	return rs, err
 }
 
-// recordsFromBatch decodes rows of a batch with any subset of Schema's
+// FromBatch decodes rows of a batch with any subset of Schema's
 // columns (by name), each converted to Schema's type first (a reference
 // table's dictionary role and naive created_at included); absent columns
 // stay zero.
-func recordsFromBatch(rec arrow.RecordBatch) ([]Record, error) {
+func FromBatch(rec arrow.RecordBatch) ([]Record, error) {
 	n := int(rec.NumRows())
 	out := make([]Record, n)
 	sch := rec.Schema()
@@ -192,7 +194,7 @@ func recordsFromBatch(rec arrow.RecordBatch) ([]Record, error) {
 		f := sch.Field(ci) // not Fields(), which copies them all
 		i, ok := schemaIndex[f.Name]
 		if !ok {
-			return nil, invalid("unknown column %q: the rollout schema has no such column", f.Name)
+			return nil, Invalidf("unknown column %q: the rollout schema has no such column", f.Name)
 		}
 		col, err := toSchemaType(memory.DefaultAllocator, &columns[i], rec.Column(ci))
 		if err != nil {

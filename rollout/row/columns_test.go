@@ -1,7 +1,6 @@
-package rollout
+package row
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,8 +11,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-
-	"github.com/lance-context/lance-context/objstore"
 )
 
 // TestColumnsDefineSchema: Schema is the column table, field by field, and
@@ -49,19 +46,6 @@ func TestColumnsDefineSchema(t *testing.T) {
 	}
 }
 
-// appendBoth appends recs through Store.Append (the JSON path) and, as an
-// Arrow batch of the same values, through Store.AppendArrow, and returns
-// both errors. The batch is what buildBatch makes of recs before any
-// default (absent values are nulls, as a client's batch would have them).
-func appendBoth(t *testing.T, s *Store, recs []Record) (jsonErr, arrowErr error) {
-	t.Helper()
-	batch := buildBatch(slices.Clone(recs))
-	defer batch.Release()
-	_, jsonErr = s.Append(context.Background(), cloneRecords(recs))
-	_, arrowErr = s.AppendArrow(context.Background(), batch)
-	return jsonErr, arrowErr
-}
-
 func cloneRecords(recs []Record) []Record {
 	out := slices.Clone(recs)
 	for i := range out {
@@ -70,79 +54,41 @@ func cloneRecords(recs []Record) []Record {
 	return out
 }
 
-// TestOneRuleBothPaths: every rule of the column table refuses the same
-// bad value with the same message whether the row came as JSON records or
-// as an Arrow batch, and neither path stores anything.
-func TestOneRuleBothPaths(t *testing.T) {
-	ctx := context.Background()
-	s := mustStore(t, newCatalog(t, objstore.NewMemory(), "a", quiet(Options{})), "rules")
-	ok := func() Record { return Record{RolloutID: "r"} }
-	with := func(f func(r *Record)) []Record {
-		recs := []Record{ok(), ok(), ok()}
-		f(&recs[1])
-		return recs
-	}
-	type tc struct {
-		name string
-		recs []Record
-		want string
-	}
-	cases := []tc{
-		{"rollout_id missing", with(func(r *Record) { r.RolloutID = "" }), "record 1: rollout_id is required"},
-		{"sequence_order negative", with(func(r *Record) { r.SequenceOrder = -3 }), "record 1: sequence_order must be >= 0"},
-		{"payload_size wrong", with(func(r *Record) { r.BinaryPayload, r.PayloadSize = []byte("abc"), ptr[int64](4) }),
-			"record 1: payload_size 4 does not match the 3 payload bytes"},
-		{"payload_checksum wrong", with(func(r *Record) { r.BinaryPayload, r.PayloadChecksum = []byte("abc"), ptr("sha256:00") }),
-			"record 1: payload_checksum does not match the payload (sha256 " + sha("abc") + ")"},
-		{"metadata not JSON", with(func(r *Record) { r.Metadata = ptr("{") }), "record 1: metadata must be JSON"},
-		{"relationship target_id not UTF-8", with(func(r *Record) {
-			r.Relationships = []Relationship{{TargetID: ptr("ok")}, {Relation: ptr("ok"), TargetID: ptr("\xff")}}
-		}), `record 1: column "relationships": target_id is not valid UTF-8`},
-		{"relationship relation not UTF-8", with(func(r *Record) { r.Relationships = []Relationship{{Relation: ptr("a\xc3(")}} }),
-			`record 1: column "relationships": relation is not valid UTF-8`},
-		// The order of rules: the lowest row, then the table's order.
-		{"lowest row first", func() []Record {
-			recs := with(func(r *Record) { r.Metadata = ptr("{") })
-			recs[2].SequenceOrder = -1
-			return recs
-		}(), "record 1: metadata must be JSON"},
-		{"same row, checks in table order", with(func(r *Record) { r.Metadata, r.SequenceOrder = ptr("{"), -1 }),
-			"record 1: sequence_order must be >= 0"},
-		{"same row, UTF-8 before checks", with(func(r *Record) { r.Metadata, r.SequenceOrder, r.Content = ptr("{"), -1, ptr("\xff") }),
-			`record 1: column "content" is not valid UTF-8`},
-		{"same row, text in table order", with(func(r *Record) { r.Metadata, r.Content = ptr("\xff"), ptr("\xff") }),
-			`record 1: column "content" is not valid UTF-8`},
-		{"same row, required first", with(func(r *Record) { r.RolloutID, r.ID = "", "\xff" }), "record 1: rollout_id is required"},
-	}
-	// Every text column refuses text that is not UTF-8.
+// TestTextColumnsRefuseBadUTF8: every text column refuses text that is
+// not UTF-8 with the same message on both paths: Prepare on Records, and
+// Conform on the batch BuildBatch makes of them before any default (absent
+// values are nulls, as a client's batch would have them).
+func TestTextColumnsRefuseBadUTF8(t *testing.T) {
+	now := time.Now()
+	n := 0
 	for i, c := range columns {
-		if tf := textFields[i]; tf != nil {
-			cases = append(cases, tc{c.name + " not UTF-8", with(func(r *Record) { tf.setText(r, "ok \xe2\x82") }),
-				fmt.Sprintf("record 1: column %q is not valid UTF-8", c.name)})
+		tf := textFields[i]
+		if tf == nil {
+			continue
 		}
-	}
-	for _, c := range cases {
+		n++
 		t.Run(c.name, func(t *testing.T) {
-			jsonErr, arrowErr := appendBoth(t, s, c.recs)
-			var ve *ValidationError
-			if !errors.As(jsonErr, &ve) || jsonErr.Error() != c.want {
-				t.Errorf("JSON path: %v, want %q", jsonErr, c.want)
+			recs := []Record{{RolloutID: "r"}, {RolloutID: "r"}, {RolloutID: "r"}}
+			tf.setText(&recs[1], "ok \xe2\x82")
+			want := fmt.Sprintf("record 1: column %q is not valid UTF-8", c.name)
+			batch := BuildBatch(slices.Clone(recs))
+			defer batch.Release()
+			out, _, arrowErr := Conform(batch, now)
+			if out != nil {
+				out.Release()
 			}
-			if !errors.As(arrowErr, &ve) || arrowErr.Error() != c.want {
-				t.Errorf("Arrow path: %v, want %q", arrowErr, c.want)
+			jsonErr := Prepare(recs, 0, now)
+			var ve *ValidationError
+			if !errors.As(jsonErr, &ve) || jsonErr.Error() != want {
+				t.Errorf("Records: %v, want %q", jsonErr, want)
+			}
+			if !errors.As(arrowErr, &ve) || arrowErr.Error() != want {
+				t.Errorf("Arrow: %v, want %q", arrowErr, want)
 			}
 		})
 	}
-	if err := s.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if ids := listIDs(t, s, ListOptions{Source: SourceAll}); len(ids) != 0 {
-		t.Fatalf("refused appends stored %v", ids)
-	}
-	// The same rows without their faults are stored by both paths.
-	jsonErr, arrowErr := appendBoth(t, s, []Record{ok(), ok()})
-	if jsonErr != nil || arrowErr != nil {
-		t.Fatalf("good rows refused: JSON %v, Arrow %v", jsonErr, arrowErr)
+	if n < 10 {
+		t.Fatalf("%d text columns: the table lost its text views", n)
 	}
 }
 
@@ -158,7 +104,7 @@ func TestOneDefaultBothPaths(t *testing.T) {
 			BinaryPayload: []byte("abc"), PayloadChecksum: ptr("sha256:" + sha("abc"))},
 		{RolloutID: "r2", BinaryPayload: []byte{}},
 	}
-	raw := buildBatch(slices.Clone(recs))
+	raw := BuildBatch(slices.Clone(recs))
 	defer raw.Release()
 	viaArrow, _, err := conformArrow(memory.DefaultAllocator, raw, now, 0)
 	if err != nil {
@@ -166,10 +112,10 @@ func TestOneDefaultBothPaths(t *testing.T) {
 	}
 	defer viaArrow.Release()
 	defaulted := cloneRecords(recs)
-	if err := prepareRecords(defaulted, 0, now); err != nil {
+	if err := Prepare(defaulted, 0, now); err != nil {
 		t.Fatal(err)
 	}
-	viaJSON := buildBatch(defaulted)
+	viaJSON := BuildBatch(defaulted)
 	defer viaJSON.Release()
 	for i, c := range columns {
 		a, b := viaJSON.Column(i), viaArrow.Column(i)
@@ -207,11 +153,17 @@ func TestOneDefaultBothPaths(t *testing.T) {
 	}
 }
 
+// The reference system's types of role and created_at (reftypes.go).
+var (
+	refRole    = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int8, ValueType: arrow.BinaryTypes.String}
+	refCreated = &arrow.TimestampType{Unit: arrow.Microsecond}
+)
+
 // TestOneConversionBothPaths: the types a column is read in are the types
 // it is appended in. A batch in the reference system's types (role a
 // dictionary, created_at a timestamp without a zone, content large_utf8 as
-// utf8) is accepted by AppendArrow and decoded by RecordsFromArrow to the
-// same values.
+// utf8) is accepted by Conform (AppendArrow's conversion) and decoded by
+// FromArrow to the same values.
 func TestOneConversionBothPaths(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
@@ -236,11 +188,11 @@ func TestOneConversionBothPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer out.Release()
-	recs, err := RecordsFromArrow(in)
+	recs, err := FromArrow(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := prepareRecords(recs, 0, now); err != nil {
+	if err := Prepare(recs, 0, now); err != nil {
 		t.Fatal(err)
 	}
 	for i, r := range recs {
