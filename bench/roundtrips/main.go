@@ -45,6 +45,7 @@ type config struct {
 	mergeGens   int
 	pending     int
 	lancedb     string        // the Node script of the LanceDB side; "" skips it
+	trace       string        // operations whose requests are printed (-trace)
 	interval    time.Duration // > 0: also time the warm reads with this read consistency interval
 }
 
@@ -61,6 +62,7 @@ func main() {
 	flag.IntVar(&c.mergeGens, "merge-generations", 50, "pending generations of the merge measurement")
 	flag.IntVar(&c.pending, "pending", 5, "pending generations left over the merged store (2 records each, ids spanning the table's, so every one is a candidate of a get)")
 	flag.StringVar(&c.lancedb, "lancedb", "test/interop/bench_s3.mjs", "Node script timing LanceDB 0.31 on the same table (needs test/interop/node_modules); empty skips it")
+	flag.StringVar(&c.trace, "trace", "", "print to stderr the object-store requests (start, end, depth, kind, key, range, bytes) of the cold and after-warm samples of operations whose name contains this")
 	flag.DurationVar(&c.interval, "read-consistency-interval", 0, "when > 0, also time the warm reads of a worker with ROLLOUT_READ_CONSISTENCY_INTERVAL set to it (e.g. 1s), beside the default (0)")
 	flag.Parse()
 	for _, d := range strings.Split(delays, ",") {
@@ -117,6 +119,7 @@ type result struct {
 }
 
 type bench struct {
+	tracing string // the operation whose samples print their requests (-trace)
 	cfg     config
 	proxy   *latencyproxy.Proxy
 	proxyEP string
@@ -278,7 +281,9 @@ func (b *bench) measureStart(ctx context.Context, delay time.Duration, reads []n
 		if i < 0 {
 			continue // the first start only warms
 		}
+		b.traceOn(reads[i].name + " (after start-up warm)")
 		s, err := b.timed(ctx, reads[i].op)
+		b.traceOn("")
 		if err != nil {
 			return nil, fmt.Errorf("%s (after start-up warm): %w", reads[i].name, err)
 		}
@@ -458,8 +463,29 @@ func (b *bench) timed(ctx context.Context, op func(context.Context) error) (samp
 		return sample{}, err
 	}
 	st := b.proxy.Stats()
+	if b.tracing != "" {
+		printTrace(b.tracing, st.Trace)
+	}
 	return sample{ms: float64(el.Microseconds()) / 1000, requests: st.Requests, sequential: st.Sequential, byOp: st.ByOp, bytesRead: st.BytesOut,
 		answerRequests: at.Requests, answerSequential: at.Sequential, answerBytes: at.BytesOut}, nil
+}
+
+// traceOn makes the next timed samples print their requests, as name,
+// when -trace matches name ("" turns it off).
+func (b *bench) traceOn(name string) {
+	if name != "" && (b.cfg.trace == "" || !strings.Contains(name, b.cfg.trace)) {
+		name = ""
+	}
+	b.tracing = name
+	b.proxy.SetTrace(name != "")
+}
+
+// printTrace lists a sample's requests, in the order they ended.
+func printTrace(name string, tr []latencyproxy.TraceEntry) {
+	fmt.Fprintf(os.Stderr, "\ntrace of %s: %d requests\n", name, len(tr))
+	for _, e := range tr {
+		fmt.Fprintf(os.Stderr, "  %8.1f %8.1f  d%-3d %-15s %9d  %s %s\n", e.StartMS, e.EndMS, e.Depth, e.Op, e.Bytes, e.Key, e.Range)
+	}
 }
 
 func summarize(delay time.Duration, name string, ss []sample) result {
@@ -521,13 +547,17 @@ func (b *bench) measure(ctx context.Context, delay time.Duration) ([]result, err
 	b.env = append(slices.Clip(env), "LC_INDEX_PREWARM=off")
 	for _, o := range reads {
 		var ss []sample
-		for range b.cfg.coldSamples {
+		for i := range b.cfg.coldSamples {
 			b.proxy.SetDelay(0)
 			if err := b.restartWorker(); err != nil {
 				return nil, err
 			}
 			b.proxy.SetDelay(delay)
+			if i == 0 {
+				b.traceOn(o.name + " (cold)")
+			}
 			s, err := b.timed(ctx, o.op)
+			b.traceOn("")
 			if err != nil {
 				return nil, fmt.Errorf("%s (cold): %w", o.name, err)
 			}

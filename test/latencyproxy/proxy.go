@@ -87,6 +87,22 @@ type Stats struct {
 	Injected503 int `json:"injected_503"` // answered 503 SlowDown, not forwarded
 	Reset       int `json:"reset"`        // connections dropped without an answer
 	Stalled     int `json:"stalled"`      // requests or bodies held for StallFor
+	// Trace lists the requests since the reset, in the order they ended,
+	// while SetTrace(true).
+	Trace []TraceEntry `json:"trace,omitempty"`
+}
+
+// TraceEntry is one request of a trace (SetTrace): when it started and
+// ended (ms since the reset), its depth in the chain of requests that
+// waited for one another, its kind, object, range and response bytes.
+type TraceEntry struct {
+	StartMS float64 `json:"start_ms"`
+	EndMS   float64 `json:"end_ms"`
+	Depth   int     `json:"depth"`
+	Op      Op      `json:"op"`
+	Key     string  `json:"key"`
+	Range   string  `json:"range,omitempty"`
+	Bytes   int64   `json:"bytes"`
 }
 
 // Faults are the rates of random faults, each a fraction of the requests
@@ -140,6 +156,8 @@ type Proxy struct {
 	tear     map[Op]tear
 	faults   Faults
 	rng      *rand.Rand // draws of faults; nil when no rate is set
+	tracing  bool
+	resetAt  time.Time
 }
 
 // tear is a /__tear order: cut the next n bodies of an op after after bytes.
@@ -181,6 +199,14 @@ func (p *Proxy) resetLocked() {
 	p.stats = Stats{ByMethod: map[string]int{}, ByOp: map[Op]int{}, DelayMS: p.delay.Milliseconds(), MaxInFlight: p.inFlight}
 	p.doneMax = 0
 	p.period++
+	p.resetAt = time.Now()
+}
+
+// SetTrace turns the trace of requests (Stats.Trace) on or off.
+func (p *Proxy) SetTrace(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.tracing = on
 }
 
 // WaitIdle waits until no request has arrived or been in flight for quiet,
@@ -306,6 +332,7 @@ func (p *Proxy) Stats() Stats {
 	for k, v := range p.stats.ByOp {
 		s.ByOp[k] = v
 	}
+	s.Trace = slices.Clone(p.stats.Trace)
 	return s
 }
 
@@ -361,6 +388,8 @@ func Classify(r *http.Request) Op {
 // ServeHTTP counts r, waits the latency and forwards it.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	op := Classify(r)
+	began := time.Now()
+	var cw *countingWriter
 	p.mu.Lock()
 	p.total++
 	period := p.period
@@ -410,6 +439,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.inFlight--
 		if period == p.period {
 			p.doneMax = max(p.doneMax, depth)
+			if p.tracing {
+				e := TraceEntry{StartMS: ms(began.Sub(p.resetAt)), EndMS: ms(time.Since(p.resetAt)), Depth: depth, Op: op,
+					Key: r.URL.Path, Range: r.Header.Get("Range")}
+				if cw != nil {
+					e.Bytes = cw.n
+				}
+				p.stats.Trace = append(p.stats.Trace, e)
+			}
 		}
 		p.mu.Unlock()
 	}()
@@ -460,8 +497,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if cut >= 0 {
 		w = &tearingWriter{ResponseWriter: w, left: cut, p: p}
 	}
-	p.rp.ServeHTTP(&countingWriter{ResponseWriter: w, p: p}, r)
+	cw = &countingWriter{ResponseWriter: w, p: p}
+	p.rp.ServeHTTP(cw, r)
 }
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // sleepCtx waits d; false when ctx ended first.
 func sleepCtx(ctx context.Context, d time.Duration) bool {
@@ -572,11 +612,13 @@ func (s *stallingWriter) Flush() {
 type countingWriter struct {
 	http.ResponseWriter
 	p *Proxy
+	n int64 // this response's bytes
 }
 
 func (c *countingWriter) Write(b []byte) (int, error) {
 	n, err := c.ResponseWriter.Write(b)
 	c.p.mu.Lock()
+	c.n += int64(n)
 	c.p.stats.BytesOut += int64(n)
 	c.p.mu.Unlock()
 	return n, err

@@ -426,3 +426,33 @@ func TestProxyFaults(t *testing.T) {
 		}
 	}
 }
+
+// TestTrace: with SetTrace(true) each request since the reset is listed
+// once it ends: its kind, object, range, bytes and depth (a request sent
+// after another's answer is one deeper).
+func TestTrace(t *testing.T) {
+	up := upstream(t)
+	p, front, _ := startProxy(t, up.URL, 5*time.Millisecond)
+	io.Copy(io.Discard, do(t, "PUT", front.URL+"/b/k", "0123456789").Body)
+	if s := p.Stats(); len(s.Trace) != 0 {
+		t.Fatalf("a trace without SetTrace: %+v", s.Trace)
+	}
+	p.SetTrace(true)
+	p.Reset()
+	io.Copy(io.Discard, do(t, "GET", front.URL+"/b/k", "").Body)
+	io.Copy(io.Discard, do(t, "GET", front.URL+"/b/k", "", "Range", "bytes=2-5").Body)
+	tr := p.Stats().Trace
+	if len(tr) != 2 {
+		t.Fatalf("trace %+v, want 2 requests", tr)
+	}
+	if e := tr[0]; e.Op != OpGet || e.Key != "/b/k" || e.Bytes != 10 || e.Depth != 1 || e.EndMS < e.StartMS+5 {
+		t.Fatalf("first entry %+v, want a get of /b/k, 10 bytes, depth 1, at least 5 ms", e)
+	}
+	if e := tr[1]; e.Op != OpGetRange || e.Range != "bytes=2-5" || e.Depth != 2 || e.StartMS < tr[0].EndMS {
+		t.Fatalf("second entry %+v, want a get_range bytes=2-5 at depth 2 after the first", e)
+	}
+	p.Reset()
+	if s := p.Stats(); len(s.Trace) != 0 {
+		t.Fatalf("a trace after Reset: %+v", s.Trace)
+	}
+}
