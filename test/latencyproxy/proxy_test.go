@@ -441,6 +441,11 @@ func TestTrace(t *testing.T) {
 	p.Reset()
 	io.Copy(io.Discard, do(t, "GET", front.URL+"/b/k", "").Body)
 	io.Copy(io.Discard, do(t, "GET", front.URL+"/b/k", "", "Range", "bytes=2-5").Body)
+	// An entry is added when the proxy's handler returns, which can be
+	// after the client has read the whole body.
+	if err := p.WaitIdle(context.Background(), 20*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
 	tr := p.Stats().Trace
 	if len(tr) != 2 {
 		t.Fatalf("trace %+v, want 2 requests", tr)
