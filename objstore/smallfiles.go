@@ -65,13 +65,38 @@ func (s *SmallFiles) cached(key string) (*smallObject, bool) {
 func (s *SmallFiles) drop(key string) {
 	if s.match(key) {
 		s.cache.Remove(smallKey{s, key})
+		s.cache.Remove(largeKey{s, key})
 	}
+}
+
+// largeKey names the ObjectInfo of a selected object found larger than
+// max: a later Head of it costs no request, and a later GetTail reads the
+// tail asked for, not max bytes again (a cold index lookup opened its
+// 20 MB page_data file twice: two 1 MiB reads one after the other).
+type largeKey struct {
+	s   *SmallFiles
+	key string
+}
+
+// large returns the cached info of a selected object found large.
+func (s *SmallFiles) large(key string) (ObjectInfo, bool) {
+	if !s.match(key) {
+		return ObjectInfo{}, false
+	}
+	v, ok := s.cache.Get(largeKey{s, key})
+	if !ok {
+		return ObjectInfo{}, false
+	}
+	return v.(ObjectInfo), true
 }
 
 // Head implements Store; see SmallFiles.
 func (s *SmallFiles) Head(ctx context.Context, key string) (ObjectInfo, error) {
 	if o, ok := s.cached(key); ok {
 		return o.info, nil
+	}
+	if info, ok := s.large(key); ok {
+		return info, nil
 	}
 	if !s.match(key) {
 		return s.inner.Head(ctx, key)
@@ -95,6 +120,8 @@ func (s *SmallFiles) Head(ctx context.Context, key string) (ObjectInfo, error) {
 	wg.Wait()
 	if err == nil && rerr == nil && info.Size <= s.max && int64(len(data)) == info.Size {
 		s.cache.Put(smallKey{s, key}, &smallObject{data, info}, int64(len(data))+128)
+	} else if err == nil && info.Size > s.max {
+		s.cache.Put(largeKey{s, key}, info, 128)
 	}
 	return info, err
 }

@@ -211,6 +211,24 @@ func TestSmallFilesGetTail(t *testing.T) {
 	if err != nil || string(b) != "LLE" || info.Size != 5000 {
 		t.Fatalf("GetTail(idx/large, 3) = %q, %+v, %v", b, info, err)
 	}
+	// Known large now: its size costs no request, and a tail is read as
+	// asked, not the wrapper's maximum again.
+	c.Reset()
+	if info, err := s.Head(ctx, "idx/large"); err != nil || info.Size != 5000 {
+		t.Fatalf("Head of a known large object = %+v, %v", info, err)
+	}
+	if b, _, err := s.GetTail(ctx, "idx/large", 10); err != nil || string(b) != "LLLLLLLLLE" {
+		t.Fatalf("GetTail(idx/large, 10) again = %q, %v", b, err)
+	}
+	if got := c.Counts(); got.Requests() != 1 || got.BytesRead != 10 {
+		t.Fatalf("Head and a 10-byte tail of a known large object: %s, want 1 request of 10 bytes", got)
+	}
+	if err := s.Put(ctx, "idx/large", small); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := s.Head(ctx, "idx/large"); err != nil || info.Size != 600 {
+		t.Fatalf("Head after a Put over a large object = %+v, %v; want the new size", info, err)
+	}
 	b, info, err = s.GetTail(ctx, "data/x", 4)
 	if err != nil || string(b) != "ssss" || info.Size != 600 {
 		t.Fatalf("GetTail(data/x, 4) = %q, %+v, %v", b, info, err)

@@ -168,7 +168,7 @@ func (s *SmallFiles) GetTail(ctx context.Context, key string, n int64) ([]byte, 
 	if o, ok := s.cached(key); ok {
 		return lastBytes(o.data, n), o.info, nil
 	}
-	if !s.match(key) {
+	if _, ok := s.large(key); ok || !s.match(key) {
 		return GetTail(ctx, s.inner, key, n)
 	}
 	if !oneRequestTail(s.inner) {
@@ -182,6 +182,9 @@ func (s *SmallFiles) GetTail(ctx context.Context, key string, n int64) ([]byte, 
 	if info.Size <= s.max && int64(len(b)) == info.Size {
 		s.cache.Put(smallKey{s, key}, &smallObject{b, info}, info.Size+128)
 		return lastBytes(b, n), info, nil
+	}
+	if info.Size > s.max {
+		s.cache.Put(largeKey{s, key}, info, 128)
 	}
 	if int64(len(b)) > n {
 		b = b[int64(len(b))-n:]
