@@ -191,7 +191,7 @@ func coldCounts(t *testing.T, root objstore.Store, name string, depth int, op fu
 }
 
 // mergeAll merges s until no generation is pending.
-func mergeAll(t *testing.T, s *Store) {
+func mergeAll(t testing.TB, s *Store) {
 	t.Helper()
 	for {
 		res, err := s.Merge(context.Background())
@@ -720,15 +720,7 @@ func BenchmarkColdReadBytes(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	for {
-		res, err := s.Merge(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if res.Remaining == 0 {
-			break
-		}
-	}
+	mergeAll(b, s)
 	pend := make([]Record, 50)
 	for i := range pend {
 		pend[i] = Record{ID: fmt.Sprintf("p%03d", i), RolloutID: "p", Content: ptr("x")}

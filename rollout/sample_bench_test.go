@@ -29,15 +29,7 @@ func BenchmarkSample(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	for {
-		res, err := s.Merge(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if res.Remaining == 0 {
-			break
-		}
-	}
+	mergeAll(b, s)
 	for g := range 20 {
 		rs := groupRecs(fmt.Sprintf("new%02d", g), "v9", 2000+g, 10, varied)
 		old := groupRecs(fmt.Sprintf("p%02d", (g*7)%40), fmt.Sprintf("v%d", 7+g%3), 3000+g, 10, flat) // same ids as base rows
