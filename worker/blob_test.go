@@ -1,14 +1,15 @@
 package worker
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -146,32 +147,23 @@ func TestPayloadUploadBudgetAnswers503(t *testing.T) {
 	cfg := blobConfig()
 	cfg.InflightBlobBytes = 1
 	srv, _ := blobServer(t, cfg)
-	// One upload in flight: a body that has not finished arriving. It is
-	// cut however the test ends: the server's Close waits for it.
-	pr, pw := io.Pipe()
-	defer pw.CloseWithError(io.ErrUnexpectedEOF)
-	first := make(chan int, 1)
-	go func() {
-		req, _ := http.NewRequest("POST", srv.URL+"/api/v1/rollouts/s/records", pr)
-		req.Header.Set("Content-Type", "multipart/form-data; boundary=x")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			first <- 0
-			return
-		}
-		resp.Body.Close()
-		first <- resp.StatusCode
-	}()
-	pw.Write([]byte("--x\r\nContent-Disposition: form-data; name=\"metadata\"\r\n\r\n"))
+	// One upload in flight: a body that has not finished arriving.
+	hold := stalledUpload(t, srv)
 	var code int
 	var hdr http.Header
-	// Until the first request holds the budget (it may take a while to be
-	// read on a loaded machine; uploads before that are stored).
+	// Until the held request holds the budget (it may take a while to be
+	// read on a loaded machine; uploads before that are stored). If a probe
+	// held the budget when the held request arrived, that one was refused
+	// (CI saw it): hold again.
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		body, ctype := payloadBody(t, `{"records":[{"id":"b","rollout_id":"r"}]}`, []byte("x"))
 		code, _, hdr = sendH(t, srv, "POST", "/api/v1/rollouts/s/records", ctype, nil, body)
 		if code == 503 {
 			break
+		}
+		if _, refused := answer(hold, 20*time.Millisecond); refused {
+			hold.Close()
+			hold = stalledUpload(t, srv)
 		}
 	}
 	if code != 503 || hdr.Get("Retry-After") == "" {
@@ -180,10 +172,12 @@ func TestPayloadUploadBudgetAnswers503(t *testing.T) {
 	if code, out := send(t, srv, "POST", "/api/v1/rollouts/s/records", "application/json", nil, []byte(`{"records":[{"id":"j","rollout_id":"r"}]}`)); code != 201 {
 		t.Fatalf("a JSON append during an upload: %d %s", code, out)
 	}
-	pw.CloseWithError(io.ErrUnexpectedEOF)
-	if c := <-first; c != 400 && c != 0 {
-		t.Fatalf("the cut upload: %d", c)
+	// The held upload, cut, is refused as a bad body.
+	fmt.Fprint(hold, "0\r\n\r\n")
+	if c, ok := answer(hold, 10*time.Second); !ok || c != 400 {
+		t.Fatalf("the cut upload: %d (answered %v)", c, ok)
 	}
+	hold.Close()
 }
 
 // TestMultipartMemoryStaysWithinTheBodyLimit: only streamed parts may take
@@ -206,4 +200,67 @@ func TestMultipartMemoryStaysWithinTheBodyLimit(t *testing.T) {
 	if ids := storedIDs(t, srv); len(ids) != 1 || ids[0] != "big" || blobObjects(t, root) != 1 {
 		t.Fatalf("stored %v, %d objects", ids, blobObjects(t, root))
 	}
+}
+
+// TestRegression_RefusedUploadAnswersBeforeItsBodyArrives: an upload refused
+// by LC_INFLIGHT_BLOB_BYTES used to get no answer until its body had
+// arrived (net/http drains a handler's unread body before it answers), so
+// a stalled uploader held a connection and never saw its 503 (CI: the
+// budget test hung 30 s on it).
+func TestRegression_RefusedUploadAnswersBeforeItsBodyArrives(t *testing.T) {
+	cfg := blobConfig()
+	cfg.InflightBlobBytes = 1
+	root := objstore.NewMemory()
+	catalog := rollout.NewCatalog(root, rollout.ShardID("t"), cfg.StoreOptions())
+	s := NewServer(cfg, catalog, NewRegistry())
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(func() {
+		srv.Close()
+		_ = catalog.Close(context.Background())
+	})
+	if code, body := send(t, srv, "POST", "/api/v1/rollouts", "application/json", nil, []byte(`{"name":"s"}`)); code != 201 {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	// The budget is held, as by an upload still arriving.
+	release, err := s.blobs.admit(httptest.NewRequest("POST", "/", strings.NewReader("x")), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	// A stalled upload must be answered 503 while its body is still open.
+	conn := stalledUpload(t, srv)
+	defer conn.Close()
+	code, ok := answer(conn, 10*time.Second)
+	if !ok || code != 503 {
+		t.Fatalf("a refused stalled upload: answered %v, %d; want 503 while its body is still open", ok, code)
+	}
+}
+
+// stalledUpload starts a multipart upload whose chunked body stops after
+// its first bytes. It is written by hand on its own connection so that no
+// client waits on the body.
+func stalledUpload(t *testing.T, srv *httptest.Server) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(conn, "POST /api/v1/rollouts/s/records HTTP/1.1\r\nHost: x\r\n"+
+		"Content-Type: multipart/form-data; boundary=x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n--x\r\n\r\n")
+	return conn
+}
+
+// answer reads the status of the answer on conn, if one comes within wait.
+// A 503 must carry Retry-After: it reports 0 if not.
+func answer(conn net.Conn, wait time.Duration) (status int, ok bool) {
+	_ = conn.SetReadDeadline(time.Now().Add(wait))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		return 0, false
+	}
+	resp.Body.Close()
+	if resp.StatusCode == 503 && resp.Header.Get("Retry-After") == "" {
+		return 0, true
+	}
+	return resp.StatusCode, true
 }

@@ -46,3 +46,12 @@ func (b *bodyBudget) admit(r *http.Request, limit int64) (release func(), err er
 		b.mu.Unlock()
 	}, nil
 }
+
+// refuseUnread answers a request whose body it will not read and closes
+// the connection: otherwise net/http drains up to 256 KiB of the body
+// before it sends the answer, and a slow or stalled uploader would wait
+// for its 503 as long as its body takes to arrive.
+func refuseUnread(w http.ResponseWriter, r *http.Request, err error) {
+	w.Header().Set("Connection", "close")
+	httpapi.WriteError(w, r, err)
+}

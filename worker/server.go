@@ -239,7 +239,7 @@ func (s *Server) appendRecords(w http.ResponseWriter, r *http.Request) {
 	}
 	release, err := s.bodies.admit(r, s.cfg.MaxBodyBytes)
 	if err != nil {
-		httpapi.WriteError(w, r, err)
+		refuseUnread(w, r, err)
 		return
 	}
 	defer release()
@@ -252,7 +252,7 @@ func (s *Server) appendRecords(w http.ResponseWriter, r *http.Request) {
 		limit += s.blobLimit()
 		releaseBlobs, err := s.blobs.admit(r, limit)
 		if err != nil {
-			httpapi.WriteError(w, r, err)
+			refuseUnread(w, r, err)
 			return
 		}
 		defer releaseBlobs()
