@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lance-context/lance-context/objstore"
 	"github.com/lance-context/lance-context/rollout"
@@ -37,8 +38,15 @@ func TestInflightBodyBudgetAnswers503(t *testing.T) {
 		resp, _ := http.DefaultClient.Do(slow)
 		done <- resp
 	}()
-	if _, err := pw.Write([]byte(body[:10])); err != nil { // the handler is reading it now
+	if _, err := pw.Write([]byte(body[:10])); err != nil {
 		t.Fatal(err)
+	}
+	// The client has sent it, but on a loaded machine the handler may not
+	// have reserved it yet: wait for it to, or the second would go first.
+	for deadline := time.Now().Add(30 * time.Second); srv.bodies.held() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow append never reserved its body")
+		}
 	}
 	resp, err := http.Post(ts.URL+"/api/v1/rollouts/b/records", "application/json", strings.NewReader(strings.Repeat(" ", 200_000)+`{"records":[{"id":"second","rollout_id":"r"}]}`))
 	if err != nil {
@@ -63,4 +71,11 @@ func TestInflightBodyBudgetAnswers503(t *testing.T) {
 	if b, _ := io.ReadAll(get.Body); !strings.Contains(string(b), `"record":null`) {
 		t.Fatalf("the refused append stored something: %s", b)
 	}
+}
+
+// held is the bytes reserved now (for tests).
+func (b *bodyBudget) held() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.inUse
 }
