@@ -126,7 +126,7 @@ func Run(ctx context.Context, o Options) error {
 	r.Use(httpapi.Auth(wcfg.APIToken, httpapi.UIExempt))
 	ws.Mount(r)
 	m.Mount(r, false)
-	httpapi.MountHealthAliases(r)
+	ws.MountProbes(r)
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	r.Handle("/*", web.Handler())
 
@@ -143,6 +143,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	return worker.Serve(ctx, ln, wcfg, r, catalog,
 		ws.RunSweepers,
+		ws.Startup(), // recovery, then the start-up warm, as a worker's
 		func(ctx context.Context) { _ = c.RegisterWorker(ctx, info, 10) },
 		m.Run,
 	)

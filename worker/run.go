@@ -53,16 +53,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	warm := srv.StartupWarm() // /readyz waits for it from now on
-	background := []func(context.Context){srv.RunSweepers, func(ctx context.Context) {
-		// Rows a crashed predecessor acknowledged become readable now, not
-		// at the next write to their store.
-		if err := catalog.Recover(ctx); err != nil {
-			slog.Warn("recovering this shard's WAL at startup", "err", err)
-		}
-		// Then the caches, with the rows the recovery made readable.
-		warm(ctx)
-	}}
+	background := []func(context.Context){srv.RunSweepers, srv.Startup()}
 	if len(cfg.Etcd) > 0 {
 		ec := coord.ConfigFromEnv()
 		ec.Endpoints = cfg.Etcd
@@ -81,6 +72,22 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	slog.Info("worker listening", "url", "http://"+ln.Addr().String(), "data_dir", cfg.DataDir, "instance_id", cfg.InstanceID, "shard_id", catalog.Shard())
 	return Serve(ctx, ln, cfg, srv.Handler(), catalog, background...)
+}
+
+// Startup returns what a process serving s runs once at start, in the
+// background: recover the shard's WAL, then the start-up warm. /readyz
+// waits for it from this call on.
+func (s *Server) Startup() func(context.Context) {
+	warm := s.StartupWarm()
+	return func(ctx context.Context) {
+		// Rows a crashed predecessor acknowledged become readable now, not
+		// at the next write to their store.
+		if err := s.catalog.Recover(ctx); err != nil {
+			slog.Warn("recovering this shard's WAL at startup", "err", err)
+		}
+		// Then the caches, with the rows the recovery made readable.
+		warm(ctx)
+	}
 }
 
 // Serve runs handler on ln with the configured timeouts and background

@@ -96,10 +96,14 @@ func (s *Server) Handler() http.Handler {
 	r.MethodNotAllowed(httpapi.MethodNotAllowed)
 	r.Use(httpapi.Auth(s.cfg.APIToken, httpapi.IsPublic))
 	s.Mount(r)
-	httpapi.MountProbes(r, s.ready) // /healthz, /livez: liveness; /readyz: the start-up warm (warm.go)
+	s.MountProbes(r)
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
 	return r
 }
+
+// MountProbes serves /healthz and /livez (liveness) and /readyz (the
+// start-up warm, warm.go) on r.
+func (s *Server) MountProbes(r chi.Router) { httpapi.MountProbes(r, s.ready) }
 
 // Mount registers the worker API routes (under /api/v1) on r.
 func (s *Server) Mount(r chi.Router) {
