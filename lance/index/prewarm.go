@@ -154,8 +154,8 @@ func (f *Finder) holds(t *BTree) bool {
 }
 
 // prewarm reads the pages of t that the cache lacks (or holds without row
-// ids), prewarmChunk pages a read, resting after each read as long as it
-// took, so that it uses at most half a CPU. It returns the pages read.
+// ids), prewarmChunk pages a read, resting after each read so that it uses
+// at most half a CPU. It returns the pages read.
 func (t *BTree) prewarm(ctx context.Context, live func() bool) (int, error) {
 	np := len(t.maxs)
 	read := 0
@@ -167,7 +167,7 @@ func (t *BTree) prewarm(ctx context.Context, live func() bool) (int, error) {
 		if t.cachedWithIDs(p, q) {
 			continue
 		}
-		start := time.Now()
+		start, cpu := time.Now(), processCPU()
 		if err := t.readPagesWithIDs(ctx, p, q); err != nil {
 			return read, err
 		}
@@ -175,10 +175,22 @@ func (t *BTree) prewarm(ctx context.Context, live func() bool) (int, error) {
 		select {
 		case <-ctx.Done():
 			return read, ctx.Err()
-		case <-time.After(time.Since(start)):
+		case <-time.After(prewarmRest(time.Since(start), processCPU()-cpu, cpu >= 0)):
 		}
 	}
 	return read, nil
+}
+
+// prewarmRest is the rest after a read that took wall, while the process
+// used cpu (known says whether it could be read). The read's own CPU is at
+// most both, so resting min(wall, cpu) keeps the prewarm at half a CPU or
+// less, and a read that mostly waited on object storage (an idle process
+// on S3) rests little instead of as long as its round trips took.
+func prewarmRest(wall, cpu time.Duration, known bool) time.Duration {
+	if !known || cpu < 0 {
+		return wall
+	}
+	return min(wall, cpu)
 }
 
 // cachedWithIDs reports whether the cache holds pages [p, q) with their

@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/lance-context/lance-context/lance/file"
 	"github.com/lance-context/lance-context/lance/table"
@@ -205,5 +206,28 @@ func TestDefaultCacheFollowsMemoryLimit(t *testing.T) {
 		if got := defaultCacheBytes(c.limit); got != c.want {
 			t.Errorf("limit %d: cache %d, want %d", c.limit, got, c.want)
 		}
+	}
+}
+
+// TestPrewarmRest: the prewarm rests as long as the process computed
+// during a read, never longer than the read took, and as long as the read
+// took where CPU time is unknown.
+func TestPrewarmRest(t *testing.T) {
+	for _, c := range []struct {
+		wall, cpu time.Duration
+		known     bool
+		want      time.Duration
+	}{
+		{100 * time.Millisecond, 5 * time.Millisecond, true, 5 * time.Millisecond},     // waited on storage
+		{100 * time.Millisecond, 180 * time.Millisecond, true, 100 * time.Millisecond}, // a busy process
+		{100 * time.Millisecond, 0, false, 100 * time.Millisecond},
+		{100 * time.Millisecond, -time.Millisecond, true, 100 * time.Millisecond},
+	} {
+		if got := prewarmRest(c.wall, c.cpu, c.known); got != c.want {
+			t.Errorf("prewarmRest(%v, %v, %v) = %v, want %v", c.wall, c.cpu, c.known, got, c.want)
+		}
+	}
+	if processCPU() == 0 {
+		t.Error("processCPU reads 0 in a process that has run")
 	}
 }
