@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -154,43 +155,66 @@ func (f *Finder) holds(t *BTree) bool {
 }
 
 // prewarm reads the pages of t that the cache lacks (or holds without row
-// ids), prewarmChunk pages a read, resting after each read so that it uses
-// at most half a CPU. It returns the pages read.
+// ids), prewarmChunk pages a read and prewarmWave reads at once, resting
+// after each wave so that it uses at most half a CPU. It returns the pages
+// read.
 func (t *BTree) prewarm(ctx context.Context, live func() bool) (int, error) {
 	np := len(t.maxs)
 	read := 0
-	for p := 0; p < np; p += prewarmChunk {
+	for p := 0; p < np; {
 		if !live() {
 			return read, nil
 		}
-		q := min(p+prewarmChunk, np)
-		if t.cachedWithIDs(p, q) {
+		// The next wave: up to prewarmWave chunks the cache lacks.
+		var wave [][2]int
+		for ; p < np && len(wave) < prewarmWave; p += prewarmChunk {
+			if q := min(p+prewarmChunk, np); !t.cachedWithIDs(p, q) {
+				wave = append(wave, [2]int{p, q})
+			}
+		}
+		if len(wave) == 0 {
 			continue
 		}
 		start, cpu := time.Now(), processCPU()
-		if err := t.readPagesWithIDs(ctx, p, q); err != nil {
-			return read, err
+		errs := make([]error, len(wave))
+		var wg sync.WaitGroup
+		for i, c := range wave {
+			wg.Go(func() { errs[i] = t.readPagesWithIDs(ctx, c[0], c[1]) })
 		}
-		read += q - p
+		wg.Wait()
+		for i, c := range wave {
+			if errs[i] != nil {
+				return read, errs[i]
+			}
+			read += c[1] - c[0]
+		}
 		select {
 		case <-ctx.Done():
 			return read, ctx.Err()
-		case <-time.After(prewarmRest(time.Since(start), processCPU()-cpu, cpu >= 0)):
+		case <-time.After(prewarmRest(time.Since(start), processCPU()-cpu, cpu >= 0, len(wave))):
 		}
 	}
 	return read, nil
 }
 
-// prewarmRest is the rest after a read that took wall, while the process
-// used cpu (known says whether it could be read). The read's own CPU is at
-// most both, so resting min(wall, cpu) keeps the prewarm at half a CPU or
-// less, and a read that mostly waited on object storage (an idle process
-// on S3) rests little instead of as long as its round trips took.
-func prewarmRest(wall, cpu time.Duration, known bool) time.Duration {
-	if !known || cpu < 0 {
-		return wall
+// prewarmWave is the reads of a prewarm in flight at once: on object
+// storage a read mostly waits on its round trip, and one at a time made a
+// 1M-row store's start-up warm take 334 round trips one after another.
+const prewarmWave = 4
+
+// prewarmRest is the rest after a wave of reads reads that took wall,
+// while the process used cpu (known says whether it could be read). The
+// wave's own CPU c is at most cpu, and at most reads*wall, so resting
+// 2c - wall keeps it at c/(wall+rest) <= 1/2 a CPU, also when its reads
+// ran on several cores; a wave that mostly waited on object storage (an
+// idle process on S3) rests little instead of as long as its round trips
+// took.
+func prewarmRest(wall, cpu time.Duration, known bool, reads int) time.Duration {
+	c := time.Duration(reads) * wall
+	if known && cpu >= 0 {
+		c = min(c, cpu)
 	}
-	return min(wall, cpu)
+	return max(0, 2*c-wall)
 }
 
 // cachedWithIDs reports whether the cache holds pages [p, q) with their

@@ -209,22 +209,37 @@ func TestDefaultCacheFollowsMemoryLimit(t *testing.T) {
 	}
 }
 
-// TestPrewarmRest: the prewarm rests as long as the process computed
-// during a read, never longer than the read took, and as long as the read
-// took where CPU time is unknown.
+// TestPrewarmRest: after a wave of reads the prewarm rests so that it
+// uses at most half a CPU, counting as its own CPU the process's (or, where
+// that is unknown, every read busy the whole time), and little after a wave
+// that waited on storage.
 func TestPrewarmRest(t *testing.T) {
+	ms := time.Millisecond
 	for _, c := range []struct {
 		wall, cpu time.Duration
 		known     bool
+		reads     int
 		want      time.Duration
 	}{
-		{100 * time.Millisecond, 5 * time.Millisecond, true, 5 * time.Millisecond},     // waited on storage
-		{100 * time.Millisecond, 180 * time.Millisecond, true, 100 * time.Millisecond}, // a busy process
-		{100 * time.Millisecond, 0, false, 100 * time.Millisecond},
-		{100 * time.Millisecond, -time.Millisecond, true, 100 * time.Millisecond},
+		{100 * ms, 5 * ms, true, 4, 0},          // waited on storage
+		{100 * ms, 80 * ms, true, 4, 60 * ms},   // 80 of 180 ms
+		{100 * ms, 100 * ms, true, 1, 100 * ms}, // one core busy
+		{100 * ms, 190 * ms, true, 4, 280 * ms}, // two cores busy: 190 of 380 ms
+		{100 * ms, 190 * ms, true, 1, 100 * ms}, // one read cannot use more than the wall time
+		{100 * ms, 0, false, 1, 100 * ms},
+		{100 * ms, 0, false, 4, 700 * ms},
+		{100 * ms, -ms, true, 1, 100 * ms},
 	} {
-		if got := prewarmRest(c.wall, c.cpu, c.known); got != c.want {
-			t.Errorf("prewarmRest(%v, %v, %v) = %v, want %v", c.wall, c.cpu, c.known, got, c.want)
+		got := prewarmRest(c.wall, c.cpu, c.known, c.reads)
+		if got != c.want {
+			t.Errorf("prewarmRest(%v, %v, %v, %d) = %v, want %v", c.wall, c.cpu, c.known, c.reads, got, c.want)
+		}
+		own := min(time.Duration(c.reads)*c.wall, c.cpu)
+		if !c.known || c.cpu < 0 {
+			own = time.Duration(c.reads) * c.wall
+		}
+		if 2*own > c.wall+got {
+			t.Errorf("prewarmRest(%v, %v, %v, %d) = %v: more than half a CPU", c.wall, c.cpu, c.known, c.reads, got)
 		}
 	}
 	if processCPU() == 0 {
