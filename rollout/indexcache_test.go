@@ -36,6 +36,11 @@ func TestCatalogsWithTheirOwnIndexCachesShareNone(t *testing.T) {
 	if _, err := a.Get(ctx, "id-00042"); err != nil {
 		t.Fatal(err)
 	}
+	// The lookup started a prewarm of the writer's index in the
+	// background: let it end, or its pages land after na is read (CI).
+	if err := ca.WaitPrewarm(ctx); err != nil {
+		t.Fatal(err)
+	}
 	na, _ := ca.Stats()
 	if na == 0 {
 		t.Fatal("the writer's index cache holds nothing after a merge and a lookup")
@@ -52,6 +57,9 @@ func TestCatalogsWithTheirOwnIndexCachesShareNone(t *testing.T) {
 	}
 	if nb, _ := cb.Stats(); nb == 0 {
 		t.Error("the reader's lookups left nothing in its own cache")
+	}
+	if err := cb.WaitPrewarm(ctx); err != nil {
+		t.Fatal(err)
 	}
 	if n, _ := ca.Stats(); n != na {
 		t.Errorf("the reader's lookups changed the writer's cache: %d entries, were %d", n, na)
