@@ -24,9 +24,17 @@ import (
 // parts above 1 MiB stream to payload objects; root is its storage.
 func blobServer(t *testing.T, cfg Config) (*httptest.Server, objstore.Store) {
 	t.Helper()
+	srv, root, _ := blobServerOf(t, cfg)
+	return srv, root
+}
+
+// blobServerOf is blobServer with the worker behind it.
+func blobServerOf(t *testing.T, cfg Config) (*httptest.Server, objstore.Store, *Server) {
+	t.Helper()
 	root := objstore.NewMemory()
 	catalog := rollout.NewCatalog(root, rollout.ShardID("t"), cfg.StoreOptions())
-	srv := httptest.NewServer(NewServer(cfg, catalog, NewRegistry()).Handler())
+	s := NewServer(cfg, catalog, NewRegistry())
+	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(func() {
 		srv.Close()
 		_ = catalog.Close(context.Background())
@@ -34,7 +42,7 @@ func blobServer(t *testing.T, cfg Config) (*httptest.Server, objstore.Store) {
 	if code, body := send(t, srv, "POST", "/api/v1/rollouts", "application/json", nil, []byte(`{"name":"s"}`)); code != 201 {
 		t.Fatalf("create: %d %s", code, body)
 	}
-	return srv, root
+	return srv, root, s
 }
 
 func blobConfig() Config {
@@ -210,17 +218,7 @@ func TestMultipartMemoryStaysWithinTheBodyLimit(t *testing.T) {
 func TestRegression_RefusedUploadAnswersBeforeItsBodyArrives(t *testing.T) {
 	cfg := blobConfig()
 	cfg.InflightBlobBytes = 1
-	root := objstore.NewMemory()
-	catalog := rollout.NewCatalog(root, rollout.ShardID("t"), cfg.StoreOptions())
-	s := NewServer(cfg, catalog, NewRegistry())
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(func() {
-		srv.Close()
-		_ = catalog.Close(context.Background())
-	})
-	if code, body := send(t, srv, "POST", "/api/v1/rollouts", "application/json", nil, []byte(`{"name":"s"}`)); code != 201 {
-		t.Fatalf("create: %d %s", code, body)
-	}
+	srv, _, s := blobServerOf(t, cfg)
 	// The budget is held, as by an upload still arriving.
 	release, err := s.blobs.admit(httptest.NewRequest("POST", "/", strings.NewReader("x")), 1)
 	if err != nil {

@@ -18,7 +18,10 @@ type devProc struct {
 	log  strings.Builder
 }
 
-func startDev(t *testing.T, dataDir string) *devProc {
+// startDev starts `lance-context dev` on dataDir and a free port, with
+// env added to this process's environment, and waits until it answers.
+// It is killed when the test ends.
+func startDev(t *testing.T, dataDir string, env ...string) *devProc {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -28,8 +31,7 @@ func startDev(t *testing.T, dataDir string) *devProc {
 	l.Close()
 	d := &devProc{base: "http://" + addr}
 	d.cmd = exec.Command(binary, "dev", "--data-dir", dataDir, "--listen", addr)
-	// No sweeper seal during the test: only a recovery makes rows readable.
-	d.cmd.Env = append(os.Environ(), "ROLLOUT_FLUSH_INTERVAL_SECS=3600")
+	d.cmd.Env = append(os.Environ(), env...)
 	d.cmd.Stdout, d.cmd.Stderr = &d.log, &d.log
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -68,7 +70,9 @@ func (d *devProc) waitFor(t *testing.T, path string) {
 // the next write to their store, and /readyz answered at once.
 func TestRegression_DevRecoversAcknowledgedRowsAtStart(t *testing.T) {
 	dir := t.TempDir()
-	d := startDev(t, dir)
+	// No sweeper seal during the test: only a recovery makes rows readable.
+	noSweep := "ROLLOUT_FLUSH_INTERVAL_SECS=3600"
+	d := startDev(t, dir, noSweep)
 	post := func(path, body string) {
 		t.Helper()
 		resp, err := http.Post(d.base+path, "application/json", strings.NewReader(body))
@@ -85,7 +89,7 @@ func TestRegression_DevRecoversAcknowledgedRowsAtStart(t *testing.T) {
 	_ = d.cmd.Process.Kill()
 	_ = d.cmd.Wait()
 
-	d = startDev(t, dir)
+	d = startDev(t, dir, noSweep)
 	d.waitFor(t, "/readyz")
 	resp, err := http.Get(d.base + "/api/v1/rollouts/crash/records?source=all")
 	if err != nil {

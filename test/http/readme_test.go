@@ -2,18 +2,14 @@ package httpe2e
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 )
 
 // readmeCommands returns the shell commands of the README's indented block
@@ -66,37 +62,7 @@ func TestREADMEUsingItRunsAsWritten(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("no curl on this machine")
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	dev := exec.CommandContext(ctx, binary, "dev", "--data-dir", t.TempDir(), "--listen", addr)
-	var devLog strings.Builder
-	dev.Stdout, dev.Stderr = &devLog, &devLog
-	if err := dev.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cancel()
-		_ = dev.Wait()
-		if t.Failed() {
-			t.Logf("dev log:\n%s", devLog.String())
-		}
-	}()
-	for i := 0; ; i++ {
-		if resp, err := http.Get("http://" + addr + "/api/v1/health"); err == nil {
-			resp.Body.Close()
-			break
-		}
-		if i > 150 {
-			t.Fatal("dev did not start")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	addr := strings.TrimPrefix(startDev(t, t.TempDir()).base, "http://")
 	// The CLI as `lance-context` on the PATH, talking to this dev.
 	pathDir := t.TempDir()
 	if err := os.Symlink(binary, filepath.Join(pathDir, "lance-context")); err != nil {
