@@ -892,6 +892,9 @@ func (r *run) finalCheck(ctx context.Context, s *Summary) error {
 		s.FeedDuplicated += ft.duplicated
 		s.FeedOutOfOrder += ft.outOfOrder
 		s.FeedMissing += ft.missing
+		if ft.missing > 0 {
+			r.explainMissing(ctx, c, ft.missingIDs)
+		}
 		s.FeedPhantom += ft.phantom
 		s.ConsumerCrashes += c.crashes
 		r.cfg.Logf("final check: feed group %s: %d rows delivered (%d reads, %d consumer crashes), drained in %.1f s", c.group, ft.delivered, c.reads, c.crashes, time.Since(step).Seconds())
