@@ -290,7 +290,8 @@
 // manifest of this shard is older than the tail (a seal committed between
 // the two: the tail's first entry is above replay_after + 1), the read
 // starts again with a fresh snapshot instead of jumping the gap
-// (errTailGap). Rows of another process's shard appear when that process
+// (errTailGap); after two such gaps it answers with the snapshot's rows
+// alone, which all come before the tail's. Rows of another process's shard appear when that process
 // seals them (every 30 s, or at once with flush): before, they are in no
 // snapshot, and a row that is not visible is not passed, because the
 // position moves only through rows read. (3) Acknowledged means findable:

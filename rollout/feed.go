@@ -313,15 +313,16 @@ func (sh *feedShard) add(p feedPart) { sh.parts = append(sh.parts, p); sh.n += l
 // rows and the count of rows the filters passed over.
 func (s *Store) feedOnce(ctx context.Context, after Position, o FeedOptions, fresh bool) (*FeedResult, int, error) {
 	for attempt := 0; ; attempt++ {
-		res, passed, err := s.feedRead(ctx, after, o, fresh || attempt > 0)
+		// After two gaps, the snapshot's rows alone: they all come before
+		// the tail's, so the position passes none of the gap's rows, and
+		// the tail's rows come at the next read.
+		withTail := attempt < 2
+		res, passed, err := s.feedRead(ctx, after, o, fresh || attempt > 0, withTail)
 		if errors.Is(err, objstore.ErrNotFound) && attempt < 2 {
 			continue // a merge deleted a generation the snapshot named
 		}
-		if errors.Is(err, errTailGap) {
-			if attempt < 2 {
-				continue
-			}
-			err = nil // the tail's rows come at the next read
+		if errors.Is(err, errTailGap) && withTail {
+			continue
 		}
 		return res, passed, err
 	}
@@ -331,9 +332,9 @@ func (s *Store) feedOnce(ctx context.Context, after Position, o FeedOptions, fre
 // than the tail (a seal committed in between): read it again.
 var errTailGap = errors.New("rollout: feed: tail ahead of the snapshot")
 
-func (s *Store) feedRead(ctx context.Context, after Position, o FeedOptions, fresh bool) (*FeedResult, int, error) {
+func (s *Store) feedRead(ctx context.Context, after Position, o FeedOptions, fresh, withTail bool) (*FeedResult, int, error) {
 	var tail []wal.TailBatch
-	if w := s.writer.Load(); w != nil {
+	if w := s.writer.Load(); w != nil && withTail {
 		tail = w.Tail()
 	}
 	defer func() {
@@ -436,7 +437,11 @@ func (s *Store) feedRead(ctx context.Context, after Position, o FeedOptions, fre
 		if ownView != nil {
 			replayed = ownView.man.ReplayAfter
 		}
-		if tail[0].Position() > replayed+1 {
+		ahead := tail[0].Position() > replayed+1
+		if s.tailAhead != nil {
+			ahead = s.tailAhead(tail[0].Position(), replayed)
+		}
+		if ahead {
 			return nil, 0, errTailGap
 		}
 		sh := shardOf(own)

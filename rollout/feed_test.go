@@ -339,3 +339,34 @@ func TestRegression_FeedReadSurvivesAnotherReadersForget(t *testing.T) {
 	got, _ := drainFeed(t, s, Position{}, 100)
 	checkOnce(t, got, append(ids, more...))
 }
+
+// TestRegression_FeedAfterRepeatedTailGapsAnswersWithoutTheTail: a feed
+// read that found the tail ahead of its snapshot three times answered with
+// no result and no error, and the caller dereferenced it. It now answers
+// with the snapshot's rows alone, passing none of the tail's, which come
+// at the next read.
+func TestRegression_FeedAfterRepeatedTailGapsAnswersWithoutTheTail(t *testing.T) {
+	ctx := context.Background()
+	s := mustStore(t, newCatalog(t, objstore.NewMemory(), "w", Options{IndexColumns: []string{}}), "gap")
+	sealed, err := s.Append(ctx, recs("s", 4, "r"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	unsealed, err := s.Append(ctx, recs("u", 3, "r"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gaps := 0
+	s.tailAhead = func(first, replayed uint64) bool { gaps++; return true }
+	got, pos := drainFeed(t, s, Position{}, 100)
+	if gaps < 3 {
+		t.Fatalf("%d gaps seen, want the read to retry through 3", gaps)
+	}
+	checkOnce(t, got, sealed)
+	s.tailAhead = nil
+	more, _ := drainFeed(t, s, pos, 100)
+	checkOnce(t, append(got, more...), append(slices.Clone(sealed), unsealed...))
+}

@@ -191,6 +191,9 @@ type Store struct {
 	meta    snapMeta         // what snapshots read last (snapshot.go)
 	commits atomic.Uint64    // commits of this process to the store (noteCommit)
 	now     func() time.Time // the clock of snapshot reuse; nil: time.Now (tests set it)
+	// tailAhead, when set, replaces the feed's check that the tail
+	// starts past the snapshot (tests force the rare gap with it).
+	tailAhead func(first, replayed uint64) bool
 
 	// mu serializes claims of the shard (walWriter) and closing; writer
 	// is read without it, so that reads and statistics never wait behind a
