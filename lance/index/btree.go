@@ -185,16 +185,29 @@ func (p *page) size() int64 { return p.bytes }
 func (p *page) len() int { return p.values.Len() }
 
 func (t *BTree) readPage(ctx context.Context, i int) (*page, error) {
+	return t.readPageOf(ctx, i, false)
+}
+
+// readPageOf returns page i from the cache, or reads it: its values, and
+// with withIDs its row ids in the same read. A lookup of one value reads
+// both at once, so that a cold get waits for one round trip, not a
+// second one for the ids of the page its search matched.
+func (t *BTree) readPageOf(ctx context.Context, i int, withIDs bool) (*page, error) {
 	key := pageKey{uuid: t.uuid, page: i}
 	if p, ok := t.cache.get(key); ok {
 		return p, nil
 	}
 	s := int64(i) * t.batchSize
 	e := min(s+t.batchSize, t.rows)
-	rec, err := t.pages.Read(ctx, []int32{t.valuesID}, s, e)
+	cols := []int32{t.valuesID}
+	if withIDs {
+		cols = append(cols, t.idsID)
+	}
+	rec, err := t.pages.Read(ctx, cols, s, e)
 	if err != nil {
 		return nil, fmt.Errorf("lance/index: read %s page %d: %w", t.uuid, i, err)
 	}
+	defer rec.Release()
 	if !isString(rec.Column(0).DataType()) {
 		return nil, fmt.Errorf("%w: %s page %d: values are %s", ErrCorrupt, t.uuid, i, rec.Column(0).DataType())
 	}
@@ -210,7 +223,16 @@ func (t *BTree) readPage(ctx context.Context, i int) (*page, error) {
 			p.bytes += int64(b.Len())
 		}
 	}
-	rec.Release()
+	if withIDs {
+		ids, ok := rec.Column(1).(*array.Uint64)
+		if !ok || ids.NullN() > 0 || int64(ids.Len()) != e-s {
+			vals.Release()
+			return nil, fmt.Errorf("%w: %s page %d: bad row ids", ErrCorrupt, t.uuid, i)
+		}
+		ids.Retain()
+		p.ids = ids
+		p.bytes += (e - s) * 8
+	}
 	t.cache.put(key, p)
 	return p, nil
 }
@@ -392,7 +414,7 @@ func (t *BTree) Equal(ctx context.Context, v string, out []uint64) ([]uint64, er
 			p = q - 1
 			continue
 		}
-		pg, err := t.readPage(ctx, p)
+		pg, err := t.readPageOf(ctx, p, true)
 		if err != nil {
 			return out, err
 		}

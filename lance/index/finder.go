@@ -318,6 +318,7 @@ func (f *Finder) openSegments(ctx context.Context, d *table.Dataset, column stri
 	}
 	live := liveFragments(d)
 	covered = roaring.New()
+	var uuids, names []string
 	for _, m := range idxs {
 		bm, err := table.FragmentBitmap(m)
 		if err != nil {
@@ -331,15 +332,30 @@ func (f *Finder) openSegments(ctx context.Context, d *table.Dataset, column stri
 		if bm.IsEmpty() {
 			continue
 		}
-		t, err := f.tree(ctx, d.Store(), uuidString(m))
-		if err != nil {
-			return nil, nil, fmt.Errorf("lance/index: index %s on %s: %w", m.GetName(), column, err)
-		}
-		segs = append(segs, segment{t, bm})
+		segs = append(segs, segment{bm: bm})
+		uuids = append(uuids, uuidString(m))
+		names = append(names, m.GetName())
 		covered.Or(bm)
 	}
 	if covered.IsEmpty() {
 		return nil, nil, nil
+	}
+	// The segments open at once: a cold lookup waits for one open, not
+	// one per segment of an index that deltas have split.
+	errs := make([]error, len(segs))
+	var wg sync.WaitGroup
+	for i := range segs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			segs[i].t, errs[i] = f.tree(ctx, d.Store(), uuids[i])
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return nil, nil, fmt.Errorf("lance/index: index %s on %s: %w", names[i], column, err)
+		}
 	}
 	return segs, covered, nil
 }
@@ -408,18 +424,33 @@ func (f *Finder) Addrs(ctx context.Context, d *table.Dataset, column, v string) 
 	if err != nil || covered == nil {
 		return nil, nil, err
 	}
-	var seg []uint64
-	for _, sg := range segs {
-		t, bm := sg.t, sg.bm
-		f.prewarm(t)
-		if seg, err = t.Equal(ctx, v, seg[:0]); err != nil {
-			return nil, nil, err
+	// Each segment's lookup reads its own page: all of them at once, so a
+	// cold get waits for one page read, not one per segment.
+	found := make([][]uint64, len(segs))
+	errs := make([]error, len(segs))
+	look := func(i int) {
+		f.prewarm(segs[i].t)
+		found[i], errs[i] = segs[i].t.Equal(ctx, v, nil)
+	}
+	if len(segs) == 1 {
+		look(0)
+	} else {
+		var wg sync.WaitGroup
+		for i := range segs {
+			wg.Add(1)
+			go func() { defer wg.Done(); look(i) }()
+		}
+		wg.Wait()
+	}
+	for i, sg := range segs {
+		if errs[i] != nil {
+			return nil, nil, errs[i]
 		}
 		lastFrag, lastIn := uint64(1<<63), false
-		for _, a := range seg {
+		for _, a := range found[i] {
 			// An index answers only for the fragments of its bitmap.
 			if frag := a >> 32; frag != lastFrag {
-				lastFrag, lastIn = frag, bm.Contains(uint32(frag))
+				lastFrag, lastIn = frag, sg.bm.Contains(uint32(frag))
 			}
 			if lastIn {
 				addrs = append(addrs, a)
