@@ -69,25 +69,45 @@ func (s *SmallFiles) drop(key string) {
 	}
 }
 
-// largeKey names the ObjectInfo of a selected object found larger than
-// max: a later Head of it costs no request, and a later GetTail reads the
-// tail asked for, not max bytes again (a cold index lookup opened its
-// 20 MB page_data file twice: two 1 MiB reads one after the other).
+// largeKey names a selected object found larger than max: its
+// ObjectInfo and the last bytes the speculative read took (largeObject).
+// A later Head of it costs no request, and a later GetTail or ranged read
+// within those bytes none either (a cold index lookup opened its 20 MB
+// page_data file twice: the preload's tail read, then its opener's).
 type largeKey struct {
 	s   *SmallFiles
 	key string
 }
 
-// large returns the cached info of a selected object found large.
-func (s *SmallFiles) large(key string) (ObjectInfo, bool) {
+type largeObject struct {
+	info ObjectInfo
+	tail []byte // the object's last len(tail) bytes (none when unknown)
+}
+
+// large returns what is cached of a selected object found large.
+func (s *SmallFiles) large(key string) (*largeObject, bool) {
 	if !s.match(key) {
-		return ObjectInfo{}, false
+		return nil, false
 	}
 	v, ok := s.cache.Get(largeKey{s, key})
 	if !ok {
-		return ObjectInfo{}, false
+		return nil, false
 	}
-	return v.(ObjectInfo), true
+	return v.(*largeObject), true
+}
+
+// putLarge caches a selected object found large, with its last bytes.
+func (s *SmallFiles) putLarge(key string, info ObjectInfo, tail []byte) {
+	s.cache.Put(largeKey{s, key}, &largeObject{info, tail}, int64(len(tail))+128)
+}
+
+// inTail returns [offset, offset+length) of o when its cached tail holds it.
+func (o *largeObject) inTail(offset, length int64) ([]byte, bool) {
+	start := o.info.Size - int64(len(o.tail))
+	if offset < start || length < 0 || offset+length > o.info.Size {
+		return nil, false
+	}
+	return o.tail[offset-start : offset-start+length], true
 }
 
 // Head implements Store; see SmallFiles.
@@ -95,8 +115,8 @@ func (s *SmallFiles) Head(ctx context.Context, key string) (ObjectInfo, error) {
 	if o, ok := s.cached(key); ok {
 		return o.info, nil
 	}
-	if info, ok := s.large(key); ok {
-		return info, nil
+	if o, ok := s.large(key); ok {
+		return o.info, nil
 	}
 	if !s.match(key) {
 		return s.inner.Head(ctx, key)
@@ -121,7 +141,7 @@ func (s *SmallFiles) Head(ctx context.Context, key string) (ObjectInfo, error) {
 	if err == nil && rerr == nil && info.Size <= s.max && int64(len(data)) == info.Size {
 		s.cache.Put(smallKey{s, key}, &smallObject{data, info}, int64(len(data))+128)
 	} else if err == nil && info.Size > s.max {
-		s.cache.Put(largeKey{s, key}, info, 128)
+		s.putLarge(key, info, nil) // data is its head, not its tail
 	}
 	return info, err
 }
@@ -143,6 +163,11 @@ func (s *SmallFiles) GetRange(ctx context.Context, key string, offset, length in
 		}
 		return append([]byte(nil), o.data[offset:min(n, offset+length)]...), nil
 	}
+	if o, ok := s.large(key); ok {
+		if b, ok := o.inTail(offset, length); ok {
+			return append([]byte(nil), b...), nil
+		}
+	}
 	return s.inner.GetRange(ctx, key, offset, length)
 }
 
@@ -155,6 +180,12 @@ func (s *SmallFiles) GetRangeInto(ctx context.Context, key string, offset int64,
 		}
 		copy(dst, o.data[offset:])
 		return nil
+	}
+	if o, ok := s.large(key); ok {
+		if b, ok := o.inTail(offset, int64(len(dst))); ok {
+			copy(dst, b)
+			return nil
+		}
 	}
 	if in, ok := s.inner.(RangeIntoReader); ok {
 		return in.GetRangeInto(ctx, key, offset, dst)

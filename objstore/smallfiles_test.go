@@ -211,8 +211,9 @@ func TestSmallFilesGetTail(t *testing.T) {
 	if err != nil || string(b) != "LLE" || info.Size != 5000 {
 		t.Fatalf("GetTail(idx/large, 3) = %q, %+v, %v", b, info, err)
 	}
-	// Known large now: its size costs no request, and a tail is read as
-	// asked, not the wrapper's maximum again.
+	// Known large now: its size costs no request, a tail or a range
+	// within the last bytes the first read took (the wrapper's maximum)
+	// none either, and a longer tail is read as asked.
 	c.Reset()
 	if info, err := s.Head(ctx, "idx/large"); err != nil || info.Size != 5000 {
 		t.Fatalf("Head of a known large object = %+v, %v", info, err)
@@ -220,8 +221,18 @@ func TestSmallFilesGetTail(t *testing.T) {
 	if b, _, err := s.GetTail(ctx, "idx/large", 10); err != nil || string(b) != "LLLLLLLLLE" {
 		t.Fatalf("GetTail(idx/large, 10) again = %q, %v", b, err)
 	}
-	if got := c.Counts(); got.Requests() != 1 || got.BytesRead != 10 {
-		t.Fatalf("Head and a 10-byte tail of a known large object: %s, want 1 request of 10 bytes", got)
+	if got, err := s.GetRange(ctx, "idx/large", 4990, 10); err != nil || string(got) != "LLLLLLLLLE" {
+		t.Fatalf("GetRange(idx/large, 4990, 10) = %q, %v", got, err)
+	}
+	if got := c.Counts(); got.Requests() != 0 {
+		t.Fatalf("Head, a 10-byte tail and a range in the kept tail of a known large object: %s, want no request", got)
+	}
+	kept := s.max
+	if b, _, err := s.GetTail(ctx, "idx/large", kept+10); err != nil || int64(len(b)) != kept+10 {
+		t.Fatalf("GetTail(idx/large, %d) = %d bytes, %v", kept+10, len(b), err)
+	}
+	if got := c.Counts(); got.Requests() != 1 || got.BytesRead != kept+10 {
+		t.Fatalf("a tail longer than the kept one: %s, want 1 request of %d bytes", got, kept+10)
 	}
 	if err := s.Put(ctx, "idx/large", small); err != nil {
 		t.Fatal(err)

@@ -168,7 +168,13 @@ func (s *SmallFiles) GetTail(ctx context.Context, key string, n int64) ([]byte, 
 	if o, ok := s.cached(key); ok {
 		return lastBytes(o.data, n), o.info, nil
 	}
-	if _, ok := s.large(key); ok || !s.match(key) {
+	if o, ok := s.large(key); ok {
+		if n <= int64(len(o.tail)) || int64(len(o.tail)) == o.info.Size {
+			return lastBytes(o.tail, n), o.info, nil
+		}
+		return GetTail(ctx, s.inner, key, n)
+	}
+	if !s.match(key) {
 		return GetTail(ctx, s.inner, key, n)
 	}
 	if !oneRequestTail(s.inner) {
@@ -184,7 +190,10 @@ func (s *SmallFiles) GetTail(ctx context.Context, key string, n int64) ([]byte, 
 		return lastBytes(b, n), info, nil
 	}
 	if info.Size > s.max {
-		s.cache.Put(largeKey{s, key}, info, 128)
+		// The tail read is kept: the object's opener reads its footer
+		// and metadata from it next.
+		s.putLarge(key, info, b)
+		return lastBytes(b, n), info, nil // a copy: the cache keeps b
 	}
 	if int64(len(b)) > n {
 		b = b[int64(len(b))-n:]

@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -89,4 +90,32 @@ func plain(s objstore.Store) objstore.Store { return s }
 // asRollout wraps s as a rollout store reads index files.
 func asRollout(s objstore.Store) objstore.Store {
 	return objstore.NewSmallFiles(s, func(k string) bool { return strings.HasPrefix(k, IndicesDir) }, 1<<20)
+}
+
+// TestColdLookupRoundTrips: a first lookup of one value through a Finder
+// on a cold process (the index's files opened through SmallFiles, as a
+// rollout store reads them) costs one round trip to open the index and
+// then the page's reads: its offsets, then its values with its row ids
+// beside them. It was four: the page file's tail was read twice (the
+// preload's and the open's), and the row ids only after the values.
+func TestColdLookupRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	st, res := bigIndex(t)
+	cs := objstore.NewCounting(st, 40*time.Millisecond)
+	f := NewFinder(64 << 20)
+	tr, err := f.tree(ctx, asRollout(cs), res.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := cs.Counts()
+	t.Logf("open: %s", open)
+	addrs, err := tr.Equal(ctx, fmt.Sprintf("k%07d", (77_777*7919)%1000003), nil)
+	if err != nil || len(addrs) != 1 {
+		t.Fatalf("equal: %v %v", addrs, err)
+	}
+	got := cs.Counts()
+	t.Logf("open and lookup: %s", got)
+	if open.Sequential != 1 || got.Sequential > 3 {
+		t.Errorf("open %d sequential, open and lookup %d; want 1 and at most 3", open.Sequential, got.Sequential)
+	}
 }
