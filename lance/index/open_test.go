@@ -92,15 +92,33 @@ func asRollout(s objstore.Store) objstore.Store {
 	return objstore.NewSmallFiles(s, func(k string) bool { return strings.HasPrefix(k, IndicesDir) }, 1<<20)
 }
 
-// TestColdLookupRoundTrips: a first lookup of one value through a Finder
+// TestRegression_ColdIndexLookupOnAnObjectStore: a first lookup of one value through a Finder
 // on a cold process (the index's files opened through SmallFiles, as a
 // rollout store reads them) costs one round trip to open the index and
 // then the page's reads: its offsets, then its values with its row ids
-// beside them. It was four: the page file's tail was read twice (the
-// preload's and the open's), and the row ids only after the values.
-func TestColdLookupRoundTrips(t *testing.T) {
+// beside them, by range. It was four: the page file's tail was read twice
+// (the preload's and the open's), and the file, taken for a local one
+// until a read failed to open it, read its columns one after another and
+// its offsets buffer whole (960 KB here).
+func TestRegression_ColdIndexLookupOnAnObjectStore(t *testing.T) {
 	ctx := context.Background()
-	st, res := bigIndex(t)
+	local, res := bigIndex(t)
+	// On an object store: a memory store holds no file open, so reads go
+	// by range as on S3.
+	st := objstore.NewMemory()
+	keys, err := local.List(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range keys {
+		b, err := local.Get(ctx, o.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Put(ctx, o.Key, b); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cs := objstore.NewCounting(st, 40*time.Millisecond)
 	f := NewFinder(64 << 20)
 	tr, err := f.tree(ctx, asRollout(cs), res.Index)
@@ -117,5 +135,8 @@ func TestColdLookupRoundTrips(t *testing.T) {
 	t.Logf("open and lookup: %s", got)
 	if open.Sequential != 1 || got.Sequential > 3 {
 		t.Errorf("open %d sequential, open and lookup %d; want 1 and at most 3", open.Sequential, got.Sequential)
+	}
+	if read := got.BytesRead - open.BytesRead; read > 64<<10 {
+		t.Errorf("the lookup read %d bytes; want the page's ranges (under 64 KiB), not whole buffers", read)
 	}
 }

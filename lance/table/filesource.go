@@ -44,8 +44,15 @@ var held = struct {
 // in place (data and index files): one open file when the store can hold
 // files open, the store's range reads otherwise.
 func HeldSource(store objstore.Store, key string) file.Source {
+	// A wrapper is a FileOpener whatever it wraps (objstore.SmallFiles
+	// over S3): only a store whose objects are files holds one open. A
+	// heldSource over an object store reported itself local until its
+	// first read failed to open the file, so a cold index lookup on S3 read
+	// its columns one after another and whole offsets buffers, as on disk.
 	if o, ok := store.(objstore.FileOpener); ok {
-		return &heldSource{objectSource: objectSource{store, key}, opener: o}
+		if _, local := objstore.LocalPath(store, key); local {
+			return &heldSource{objectSource: objectSource{store, key}, opener: o}
+		}
 	}
 	return sourceFor(store, key)
 }
