@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -44,7 +45,9 @@ func (c *cursor) seek(ctx context.Context, after string) error {
 }
 
 func (c *cursor) load(ctx context.Context) error {
-	pg, err := c.t.readPage(ctx, c.p)
+	// A walk needs the row id of every entry it passes: read them with
+	// the values (one round trip, not values and then ids).
+	pg, err := c.t.readPageOf(ctx, c.p, true)
 	if err != nil {
 		return err
 	}
@@ -122,18 +125,35 @@ func (f *Finder) Ascend(ctx context.Context, d *table.Dataset, column, after str
 	if err != nil || covered == nil {
 		return nil, err
 	}
+	// Every segment's cursor seeks at once: a cold walk waits for one
+	// page read, not one per segment.
+	cs := make([]*cursor, len(segs))
+	oks := make([]bool, len(segs))
+	errs := make([]error, len(segs))
+	start := func(i int) {
+		c := &cursor{t: segs[i].t, bm: segs[i].bm}
+		cs[i] = c
+		if errs[i] = c.seek(ctx, after); errs[i] == nil {
+			oks[i], errs[i] = c.next(ctx)
+		}
+	}
+	if len(segs) == 1 {
+		start(0)
+	} else {
+		var wg sync.WaitGroup
+		for i := range segs {
+			wg.Add(1)
+			go func() { defer wg.Done(); start(i) }()
+		}
+		wg.Wait()
+	}
 	var heads []*cursor
-	for _, sg := range segs {
-		c := &cursor{t: sg.t, bm: sg.bm}
-		if err := c.seek(ctx, after); err != nil {
-			return nil, err
+	for i := range segs {
+		if errs[i] != nil {
+			return nil, errs[i]
 		}
-		ok, err := c.next(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			heads = append(heads, c)
+		if oks[i] {
+			heads = append(heads, cs[i])
 		}
 	}
 	// A k-way merge of the segments (few: delta segments are consolidated
