@@ -5,7 +5,6 @@ import (
 	"context"
 	"slices"
 	"sort"
-	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -137,16 +136,7 @@ func (f *Finder) Ascend(ctx context.Context, d *table.Dataset, column, after str
 			oks[i], errs[i] = c.next(ctx)
 		}
 	}
-	if len(segs) == 1 {
-		start(0)
-	} else {
-		var wg sync.WaitGroup
-		for i := range segs {
-			wg.Add(1)
-			go func() { defer wg.Done(); start(i) }()
-		}
-		wg.Wait()
-	}
+	eachAtOnce(len(segs), start)
 	var heads []*cursor
 	for i := range segs {
 		if errs[i] != nil {

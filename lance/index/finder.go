@@ -343,21 +343,31 @@ func (f *Finder) openSegments(ctx context.Context, d *table.Dataset, column stri
 	// The segments open at once: a cold lookup waits for one open, not
 	// one per segment of an index that deltas have split.
 	errs := make([]error, len(segs))
-	var wg sync.WaitGroup
-	for i := range segs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			segs[i].t, errs[i] = f.tree(ctx, d.Store(), uuids[i])
-		}()
-	}
-	wg.Wait()
+	eachAtOnce(len(segs), func(i int) {
+		segs[i].t, errs[i] = f.tree(ctx, d.Store(), uuids[i])
+	})
 	for i, err := range errs {
 		if err != nil {
 			return nil, nil, fmt.Errorf("lance/index: index %s on %s: %w", names[i], column, err)
 		}
 	}
 	return segs, covered, nil
+}
+
+// eachAtOnce runs fn(0) ... fn(n-1) concurrently and waits for them (one
+// alone runs on the caller's goroutine): a segment's reads then wait for
+// no other segment's.
+func eachAtOnce(n int, fn func(i int)) {
+	if n == 1 {
+		fn(0)
+		return
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() { defer wg.Done(); fn(i) }()
+	}
+	wg.Wait()
 }
 
 // Find implements table.RowFinder: the fragments of d that BTree indexes
@@ -432,16 +442,7 @@ func (f *Finder) Addrs(ctx context.Context, d *table.Dataset, column, v string) 
 		f.prewarm(segs[i].t)
 		found[i], errs[i] = segs[i].t.Equal(ctx, v, nil)
 	}
-	if len(segs) == 1 {
-		look(0)
-	} else {
-		var wg sync.WaitGroup
-		for i := range segs {
-			wg.Add(1)
-			go func() { defer wg.Done(); look(i) }()
-		}
-		wg.Wait()
-	}
+	eachAtOnce(len(segs), look)
 	for i, sg := range segs {
 		if errs[i] != nil {
 			return nil, nil, errs[i]
