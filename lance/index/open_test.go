@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lance-context/lance-context/lance/table"
 	"github.com/lance-context/lance-context/objstore"
 )
 
@@ -103,22 +104,7 @@ func asRollout(s objstore.Store) objstore.Store {
 func TestRegression_ColdIndexLookupOnAnObjectStore(t *testing.T) {
 	ctx := context.Background()
 	local, res := bigIndex(t)
-	// On an object store: a memory store holds no file open, so reads go
-	// by range as on S3.
-	st := objstore.NewMemory()
-	keys, err := local.List(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range keys {
-		b, err := local.Get(ctx, o.Key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := st.Put(ctx, o.Key, b); err != nil {
-			t.Fatal(err)
-		}
-	}
+	st := copyStore(t, local)
 	cs := objstore.NewCounting(st, 40*time.Millisecond)
 	f := NewFinder(64 << 20)
 	tr, err := f.tree(ctx, asRollout(cs), res.Index)
@@ -139,4 +125,66 @@ func TestRegression_ColdIndexLookupOnAnObjectStore(t *testing.T) {
 	if read := got.BytesRead - open.BytesRead; read > 64<<10 {
 		t.Errorf("the lookup read %d bytes; want the page's ranges (under 64 KiB), not whole buffers", read)
 	}
+}
+
+// TestRegression_ColdFindLooksUpEverySegmentAtOnce: a reader's Find on a
+// cold process opens an index's segments and looks a value up in each at
+// once. It went one segment after another: a cold get at 10M rows, whose
+// id index had 11 segments after its merges, waited for 4 lookups in a
+// row (the others found no page to read).
+func TestRegression_ColdFindLooksUpEverySegmentAtOnce(t *testing.T) {
+	ctx := context.Background()
+	local := newStore(t)
+	appendRows(t, local, 0, 120_000)
+	for k := range 3 {
+		if k > 0 {
+			appendRows(t, local, 120_000*k, 120_000*(k+1))
+		}
+		if _, err := Update(ctx, local, "id", BuildOptions{Delta: true, BatchSize: 256}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := copyStore(t, local)
+	cs := objstore.NewCounting(st, 40*time.Millisecond)
+	d, err := table.Open(ctx, asRollout(cs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if segs, _ := BTreeIndexes(d, "id"); len(segs) != 3 {
+		t.Fatalf("%d segments, want 3", len(segs))
+	}
+	cs.Reset()
+	// Values of every segment's range: each segment reads a page.
+	vals := []string{fmt.Sprintf("k%07d", (77*7919)%1000003)}
+	_, rows, err := NewFinder(64<<20).Find(ctx, d, "id", vals)
+	if err != nil || len(rows) == 0 {
+		t.Fatalf("find: %v %v", rows, err)
+	}
+	got := cs.Counts()
+	t.Logf("open 3 segments and find: %s", got)
+	if got.Sequential > 3 {
+		t.Errorf("open 3 segments and find one value: %s; want at most 3 sequential (open, then a page's offsets and its values)", got)
+	}
+}
+
+// copyStore copies every object of src into a memory store (an object
+// store: no file is held open, reads go by range as on S3).
+func copyStore(t *testing.T, src objstore.Store) objstore.Store {
+	t.Helper()
+	ctx := context.Background()
+	st := objstore.NewMemory()
+	infos, err := src.List(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range infos {
+		b, err := src.Get(ctx, o.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Put(ctx, o.Key, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return st
 }
