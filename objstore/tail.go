@@ -169,7 +169,7 @@ func (s *SmallFiles) GetTail(ctx context.Context, key string, n int64) ([]byte, 
 		return lastBytes(o.data, n), o.info, nil
 	}
 	if o, ok := s.large(key); ok {
-		if n <= int64(len(o.tail)) || int64(len(o.tail)) == o.info.Size {
+		if n <= int64(len(o.tail)) {
 			return lastBytes(o.tail, n), o.info, nil
 		}
 		return GetTail(ctx, s.inner, key, n)

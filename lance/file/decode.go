@@ -501,12 +501,12 @@ type binPiece struct {
 // at most guessMaxMargin). A point read of an object reads it beside the
 // rows' offsets: when the bytes fall inside it (rows of even size, as ids
 // are, always do) the read costs one round trip instead of two, offsets
-// then bytes; a miss costs the margins' bytes. false when the guess would
-// read more than guessMax bytes.
-func guessBytes(d *binDesc, lo, hi int64) (bufRange, bool) {
+// then bytes; a miss costs the margins' bytes. None (size 0) when the
+// guess would read more than guessMax bytes.
+func guessBytes(d *binDesc, lo, hi int64) bufRange {
 	n := d.indices.size / 8
 	if n <= 0 || d.bytes.size <= 0 || hi <= lo {
-		return bufRange{}, false
+		return bufRange{}
 	}
 	mean := float64(d.bytes.size) / float64(n)
 	margin := int64(mean * (2 + math.Sqrt(float64(lo))/4))
@@ -514,9 +514,9 @@ func guessBytes(d *binDesc, lo, hi int64) (bufRange, bool) {
 	start := max(0, int64(mean*float64(lo))-margin)
 	end := min(d.bytes.size, int64(mean*float64(hi))+margin)
 	if end <= start || end-start > guessMax {
-		return bufRange{}, false
+		return bufRange{}
 	}
-	return bufRange{d.bytes.off + start, end - start}, true
+	return bufRange{d.bytes.off + start, end - start}
 }
 
 // The bounds of guessBytes: a guess reads at most guessMax bytes, with a
@@ -534,11 +534,11 @@ func (rc *readCtx) decodeBinary(n *node, ranges []rowRange) (arrow.ArrayData, er
 	}
 	bps := make([]binPiece, len(ps))
 	// Per piece: [0] validity, [1] offsets (or dictionary indices), [2]
-	// dictionary item ends, [3] the bytes, when the offsets are cached.
+	// dictionary item ends, [3] the bytes, when the offsets are cached
+	// (pre), else a guess at them (guessBytes).
 	reqs := make([]bufRange, 4*len(ps))
 	whole := make([]bool, len(ps)) // [1] reads the page's whole offsets buffer
 	pre := make([]bool, len(ps))   // [3] reads the bytes in the first wave
-	guess := make([]bool, len(ps)) // [3] reads a guess at the bytes beside the offsets
 	// span sets a piece's byte range from its offsets.
 	span := func(bp *binPiece) error {
 		d := bp.d
@@ -592,7 +592,7 @@ func (rc *readCtx) decodeBinary(n *node, ranges []rowRange) (arrow.ArrayData, er
 			continue
 		}
 		if rc.byRange() && pointRead(d.indices, i0, p.hi) {
-			reqs[4*i+3], guess[i] = guessBytes(d, p.lo, p.hi)
+			reqs[4*i+3] = guessBytes(d, p.lo, p.hi)
 		}
 		if rq, ok := rc.offsetsRead(d.indices, i0, p.hi); ok {
 			reqs[4*i+1], whole[i] = rq, true
@@ -648,7 +648,7 @@ func (rc *readCtx) decodeBinary(n *node, ranges []rowRange) (arrow.ArrayData, er
 		}
 		need := bufRange{d.bytes.off + int64(bp.start), int64(bp.end - bp.start)}
 		total += bp.end - bp.start
-		if g := reqs[4*i+3]; guess[i] && need.off >= g.off && need.off+need.size <= g.off+g.size {
+		if g := reqs[4*i+3]; g.size > 0 && need.off >= g.off && need.off+need.size <= g.off+g.size {
 			bp.data = got[4*i+3][need.off-g.off : need.off-g.off+need.size]
 			pre[i] = true
 			continue

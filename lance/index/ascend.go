@@ -136,7 +136,7 @@ func (f *Finder) Ascend(ctx context.Context, d *table.Dataset, column, after str
 			oks[i], errs[i] = c.next(ctx)
 		}
 	}
-	eachAtOnce(len(segs), start)
+	eachAtOnce(len(segs), nil, start)
 	var heads []*cursor
 	for i := range segs {
 		if errs[i] != nil {

@@ -433,6 +433,21 @@ func (t *BTree) Equal(ctx context.Context, v string, out []uint64) ([]uint64, er
 	return out, nil
 }
 
+// cached reports whether a lookup of v (Equal) finds its first page in
+// the cache, or has no page to read: then it makes no request.
+func (t *BTree) cached(v string) bool {
+	np := len(t.maxs)
+	p := sort.Search(np, func(i int) bool { return !t.maxNull[i] && t.maxs[i] >= v })
+	if p >= np || (!t.minNull[p] && t.mins[p] > v) {
+		return true
+	}
+	if _, ok := t.cache.get(pageKey{uuid: t.uuid, page: p}); ok {
+		return true
+	}
+	_, ok := t.cache.get(pageKey{uuid: t.uuid, page: p, idsOnly: true})
+	return ok
+}
+
 // only reports whether every row of page p holds v: its first and last
 // values are v (pages are sorted, nulls first).
 func (t *BTree) only(p int, v string) bool {

@@ -318,7 +318,7 @@ func (f *Finder) openSegments(ctx context.Context, d *table.Dataset, column stri
 	}
 	live := liveFragments(d)
 	covered = roaring.New()
-	var uuids, names []string
+	var metas []*pb.IndexMetadata // of segs
 	for _, m := range idxs {
 		bm, err := table.FragmentBitmap(m)
 		if err != nil {
@@ -333,8 +333,7 @@ func (f *Finder) openSegments(ctx context.Context, d *table.Dataset, column stri
 			continue
 		}
 		segs = append(segs, segment{bm: bm})
-		uuids = append(uuids, uuidString(m))
-		names = append(names, m.GetName())
+		metas = append(metas, m)
 		covered.Or(bm)
 	}
 	if covered.IsEmpty() {
@@ -343,23 +342,33 @@ func (f *Finder) openSegments(ctx context.Context, d *table.Dataset, column stri
 	// The segments open at once: a cold lookup waits for one open, not
 	// one per segment of an index that deltas have split.
 	errs := make([]error, len(segs))
-	eachAtOnce(len(segs), func(i int) {
-		segs[i].t, errs[i] = f.tree(ctx, d.Store(), uuids[i])
+	eachAtOnce(len(segs), nil, func(i int) {
+		segs[i].t, errs[i] = f.tree(ctx, d.Store(), uuidString(metas[i]))
 	})
 	for i, err := range errs {
 		if err != nil {
-			return nil, nil, fmt.Errorf("lance/index: index %s on %s: %w", names[i], column, err)
+			return nil, nil, fmt.Errorf("lance/index: index %s on %s: %w", metas[i].GetName(), column, err)
 		}
 	}
 	return segs, covered, nil
 }
 
-// eachAtOnce runs fn(0) ... fn(n-1) concurrently and waits for them (one
-// alone runs on the caller's goroutine): a segment's reads then wait for
-// no other segment's.
-func eachAtOnce(n int, fn func(i int)) {
-	if n == 1 {
-		fn(0)
+// eachAtOnce runs fn(0) ... fn(n-1) and waits for them: concurrently when
+// more than one of them reads (reads(i)), so a segment's reads wait for
+// no other segment's; else in turn on the caller's goroutine (a lookup in
+// cached pages takes less than starting goroutines for it: 1.3 µs against
+// 3.4 µs over three segments). A nil reads counts every i as reading.
+func eachAtOnce(n int, reads func(i int) bool, fn func(i int)) {
+	cold := 0
+	for i := 0; i < n && cold < 2; i++ {
+		if reads == nil || reads(i) {
+			cold++
+		}
+	}
+	if cold < 2 {
+		for i := range n {
+			fn(i)
+		}
 		return
 	}
 	var wg sync.WaitGroup
@@ -385,7 +394,15 @@ func (f *Finder) Find(ctx context.Context, d *table.Dataset, column string, valu
 		// A reader's lookup: every segment at once, so a cold get waits
 		// for one page read, not one per segment (a 10M-row store's id
 		// index had 11 after its merges).
-		eachAtOnce(len(segs), func(i int) {
+		reads := func(i int) bool {
+			for _, v := range values {
+				if !segs[i].t.cached(v) {
+					return true
+				}
+			}
+			return false
+		}
+		eachAtOnce(len(segs), reads, func(i int) {
 			t := segs[i].t
 			f.prewarm(t)
 			if errs[i] = t.prefetch(ctx, values); errs[i] != nil {
@@ -462,7 +479,7 @@ func (f *Finder) Addrs(ctx context.Context, d *table.Dataset, column, v string) 
 		f.prewarm(segs[i].t)
 		found[i], errs[i] = segs[i].t.Equal(ctx, v, nil)
 	}
-	eachAtOnce(len(segs), look)
+	eachAtOnce(len(segs), func(i int) bool { return !segs[i].t.cached(v) }, look)
 	for i, sg := range segs {
 		if errs[i] != nil {
 			return nil, nil, errs[i]
