@@ -105,7 +105,7 @@ func (c *Catalog) storeLog(name string) wal.Log {
 // the catalog's choice, and what a repair of the store's WAL must read.
 func WALLog(root objstore.Store, name string) wal.Log {
 	if dir, ok := objstore.LocalPath(root, name+storeSuffix); ok {
-		return wal.Log{FS: vfs.Default, Dir: dir}
+		return wal.Log{FS: vfs.Default, Dir: dir, Objects: true}
 	}
 	return wal.Log{}
 }

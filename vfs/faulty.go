@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -75,6 +76,19 @@ func (f *Faulty) Rename(oldname, newname string) error {
 		return err
 	}
 	return f.inner.Rename(oldname, newname)
+}
+
+// Link links through to the inner file system, where it links
+// (errors.ErrUnsupported where it does not).
+func (f *Faulty) Link(oldname, newname string) error {
+	l, ok := f.inner.(interface{ Link(o, n string) error })
+	if !ok {
+		return errors.ErrUnsupported
+	}
+	if err := f.fail("link", newname); err != nil {
+		return err
+	}
+	return l.Link(oldname, newname)
 }
 
 func (f *Faulty) List(dir string) ([]string, error) { return f.inner.List(dir) }

@@ -40,6 +40,10 @@ func (osFS) Remove(name string) error             { return os.Remove(name) }
 func (osFS) Rename(oldname, newname string) error { return NoSpace(os.Rename(oldname, newname)) }
 func (osFS) MkdirAll(dir string) error            { return NoSpace(os.MkdirAll(dir, 0o755)) }
 
+// Link gives the file oldname a second name, newname (which must not
+// exist): a hard link, durable once newname's directory is flushed.
+func (osFS) Link(oldname, newname string) error { return NoSpace(os.Link(oldname, newname)) }
+
 func (osFS) List(dir string) ([]string, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {

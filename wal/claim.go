@@ -96,8 +96,19 @@ func Claim(ctx context.Context, opts Options) (*Writer, error) {
 			return nil, err
 		}
 		if !opts.ObjectLog {
-			w.seg = newSegmentLog(w.logFS, w.segDir, opts.Shard, w.epoch, opts.SegmentBytes)
+			size := opts.SegmentBytes
+			_, canLink := w.logFS.(linker)
+			inPlace := opts.Log.Objects && canLink
+			if inPlace && size <= 0 {
+				// Room for a full memtable's frames, which are about its
+				// in-memory bytes: the segment becomes its generation.
+				size = opts.MaxMemtableBytes + opts.MaxMemtableBytes/4
+			}
+			w.seg = newSegmentLog(w.logFS, w.segDir, opts.Shard, w.epoch, size)
 			w.seg.metrics = opts.Metrics
+			if inPlace {
+				w.seg.genRoot = opts.Log.Dir
+			}
 			w.log = w.seg
 			if err := w.seg.start(); err != nil {
 				return nil, err
@@ -120,6 +131,11 @@ func Claim(ctx context.Context, opts Options) (*Writer, error) {
 type Log struct {
 	FS  vfs.FS
 	Dir string
+	// Objects says the store's objects are the files under Dir on FS
+	// (rollout's WALLog: the log beside a store's data on local disk). A
+	// full memtable is then sealed in place: its segment becomes the
+	// generation's file (doc.go, "Seal in place").
+	Objects bool
 }
 
 // segmentDir returns the directory of shard's segment log on l.FS, or ""

@@ -3,6 +3,8 @@ package wal
 import (
 	"context"
 	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
 )
 
 // entryLog is where a writer makes its entries durable: one object per
@@ -12,7 +14,8 @@ type entryLog interface {
 	// put makes the entry of msgs (encoded in format f) durable at the
 	// writer's next position, pos. An error wrapping ErrLogFailed means
 	// what reached the log is unknown: the writer must stop.
-	put(ctx context.Context, pos uint64, f *entryFormat, msgs []*encoded) error
+	// recs are the batches msgs encode (the memtable's).
+	put(ctx context.Context, pos uint64, f *entryFormat, msgs []*encoded, recs []arrow.RecordBatch) error
 	// sealed says positions up to upTo are in committed generations.
 	sealed(upTo uint64)
 	// close releases the log's files when the writer stops.
@@ -25,7 +28,7 @@ type entryLog interface {
 // the writer's collection.
 type objectLog struct{ w *Writer }
 
-func (l objectLog) put(ctx context.Context, _ uint64, f *entryFormat, msgs []*encoded) error {
+func (l objectLog) put(ctx context.Context, _ uint64, f *entryFormat, msgs []*encoded, _ []arrow.RecordBatch) error {
 	start := time.Now()
 	err := l.w.putEntry(ctx, f.header, msgs)
 	l.w.opts.Metrics.PutSeconds.Observe(since(start))
@@ -36,7 +39,7 @@ func (objectLog) sealed(uint64) {}
 func (objectLog) close()        {}
 
 // put appends the entry as a frame and flushes it.
-func (l *segmentLog) put(_ context.Context, pos uint64, f *entryFormat, msgs []*encoded) error {
+func (l *segmentLog) put(_ context.Context, pos uint64, f *entryFormat, msgs []*encoded, recs []arrow.RecordBatch) error {
 	start := time.Now()
 	frame := f.header.assemble(msgs, pos, frameHeaderSize, l.buf)
 	if cap(frame) <= maxKeptFrameBuffer {
@@ -46,6 +49,9 @@ func (l *segmentLog) put(_ context.Context, pos uint64, f *entryFormat, msgs []*
 	}
 	if err := l.append(pos, frame); err != nil {
 		return err
+	}
+	if l.genRoot != "" {
+		l.notePlaced(l.cur.off-int64(len(frame)), f.header.msg, msgs, recs)
 	}
 	if l.metrics != nil {
 		l.metrics.SyncSeconds.Observe(since(start))

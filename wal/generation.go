@@ -3,6 +3,7 @@ package wal
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 
@@ -23,7 +24,11 @@ func GenerationKey(shard string, g Generation) string { return shardDir(shard) +
 // writeGeneration writes a memtable as one Lance data file, keeping only
 // the newest row of each key (later batches and later rows are newer), with
 // each row's sequence number in cols.seq.
-func writeGeneration(ctx context.Context, store objstore.Store, shard string, gen uint64, cols genColumns, mem memtable) (Generation, error) {
+//
+// With place set the file is the segment that holds the memtable's frames
+// (inplace.go): what they lack is written after them and the segment is
+// linked into gen/; else a new object is written.
+func writeGeneration(ctx context.Context, store objstore.Store, shard string, gen uint64, cols genColumns, mem memtable, place *inPlace) (Generation, error) {
 	keyCol, batches := cols.key, mem.batches
 	g := Generation{Generation: gen, Path: fmt.Sprintf("gen/%010d-%s.lance", gen, uuid.NewString())}
 	if len(batches) == 0 {
@@ -38,11 +43,16 @@ func writeGeneration(ctx context.Context, store objstore.Store, shard string, ge
 	if err != nil {
 		return g, err
 	}
-	obj, err := store.Create(ctx, GenerationKey(shard, g))
+	out, err := newGenOut(ctx, store, GenerationKey(shard, g), place)
 	if err != nil {
-		return g, fmt.Errorf("wal: create generation: %w", err)
+		return g, err
 	}
-	fw, err := file.NewWriter(obj, ls, file.WriterOptions{HoldValues: true}) // a memtable's arrays do not change
+	obj := out
+	wopts := file.WriterOptions{HoldValues: true} // a memtable's arrays do not change
+	if place != nil {
+		wopts.Base, wopts.Placed = place.end, place.lookup
+	}
+	fw, err := file.NewWriter(obj, ls, wopts)
 	if err != nil {
 		_ = obj.Abort()
 		return g, err
@@ -103,12 +113,35 @@ func writeGeneration(ctx context.Context, store objstore.Store, shard string, ge
 		_ = obj.Abort()
 		return g, fmt.Errorf("wal: finish generation: %w", err)
 	}
-	if err := obj.Close(); err != nil {
+	if err := obj.finish(info.Size); err != nil {
 		return g, fmt.Errorf("wal: close generation: %w", err)
 	}
 	g.Bytes = info.Size
 	g.SealedAt = time.Now().UTC()
 	return g, nil
+}
+
+// genOut is where writeGeneration writes: a new object, or the rest of a
+// segment sealed in place.
+type genOut struct {
+	io.Writer
+	finish func(size int64) error
+	Abort  func() error
+}
+
+func newGenOut(ctx context.Context, store objstore.Store, key string, place *inPlace) (*genOut, error) {
+	if place == nil {
+		obj, err := store.Create(ctx, key)
+		if err != nil {
+			return nil, fmt.Errorf("wal: create generation: %w", err)
+		}
+		return &genOut{Writer: obj, finish: func(int64) error { return obj.Close() }, Abort: obj.Abort}, nil
+	}
+	f, bw, err := place.open()
+	if err != nil {
+		return nil, err
+	}
+	return &genOut{Writer: bw, finish: func(size int64) error { return place.finish(f, bw, size, key) }, Abort: f.Close}, nil
 }
 
 // newestPerKey returns, per batch, a keep-mask (nil when every row is kept)

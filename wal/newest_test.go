@@ -40,7 +40,7 @@ func sealGen(t *testing.T, store objstore.Store, shard string, gen uint64, at ti
 	for _, ws := range batches {
 		recs = append(recs, batchOf(ws...))
 	}
-	g, err := writeGeneration(context.Background(), store, shard, gen, genColumns{key: "id"}, memtable{batches: recs})
+	g, err := writeGeneration(context.Background(), store, shard, gen, genColumns{key: "id"}, memtable{batches: recs}, nil)
 	for _, r := range recs {
 		r.Release()
 	}

@@ -27,7 +27,7 @@ func (w *Writer) writeEntry(ctx context.Context, f *entryFormat, recs []arrow.Re
 	for _, m := range msgs {
 		size += m.size
 	}
-	if err := w.log.put(ctx, w.nextPos, f, msgs); err != nil {
+	if err := w.log.put(ctx, w.nextPos, f, msgs, recs); err != nil {
 		if errors.Is(err, ErrLogFailed) {
 			return w.halt(err)
 		}

@@ -16,6 +16,7 @@ type sealJob struct {
 	start   time.Time // when
 	mem     memtable
 	gen     uint64       // its generation number
+	place   *inPlace     // the segment it is sealed into, or nil: a file of its own
 	lastPos uint64       // the last WAL position whose rows it holds
 	waiters []chan error // Seal calls answered when it commits
 }
@@ -42,6 +43,9 @@ func (w *Writer) startSeal(ctx context.Context, cause string, waiters ...chan er
 		return
 	}
 	job := &sealJob{cause: cause, start: time.Now(), mem: w.mem, gen: w.man.NextGeneration, lastPos: w.nextPos - 1, waiters: waiters}
+	if w.seg != nil {
+		job.place = w.seg.cut()
+	}
 	w.tailMu.Lock()
 	w.mem = memtable{}
 	w.tailSealing = &job.mem
@@ -50,7 +54,7 @@ func (w *Writer) startSeal(ctx context.Context, cause string, waiters ...chan er
 	w.publishUnsealed()
 	store, shard, cols := w.opts.Store, w.opts.Shard, w.genColumns()
 	go func() {
-		g, err := writeGeneration(ctx, store, shard, job.gen, cols, job.mem)
+		g, err := writeGeneration(ctx, store, shard, job.gen, cols, job.mem, job.place)
 		w.sealDone <- sealResult{job: job, gen: g, err: err}
 	}()
 }
@@ -152,7 +156,10 @@ func (w *Writer) seal(ctx context.Context, cause string) (bool, error) {
 	if w.mem.rows == 0 {
 		return false, nil
 	}
-	gen, err := writeGeneration(ctx, w.opts.Store, w.opts.Shard, w.man.NextGeneration, w.genColumns(), w.mem)
+	if w.seg != nil {
+		w.seg.forget() // the memtable is sealed into a file of its own
+	}
+	gen, err := writeGeneration(ctx, w.opts.Store, w.opts.Shard, w.man.NextGeneration, w.genColumns(), w.mem, nil)
 	if err != nil {
 		if vfs.IsNoSpace(err) {
 			w.opts.Metrics.NoSpace.Inc()

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/lance-context/lance-context/vfs"
 )
 
@@ -107,6 +109,14 @@ type segmentLog struct {
 	next   chan prepared // the segment after cur, prepared in the background
 	quit   chan struct{} // closed by close: stop preparing
 
+	// genRoot, when set, is the directory whose files are the store's
+	// objects, on fs: a seal may then make a segment its generation
+	// (inplace.go). runs is notePlaced's scratch; cutNext: the current
+	// segment was handed to a seal, the next frame starts a new one.
+	genRoot string
+	runs    []valueRun
+	cutNext bool
+
 	mu     sync.Mutex // guards spares (also used by the preparing goroutine)
 	spares []string
 	hurry  atomic.Bool   // prepare the next segment now, spare or not
@@ -119,6 +129,11 @@ type segment struct {
 	off  int64  // where the next frame goes
 	cap  int64  // preallocated bytes
 	last uint64 // position of the last frame written
+	// placed: the memtable's binary arrays whose value runs this
+	// segment's frames hold, at these offsets (notePlaced), and their bytes.
+	placed      map[arrow.Array]int64
+	placedBytes int64
+	gen         bool // handed to a seal in place: a generation's file, never a spare
 }
 
 type prepared struct {
@@ -300,7 +315,7 @@ func (l *segmentLog) append(pos uint64, frame []byte) error {
 	binary.LittleEndian.PutUint32(frame[8:12], uint32(payload))
 	crc := crc32.Update(crc32.Checksum(frame[0:12], castagnoli), castagnoli, frame[frameHeaderSize:])
 	binary.LittleEndian.PutUint32(frame[12:16], crc)
-	if l.cur == nil || (l.cur.last != 0 && l.cur.off+int64(len(frame)) > l.cur.cap) {
+	if l.cur == nil || l.cutNext || (l.cur.last != 0 && l.cur.off+int64(len(frame)) > l.cur.cap) {
 		if err := l.rotate(); err != nil {
 			return err
 		}
@@ -361,6 +376,7 @@ func (l *segmentLog) rotate() error {
 	}
 	l.cur = p.seg
 	l.seq++
+	l.cutNext = false
 	l.hurry.Store(false)
 	go l.prepareAsync(l.seq + 1)
 	return nil
@@ -375,7 +391,7 @@ func (l *segmentLog) collect(upTo uint64) {
 		s := l.closed[0]
 		l.closed = l.closed[1:]
 		l.mu.Lock()
-		keep := len(l.spares) < maxSegmentSpares
+		keep := len(l.spares) < maxSegmentSpares && !s.gen
 		l.mu.Unlock()
 		if keep {
 			spare := strings.TrimSuffix(s.path, segmentSuffix) + spareSuffix

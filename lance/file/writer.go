@@ -33,6 +33,17 @@ type WriterOptions struct {
 	// copied. A caller that refills its buffers between Writes (the index
 	// builder does) must leave it false.
 	HoldValues bool
+	// Base is the file offset of the first byte written to the io.Writer:
+	// the file already holds Base bytes before it (WAL frames a generation
+	// is made of), which the file's pages may reference (Placed). Offsets
+	// in the file's metadata and Info.Size count from the file's start.
+	Base int64
+	// Placed, when set, is asked for every binary (utf8/binary, 32- or
+	// 64-bit offsets) array written: ok means the file already holds the
+	// array's value bytes, values[offsets[0]:offsets[len]], at offset off
+	// (below Base). The array then gets a page of its own whose bytes
+	// buffer is that range; only its end offsets are written.
+	Placed func(arr arrow.Array) (off int64, ok bool)
 }
 
 // Info describes a finished file.
@@ -61,6 +72,8 @@ type Writer struct {
 	schema    *schema.Schema
 	pageBytes int
 	hold      bool // WriterOptions.HoldValues
+	placed    func(arrow.Array) (int64, bool)
+	base      int64 // WriterOptions.Base: placed bytes lie below it
 	cols      []*pb.ColumnMetadata
 	fields    []colWriter
 	rows      int64
@@ -88,7 +101,10 @@ func NewWriter(w io.Writer, s *schema.Schema, opts WriterOptions) (*Writer, erro
 	if w == nil || s == nil {
 		return nil, errors.New("lance/file: NewWriter needs a writer and a schema")
 	}
-	fw := &Writer{w: w, schema: s, pageBytes: opts.PageBytes, hold: opts.HoldValues}
+	if opts.Base < 0 {
+		return nil, errors.New("lance/file: negative Base")
+	}
+	fw := &Writer{w: w, pos: opts.Base, schema: s, pageBytes: opts.PageBytes, hold: opts.HoldValues, placed: opts.Placed, base: opts.Base}
 	if fw.pageBytes <= 0 {
 		fw.pageBytes = DefaultPageBytes
 	}
@@ -725,6 +741,18 @@ func (c *binaryWriter) append(arr arrow.Array) error {
 	if len(bufs) < 3 || bufs[1] == nil {
 		return fmt.Errorf("lance/file: malformed %s array", arr.DataType())
 	}
+	if c.w.placed != nil {
+		if off, ok := c.w.placed(arr); ok {
+			if err := c.flush(); err != nil {
+				return err
+			}
+			if arr.DataType().ID() == arrow.STRING || arr.DataType().ID() == arrow.BINARY {
+				offs := arrow.Int32Traits.CastFromBytes(bufs[1].Bytes())
+				return c.writePlaced(arr, offs, off)
+			}
+			return c.writePlaced(arr, arrow.Int64Traits.CastFromBytes(bufs[1].Bytes()), off)
+		}
+	}
 	var values []byte
 	if bufs[2] != nil {
 		values = bufs[2].Bytes()
@@ -853,6 +881,60 @@ func (c *binaryWriter) flush() error {
 }
 
 func (c *binaryWriter) finish() error { return nil }
+
+// writePlaced writes arr as one page whose bytes buffer is already in the
+// file at off (WriterOptions.Placed): only its end offsets are written.
+func (c *binaryWriter) writePlaced(arr arrow.Array, offs any, off int64) error {
+	n, at := arr.Len(), arr.Data().Offset()
+	end := func(i int) int64 { return 0 }
+	switch o := offs.(type) {
+	case []int32:
+		if len(o) < at+n+1 {
+			return fmt.Errorf("lance/file: offsets buffer too short")
+		}
+		o = o[at : at+n+1]
+		end = func(i int) int64 { return int64(o[i] - o[0]) }
+	case []int64:
+		if len(o) < at+n+1 {
+			return fmt.Errorf("lance/file: offsets buffer too short")
+		}
+		o = o[at : at+n+1]
+		end = func(i int) int64 { return o[i] - o[0] }
+	}
+	total := end(n)
+	if total < 0 || off < 0 || off+total > c.w.base {
+		return fmt.Errorf("lance/file: placed values of %d bytes at %d are not before the writer's base %d", total, off, c.w.base)
+	}
+	adj := uint64(total) + 1
+	var nullBits []byte
+	if arr.NullN() > 0 {
+		nullBits = arr.NullBitmapBytes()
+	}
+	ends := make([]byte, 0, 8*n)
+	for i := range n {
+		e := uint64(end(i + 1))
+		if nullBits != nil && !bitutil.BitIsSet(nullBits, at+i) {
+			e += adj
+		}
+		ends = binary.LittleEndian.AppendUint64(ends, e)
+	}
+	enc := encBinary(encNoNulls(encFlat(64, 0)), encFlat(8, 1), adj)
+	anyb, err := anyBytes(arrayEncodingURL, enc)
+	if err != nil {
+		return c.w.fail(err)
+	}
+	page := &pb.ColumnMetadata_Page{
+		BufferOffsets: []uint64{uint64(c.w.pos), uint64(off)},
+		BufferSizes:   []uint64{uint64(len(ends)), uint64(total)},
+		Length:        uint64(n),
+		Encoding:      directEncoding(anyb),
+	}
+	if err := c.w.writeBuffer(ends); err != nil {
+		return err
+	}
+	c.w.cols[c.col].Pages = append(c.w.cols[c.col].Pages, page)
+	return nil
+}
 
 // ---------------------------------------------------------------- list
 
