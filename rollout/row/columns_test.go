@@ -212,3 +212,58 @@ func TestOneConversionBothPaths(t *testing.T) {
 		t.Errorf("content %s %v", c.DataType(), c)
 	}
 }
+
+// TestBuildBatchTextColumns: every text column BuildBatch makes holds
+// each record's text, a null where a nullable column has no value, and
+// an empty string where a required one has none (its values are built
+// without a builder; see buildText).
+func TestBuildBatchTextColumns(t *testing.T) {
+	for i, c := range columns {
+		tf := textFields[i]
+		if tf == nil {
+			continue
+		}
+		t.Run(c.name, func(t *testing.T) {
+			recs := []Record{{RolloutID: "r"}, {RolloutID: "r"}, {RolloutID: "r"}, {RolloutID: "r"}}
+			tf.setText(&recs[0], "first")
+			tf.setText(&recs[2], "")
+			tf.setText(&recs[3], strings.Repeat("é", 300))
+			batch := BuildBatch(slices.Clone(recs))
+			defer batch.Release()
+			col := batch.Column(i)
+			nullable := Schema.Field(i).Nullable
+			for r := range recs {
+				absent := c.field.null(&recs[r])
+				if col.IsNull(r) != (nullable && absent) {
+					t.Fatalf("row %d: null %v, want %v", r, col.IsNull(r), nullable && absent)
+				}
+				if col.IsNull(r) {
+					continue
+				}
+				want := ""
+				if !absent || !nullable {
+					if !c.field.null(&recs[r]) {
+						want = tf.text(&recs[r])
+					}
+				}
+				var got string
+				switch a := col.(type) {
+				case *array.String:
+					got = a.Value(r)
+				case *array.LargeString:
+					got = a.Value(r)
+				default:
+					t.Fatalf("column is %T", col)
+				}
+				if got != want {
+					t.Fatalf("row %d: %q, want %q", r, got, want)
+				}
+			}
+			if v, ok := col.(interface{ ValidateFull() error }); ok {
+				if err := v.ValidateFull(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
