@@ -1,6 +1,7 @@
 package file
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -43,7 +44,11 @@ func TestLanceDBReadsOurFiles(t *testing.T) {
 		fields = append(fields, arrow.Field{Name: tc.name, Type: tc.dt, Nullable: true})
 	}
 	as := arrow.NewSchema(fields, nil)
-	for _, pageBytes := range []int{4 << 10, 0} {
+	// The third file is written as a seal in place writes a generation:
+	// after bytes already in the file (a WAL segment's frames), with the
+	// values of some binary pages referenced there, not written.
+	for v, pageBytes := range []int{4 << 10, 0, 0} {
+		placed := v == 2
 		g := &gen{rng: rand.New(rand.NewPCG(1, 2)), nullP: 0.2}
 		var recs []arrow.RecordBatch
 		for k, n := range []int{1000, 500, 2000} {
@@ -67,7 +72,13 @@ func TestLanceDBReadsOurFiles(t *testing.T) {
 		}
 		// The default page size is written as a seal writes a generation
 		// (values held, not copied), the small one as every other writer.
-		data, info := writeFile(t, as, WriterOptions{PageBytes: pageBytes, HoldValues: pageBytes == 0}, recs...)
+		var data []byte
+		var info Info
+		if placed {
+			data, info = writePlacedFile(t, as, recs)
+		} else {
+			data, info = writeFile(t, as, WriterOptions{PageBytes: pageBytes, HoldValues: pageBytes == 0}, recs...)
+		}
 
 		dir := t.TempDir()
 		tbl := filepath.Join(dir, "t.lance")
@@ -139,8 +150,57 @@ func TestLanceDBReadsOurFiles(t *testing.T) {
 			want := structNoNulls(t, concatColumn(t, recs, i))
 			assertEqualArrays(t, fld.Name, want, concatColumn(t, got, i))
 		}
-		t.Logf("pages %d: LanceDB read %d columns x %d rows back: %s", pageBytes, len(fields), info.Rows, strings.TrimSpace(string(o)))
+		t.Logf("pages %d, placed %v: LanceDB read %d columns x %d rows back: %s", pageBytes, placed, len(fields), info.Rows, strings.TrimSpace(string(o)))
 	}
+}
+
+// writePlacedFile writes recs after a prefix that holds the value bytes of
+// the binary columns of every other batch (between junk), which the file's
+// pages reference (WriterOptions.Placed), and returns the whole file.
+func writePlacedFile(t *testing.T, as *arrow.Schema, recs []arrow.RecordBatch) ([]byte, Info) {
+	t.Helper()
+	prefix := []byte("frames the pages never read")
+	at := map[arrow.Array]int64{}
+	for k, r := range recs {
+		if k%2 == 1 {
+			continue
+		}
+		for _, c := range r.Columns() {
+			if v, ok := c.(interface{ ValueBytes() []byte }); ok && c.DataType().ID() != arrow.FIXED_SIZE_BINARY {
+				at[c] = int64(len(prefix))
+				prefix = append(prefix, v.ValueBytes()...)
+				prefix = append(prefix, "junk"...)
+			}
+		}
+	}
+	if len(at) == 0 {
+		t.Fatal("no binary column to place")
+	}
+	s, err := schema.FromArrow(as, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := bytes.NewBuffer(prefix)
+	w, err := NewWriter(buf, s, WriterOptions{HoldValues: true, Base: int64(len(prefix)), Placed: func(a arrow.Array) (int64, bool) {
+		off, ok := at[a]
+		return off, ok
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if err := w.Write(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	info, err := w.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Size != int64(buf.Len()) {
+		t.Fatalf("Info.Size %d, file %d bytes", info.Size, buf.Len())
+	}
+	return buf.Bytes(), info
 }
 
 // TestCompareLanceDBScan times a full scan of the rollout benchmark data by

@@ -487,15 +487,51 @@ type fixedWriter struct {
 	itemNulls      int
 	itemValid      []byte // fsl only
 	values         []byte
+	// lazyNulls: the page so far is this many null rows and nothing else,
+	// with no validity or values built for them (an all-null page has no
+	// buffers); they are built if a value follows on the page.
+	lazyNulls int
 }
 
 func (c *fixedWriter) size() int { return len(c.values) + len(c.rowValid) + len(c.itemValid) }
 
 func (c *fixedWriter) append(arr arrow.Array) error {
 	n := arr.Len()
+	if n == 0 {
+		return nil
+	}
 	rowBits := c.bits*c.dim + 1
 	if c.fsl {
 		rowBits += c.dim
+	}
+	if c.rowNulls == c.rows && arr.NullN() == n {
+		// Nulls on a page of nulls: only counted (a sparse schema's
+		// unused columns cost a seal nothing per row).
+		c.rows += n
+		c.rowNulls += n
+		c.itemNulls += n * c.dim
+		c.lazyNulls += n
+		return nil
+	}
+	if c.lazyNulls > 0 {
+		if c.lazyNulls*rowBits/8+c.size() > c.w.pageBytes {
+			if err := c.flush(); err != nil {
+				return err
+			}
+		} else {
+			// Build what the counted nulls stand for: unset validity
+			// bits and zero values.
+			c.rowValid = growBits(c.rowValid, c.rows)
+			if c.fsl {
+				c.itemValid = growBits(c.itemValid, c.rows*c.dim)
+			}
+			if c.bits == 1 {
+				c.values = growBits(c.values, c.rows*c.dim)
+			} else {
+				c.values = append(c.values, make([]byte, c.rows*c.dim*c.bits/8-len(c.values))...)
+			}
+			c.lazyNulls = 0
+		}
 	}
 	for off := 0; off < n; {
 		k := (c.w.pageBytes - c.size()) * 8 / rowBits
@@ -644,7 +680,7 @@ func (c *fixedWriter) flush() error {
 	if err := c.w.writePage(c.col, rows, enc, bufs...); err != nil {
 		return err
 	}
-	c.rows, c.rowNulls, c.itemNulls = 0, 0, 0
+	c.rows, c.rowNulls, c.itemNulls, c.lazyNulls = 0, 0, 0, 0
 	c.rowValid, c.itemValid, c.values = c.rowValid[:0], c.itemValid[:0], c.values[:0]
 	return nil
 }
@@ -886,38 +922,22 @@ func (c *binaryWriter) finish() error { return nil }
 // file at off (WriterOptions.Placed): only its end offsets are written.
 func (c *binaryWriter) writePlaced(arr arrow.Array, offs any, off int64) error {
 	n, at := arr.Len(), arr.Data().Offset()
-	end := func(i int) int64 { return 0 }
+	var ends []byte
+	var total int64
+	var err error
 	switch o := offs.(type) {
 	case []int32:
-		if len(o) < at+n+1 {
-			return fmt.Errorf("lance/file: offsets buffer too short")
-		}
-		o = o[at : at+n+1]
-		end = func(i int) int64 { return int64(o[i] - o[0]) }
+		ends, total, err = placedEnds(arr, o, at, n)
 	case []int64:
-		if len(o) < at+n+1 {
-			return fmt.Errorf("lance/file: offsets buffer too short")
-		}
-		o = o[at : at+n+1]
-		end = func(i int) int64 { return o[i] - o[0] }
+		ends, total, err = placedEnds(arr, o, at, n)
 	}
-	total := end(n)
+	if err != nil {
+		return err
+	}
 	if total < 0 || off < 0 || off+total > c.w.base {
 		return fmt.Errorf("lance/file: placed values of %d bytes at %d are not before the writer's base %d", total, off, c.w.base)
 	}
 	adj := uint64(total) + 1
-	var nullBits []byte
-	if arr.NullN() > 0 {
-		nullBits = arr.NullBitmapBytes()
-	}
-	ends := make([]byte, 0, 8*n)
-	for i := range n {
-		e := uint64(end(i + 1))
-		if nullBits != nil && !bitutil.BitIsSet(nullBits, at+i) {
-			e += adj
-		}
-		ends = binary.LittleEndian.AppendUint64(ends, e)
-	}
 	enc := encBinary(encNoNulls(encFlat(64, 0)), encFlat(8, 1), adj)
 	anyb, err := anyBytes(arrayEncodingURL, enc)
 	if err != nil {
@@ -936,6 +956,32 @@ func (c *binaryWriter) writePlaced(arr arrow.Array, offs any, off int64) error {
 	return nil
 }
 
+// placedEnds returns a placed page's end offsets (u64, relative to its
+// first value; a null row's plus total+1) and its values' total size.
+func placedEnds[T int32 | int64](arr arrow.Array, offs []T, at, n int) ([]byte, int64, error) {
+	if len(offs) < at+n+1 {
+		return nil, 0, fmt.Errorf("lance/file: offsets buffer too short")
+	}
+	offs = offs[at : at+n+1]
+	first := offs[0]
+	total := int64(offs[n] - first)
+	ends := make([]byte, 8*n)
+	for i := range n {
+		binary.LittleEndian.PutUint64(ends[8*i:], uint64(offs[i+1]-first))
+	}
+	if arr.NullN() > 0 {
+		adj := uint64(total) + 1
+		bits := arr.NullBitmapBytes()
+		for i := range n {
+			if !bitutil.BitIsSet(bits, at+i) {
+				p := ends[8*i:]
+				binary.LittleEndian.PutUint64(p, binary.LittleEndian.Uint64(p)+adj)
+			}
+		}
+	}
+	return ends, total, nil
+}
+
 // ---------------------------------------------------------------- list
 
 // listWriter encodes list / large_list offsets and validity into one column
@@ -948,6 +994,9 @@ type listWriter struct {
 	valid       []byte
 	ends        []byte // u64 little-endian end offsets relative to the page
 	items       uint64 // items referenced by the buffered rows
+	// lazyNulls: the page so far is this many null lists and nothing
+	// else, with no offsets or validity built for them yet.
+	lazyNulls int
 }
 
 func (c *listWriter) size() int { return len(c.ends) + len(c.valid) }
@@ -961,6 +1010,15 @@ func (c *listWriter) append(arr arrow.Array) error {
 	if !ok {
 		return fmt.Errorf("lance/file: expected a list array, got %T", arr)
 	}
+	if c.nulls == c.rows && arr.NullN() == n && c.rows+n <= c.w.pageBytes/9 {
+		// Nulls on a page of nulls: only counted until a value or the
+		// flush needs their offsets.
+		c.rows += n
+		c.nulls += n
+		c.lazyNulls += n
+		return nil
+	}
+	c.buildLazy()
 	data := arr.Data()
 	if len(data.Buffers()) < 2 || data.Buffers()[1] == nil {
 		return fmt.Errorf("lance/file: malformed %s array", arr.DataType())
@@ -1033,6 +1091,7 @@ func (c *listWriter) append(arr arrow.Array) error {
 // flush writes the buffered offsets as a page, then flushes the items: Lance
 // readers expect an items page never to be shared by two offsets pages.
 func (c *listWriter) flush() error {
+	c.buildLazy()
 	if c.rows > 0 {
 		adj := c.items + 1
 		if c.nulls > 0 {
@@ -1051,6 +1110,17 @@ func (c *listWriter) flush() error {
 		c.valid, c.ends = c.valid[:0], c.ends[:0]
 	}
 	return c.child.flush()
+}
+
+// buildLazy builds the offsets and validity of the counted null lists
+// (all before any item: end offset 0, not valid).
+func (c *listWriter) buildLazy() {
+	if c.lazyNulls == 0 {
+		return
+	}
+	c.valid = growBits(c.valid, c.rows)
+	c.ends = append(c.ends, make([]byte, 8*c.rows-len(c.ends))...)
+	c.lazyNulls = 0
 }
 
 func (c *listWriter) finish() error { return c.child.finish() }

@@ -3,6 +3,7 @@ package file
 import (
 	"bytes"
 	"context"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"unsafe"
@@ -190,5 +191,56 @@ func TestRegression_WriterCopiesValuesUnlessHeld(t *testing.T) {
 		if col.Value(i) != v {
 			t.Fatalf("row %d: %q, want %q (the values when written)", i, col.Value(i), v)
 		}
+	}
+}
+
+// TestNullRunsThenValuesEveryType: runs of all-null batches (only counted
+// while their page holds nothing else) read back as nulls before, between
+// and after batches with values, for fixed-width, boolean, fixed-size
+// list and list columns, on one page and across small ones.
+func TestNullRunsThenValuesEveryType(t *testing.T) {
+	as := arrow.NewSchema([]arrow.Field{
+		{Name: "i", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "b", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
+		{Name: "v", Type: arrow.FixedSizeListOf(3, arrow.PrimitiveTypes.Float32), Nullable: true},
+		{Name: "l", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32), Nullable: true},
+	}, nil)
+	g := &gen{rng: rand.New(rand.NewPCG(7, 7)), nullP: 0.3}
+	nulls := func(n int) arrow.RecordBatch {
+		cols := make([]arrow.Array, len(as.Fields()))
+		for i, f := range as.Fields() {
+			cols[i] = allNull(f.Type, n)
+		}
+		defer func() {
+			for _, c := range cols {
+				c.Release()
+			}
+		}()
+		return array.NewRecordBatch(as, cols, int64(n))
+	}
+	for _, tc := range []struct {
+		name string
+		page int
+	}{{"one page", 0}, {"small pages", 96}} {
+		t.Run(tc.name, func(t *testing.T) {
+			recs := []arrow.RecordBatch{nulls(5), nulls(30), g.record(as, 9), nulls(4), g.record(as, 3), nulls(50)}
+			defer func() {
+				for _, r := range recs {
+					r.Release()
+				}
+			}()
+			b, _ := writeFile(t, as, WriterOptions{PageBytes: tc.page}, recs...)
+			r, _ := openBytes(t, b)
+			got, err := r.Read(context.Background(), []int32{0, 1, 2, 3}, 0, r.NumRows())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer got.Release()
+			for i := range as.Fields() {
+				want := concatColumn(t, recs, i)
+				assertEqualArrays(t, as.Field(i).Name, want, got.Column(i))
+				want.Release()
+			}
+		})
 	}
 }
