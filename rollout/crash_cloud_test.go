@@ -46,7 +46,7 @@ func TestCrashKill9Cloud(t *testing.T) {
 		}},
 	}
 	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) { runCrash(t, b.url(t), cycles, seed) })
+		t.Run(b.name, func(t *testing.T) { runCrash(t, b.url(t), cycles, seed, false) })
 	}
 }
 

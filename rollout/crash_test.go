@@ -11,11 +11,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	mrand "math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,6 +39,9 @@ const (
 	envCrashInstance = "LC_CRASH_INSTANCE"
 	envCrashPrefix   = "LC_CRASH_PREFIX"
 	envCrashSeed     = "LC_CRASH_SEED"
+	// envCrashInPlace: 4 KiB texts and no merges, so that memtables are
+	// sealed in place (their segments become generations) and stay.
+	envCrashInPlace = "LC_CRASH_INPLACE"
 )
 
 // ackLine prefixes each acknowledged id on the child's stdout.
@@ -75,15 +80,41 @@ func s3TestURL(t *testing.T, what string) string {
 func TestCrashKill9(t *testing.T) {
 	cycles, seed := crashParams(t)
 	backends := []struct {
-		name string
-		url  func(t *testing.T) string
+		name    string
+		url     func(t *testing.T) string
+		inPlace bool
 	}{
-		{"local", func(t *testing.T) string { return t.TempDir() }},
-		{"s3", func(t *testing.T) string { return s3TestURL(t, "crash") }},
+		{"local", func(t *testing.T) string { return t.TempDir() }, false},
+		{"local-inplace", func(t *testing.T) string { return t.TempDir() }, true},
+		{"s3", func(t *testing.T) string { return s3TestURL(t, "crash") }, false},
 	}
 	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) { runCrash(t, b.url(t), cycles, seed) })
+		t.Run(b.name, func(t *testing.T) {
+			runCrash(t, b.url(t), cycles, seed, b.inPlace)
+		})
 	}
+}
+
+// inPlaceGenerations counts the generation files under a local store that
+// are segments sealed in place: they start with a WAL frame (a position,
+// then after the 16-byte header an IPC stream's continuation marker).
+func inPlaceGenerations(t *testing.T, dir string) int {
+	t.Helper()
+	gens, err := filepath.Glob(filepath.Join(dir, "*", "_lc_wal", "*", "gen", "*.lance"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, g := range gens {
+		b, err := os.ReadFile(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) > 20 && binary.LittleEndian.Uint64(b) > 0 && binary.LittleEndian.Uint32(b[16:]) == 0xffffffff && string(b[len(b)-4:]) == "LANC" {
+			n++
+		}
+	}
+	return n
 }
 
 // crashParams reads LC_CRASH_CYCLES and LC_CRASH_SEED.
@@ -109,7 +140,7 @@ func crashParams(t *testing.T) (cycles int, seed uint64) {
 	return cycles, seed
 }
 
-func runCrash(t *testing.T, url string, cycles int, seed uint64) {
+func runCrash(t *testing.T, url string, cycles int, seed uint64, inPlace bool) {
 	ctx := context.Background()
 	const name, instance = "crash", "crash-worker"
 	root, err := objstore.Open(ctx, url)
@@ -123,11 +154,19 @@ func runCrash(t *testing.T, url string, cycles int, seed uint64) {
 	rng := mrand.New(mrand.NewPCG(seed, 0))
 	acked := map[string]bool{}
 	for cycle := 0; cycle < cycles; cycle++ {
-		n, how := crashCycle(t, url, name, instance, cycle, rng.Uint64(), rng, acked)
+		n, how := crashCycle(t, url, name, instance, cycle, rng.Uint64(), rng, acked, inPlace)
 		t.Logf("cycle %d: %s; %d ids acknowledged (%d in all)", cycle, how, n, len(acked))
 	}
 	if len(acked) == 0 {
 		t.Fatal("no append was ever acknowledged: the test proved nothing")
+	}
+	if inPlace {
+		// Counted before the survivor merges them away.
+		if n := inPlaceGenerations(t, url); n == 0 {
+			t.Fatal("no generation was sealed in place: the run did not test that path")
+		} else {
+			t.Logf("%d generations sealed in place", n)
+		}
 	}
 	// The survivor: same instance id, so it claims the shard and replays.
 	s := mustStore(t, newCatalog(t, root, instance, quiet(crashHeartbeat(Options{}))), name)
@@ -137,12 +176,13 @@ func runCrash(t *testing.T, url string, cycles int, seed uint64) {
 
 // crashCycle runs one child and kills it. It adds the ids the child
 // acknowledged to acked and returns how many there were.
-func crashCycle(t *testing.T, url, name, instance string, cycle int, childSeed uint64, rng *mrand.Rand, acked map[string]bool) (int, string) {
+func crashCycle(t *testing.T, url, name, instance string, cycle int, childSeed uint64, rng *mrand.Rand, acked map[string]bool, inPlace bool) (int, string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(),
 		envCrashChild+"=1", envCrashURL+"="+url, envCrashStore+"="+name, envCrashInstance+"="+instance,
-		envCrashPrefix+"="+fmt.Sprintf("c%03d", cycle), envCrashSeed+"="+strconv.FormatUint(childSeed, 10))
+		envCrashPrefix+"="+fmt.Sprintf("c%03d", cycle), envCrashSeed+"="+strconv.FormatUint(childSeed, 10),
+		envCrashInPlace+"="+strconv.FormatBool(inPlace))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -255,6 +295,12 @@ func TestCrashChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	inPlace := os.Getenv(envCrashInPlace) == "true"
+	text, flushEvery := strings.Repeat("x", 200), 12
+	if inPlace {
+		// Memtables of 500 rows (2 MB), most of them full before a flush.
+		text, flushEvery = strings.Repeat("y", 4<<10), 400
+	}
 	var outMu sync.Mutex
 	deadline := time.Now().Add(time.Minute)
 	var wg sync.WaitGroup
@@ -268,7 +314,7 @@ func TestCrashChild(t *testing.T) {
 				for i := range batch {
 					batch[i] = Record{
 						ID: fmt.Sprintf("%s-g%d-%05d-%d", prefix, g, n, i), RolloutID: fmt.Sprintf("%s-g%d", prefix, g),
-						SequenceOrder: int32(i), Content: ptr(strings.Repeat("x", 200)),
+						SequenceOrder: int32(i), Content: ptr(text),
 					}
 				}
 				if _, err := s.Append(ctx, batch); err == nil {
@@ -283,9 +329,9 @@ func TestCrashChild(t *testing.T) {
 					outMu.Unlock()
 				}
 				switch {
-				case rng.IntN(12) == 0:
+				case rng.IntN(flushEvery) == 0:
 					_ = s.Flush(ctx) // ?flush=true
-				case g == 0 && rng.IntN(25) == 0:
+				case g == 0 && rng.IntN(25) == 0 && !inPlace:
 					_, _ = s.Merge(ctx)
 				}
 			}
