@@ -285,6 +285,33 @@ func (m *MemFS) Rename(oldname, newname string) error {
 	return nil
 }
 
+// Link gives the file oldname a second name, newname (which must not
+// exist); the name is durable once its directory is flushed.
+func (m *MemFS) Link(oldname, newname string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.mutate("link"); err != nil {
+		return pathErr("link", newname, err)
+	}
+	od, ob, err := m.parent(oldname)
+	if err != nil {
+		return pathErr("link", oldname, err)
+	}
+	nd, nb, err := m.parent(newname)
+	if err != nil {
+		return pathErr("link", newname, err)
+	}
+	f, ok := od.children[ob].(*memFile)
+	if !ok {
+		return pathErr("link", oldname, fs.ErrNotExist)
+	}
+	if _, taken := nd.children[nb]; taken {
+		return pathErr("link", newname, fs.ErrExist)
+	}
+	nd.children[nb] = f
+	return nil
+}
+
 func (m *MemFS) List(dir string) ([]string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -186,3 +186,52 @@ func TestFaultyIsSeeded(t *testing.T) {
 		}
 	}
 }
+
+// TestMemFSLink: a link is a second name of the same file (a write through
+// one is read through the other), refused over an existing name, and lost
+// in a cut unless its directory was flushed; the file outlives the removal
+// of its first name.
+func TestMemFSLink(t *testing.T) {
+	m := NewMem()
+	for _, d := range []string{"/a", "/b"} {
+		if err := m.MkdirAll(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m.SyncDir("/")
+	f, _ := m.Create("/a/f")
+	f.WriteAt([]byte("one"), 0)
+	f.Sync()
+	m.SyncDir("/a")
+	if err := m.Link("/a/f", "/b/g"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Link("/a/f", "/b/g"); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("link over an existing name: %v", err)
+	}
+	f.WriteAt([]byte("two"), 0)
+	f.Sync()
+	if got := read(t, m, "/b/g"); got != "two" {
+		t.Fatalf("through the link %q, want %q", got, "two")
+	}
+	if err := m.Link("/a/f", "/b/flushed"); err != nil {
+		t.Fatal(err)
+	}
+	m.SyncDir("/b")
+	if err := m.Link("/a/f", "/b/lost"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Remove("/a/f"); err != nil {
+		t.Fatal(err)
+	}
+	m.SyncDir("/a")
+	m.Cut()
+	m.Restart()
+	names, _ := m.List("/b")
+	if !slices.Equal(names, []string{"flushed", "g"}) {
+		t.Fatalf("names after the cut %v, want the flushed links", names)
+	}
+	if got := read(t, m, "/b/g"); got != "two" {
+		t.Fatalf("after the cut %q, want %q", got, "two")
+	}
+}

@@ -108,6 +108,7 @@ func Claim(ctx context.Context, opts Options) (*Writer, error) {
 			w.seg.metrics = opts.Metrics
 			if inPlace {
 				w.seg.genRoot = opts.Log.Dir
+				w.seg.placeMin, w.seg.minInPlace = opts.placeMin, opts.minInPlace
 			}
 			w.log = w.seg
 			if err := w.seg.start(); err != nil {

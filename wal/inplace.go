@@ -78,7 +78,7 @@ func (l *segmentLog) notePlaced(at int64, header []byte, msgs []*encoded, recs [
 	runs := l.runs[:0]
 	for _, m := range msgs {
 		for _, p := range m.parts {
-			if len(p) >= placeMin {
+			if len(p) >= l.placeMin {
 				runs = append(runs, valueRun{start: uintptr(unsafe.Pointer(unsafe.SliceData(p))), n: len(p), off: off})
 			}
 			off += int64(len(p))
@@ -91,7 +91,7 @@ func (l *segmentLog) notePlaced(at int64, header []byte, msgs []*encoded, recs [
 	for _, rec := range recs {
 		for _, c := range rec.Columns() {
 			v := valueBytes(c)
-			if len(v) < placeMin {
+			if len(v) < l.placeMin {
 				continue
 			}
 			p := uintptr(unsafe.Pointer(unsafe.SliceData(v)))
@@ -121,7 +121,7 @@ func (l *segmentLog) cut() *inPlace {
 	}
 	placed, bytes := s.placed, s.placedBytes
 	s.placed, s.placedBytes = nil, 0
-	if l.genRoot == "" || bytes < minInPlaceBytes {
+	if l.genRoot == "" || bytes < l.minInPlace {
 		return nil
 	}
 	// The file becomes a generation whatever the seal's outcome (it may

@@ -113,9 +113,11 @@ type segmentLog struct {
 	// objects, on fs: a seal may then make a segment its generation
 	// (inplace.go). runs is notePlaced's scratch; cutNext: the current
 	// segment was handed to a seal, the next frame starts a new one.
-	genRoot string
-	runs    []valueRun
-	cutNext bool
+	genRoot    string
+	placeMin   int   // the shortest value run a seal references
+	minInPlace int64 // the fewest placed bytes a seal in place takes
+	runs       []valueRun
+	cutNext    bool
 
 	mu     sync.Mutex // guards spares (also used by the preparing goroutine)
 	spares []string

@@ -62,6 +62,11 @@ type Options struct {
 	HeartbeatTTL      time.Duration
 	// Clock is the heartbeat's time; nil: the machine's.
 	Clock clock.Clock
+
+	// placeMin and minInPlace replace the constants of the same names
+	// when set (tests seal small memtables in place).
+	placeMin   int
+	minInPlace int64
 }
 
 func (o *Options) setDefaults() {
@@ -73,6 +78,12 @@ func (o *Options) setDefaults() {
 	}
 	if o.MaxMemtableBytes <= 0 {
 		o.MaxMemtableBytes = 128 << 20
+	}
+	if o.placeMin <= 0 {
+		o.placeMin = placeMin
+	}
+	if o.minInPlace <= 0 {
+		o.minInPlace = minInPlaceBytes
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
