@@ -9,7 +9,8 @@
 //	_lc_wal/{shard}/manifest/hint.json                          {"version":N}, best effort
 //	_lc_wal/{shard}/wal/{position:020d}.arrow                   WAL entries (object log)
 //	_lc_wal/{shard}/log/{epoch:020d}-{seq:020d}.seg             WAL segments (local filesystem)
-//	_lc_wal/{shard}/gen/{generation:010d}-{uuid}.lance          sealed generations
+//	_lc_wal/{shard}/gen/{generation:010d}-{uuid}.lance          sealed generations (a new file,
+//	                                                            or a segment sealed in place)
 //	_lc_wal/{shard}/heartbeat/{epoch:020d}.json                 the owner's heartbeat
 //
 // Manifest version names are bit-reversed so that consecutive versions land
@@ -127,7 +128,7 @@
 // holds 1 to 5 MiB. A frame that does not fit starts the next segment (a
 // frame larger than a segment goes alone and grows it). After a seal,
 // closed segments whose frames are all at or below replay_after are
-// collected: up to four are kept, renamed to .spare, and become later
+// collected: up to four (none sealed in place) are kept, renamed to .spare, and become later
 // segments (grown with zeros if smaller). Their old frames stay behind the
 // new ones until overwritten. The next segment is prepared as soon as a
 // spare exists, else once the current one is a quarter full (or full): a
@@ -146,6 +147,50 @@
 // ends there. (So a claim reads each segment to its end: about 0.1 s per
 // 64 MiB of preallocated zeros, skipped a word at a time.) Positions stay dense across files because a writer writes
 // one frame at a time and starts the next only after the last is durable.
+//
+// # Seal in place
+//
+// Where the store's objects are the files of the log's directory
+// (Log.Objects: rollout's WALLog, a store on local disk) a full memtable's
+// segment becomes its generation file instead of the seal writing a copy,
+// so a record is written once before the merge, not twice. The frames
+// already hold the rows' large value runs: an appender's record batch
+// message references its buffers (entry.go), so the frame holds each
+// binary column's values as one contiguous run. After writing a frame the
+// log notes, for every binary array of the entry's batches whose value run
+// is at least placeMin (1 KiB) long, where in the segment that run is
+// (notePlaced: the frame's large pieces are found by their address among
+// the pieces of that frame alone, all alive, so an address names one
+// buffer).
+//
+// A seal (startSeal) whose memtable has at least minInPlaceBytes (1 MiB)
+// of noted runs in the current segment takes that segment (cut): the next
+// frame starts a new one, and the segment is never made a spare. The seal
+// then writes, after the segment's last frame, what the frames lack: the
+// generation's Lance data with the noted runs as the bytes buffers of their
+// pages (lance/file's WriterOptions.Placed: only their end offsets are
+// written), and everything else (small columns, rows a newer write of
+// their key replaced, filtered and so written anew, rows whose frames are
+// in an earlier segment, the sequence column) as usual. It truncates the
+// file there (the rest of the preallocation), flushes it (fsync), and
+// links it into gen/ under the generation's name, flushing gen/. The
+// segment keeps its own name: until the manifest lists the generation its
+// frames are the log's, and replay reads them as before (after the last
+// frame it finds no valid frame in the Lance bytes, which is how any
+// segment's frames end). Once the manifest commit covers the segment's
+// positions, collection unlinks its log name (the generation's stays). A
+// seal that fails puts its rows back (the next seal writes them anew); a
+// link that no manifest lists is swept like any unlisted generation file.
+// A smaller memtable (a flush of a few rows) is sealed into a new file
+// and leaves the segment as it is. Where the log's segments are sealed in
+// place they are sized to hold a full memtable (MaxMemtableBytes + 1/4, when
+// SegmentBytes is not set), after the first four. Power cuts at every step
+// (TestPowerCutsSealInPlace) and kill -9 (rollout's TestCrashKill9,
+// local-inplace) check that nothing acknowledged is lost or read twice.
+//
+// A generation sealed in place is a Lance file whose first bytes are WAL
+// frames no page references; the byte size in its manifest entry counts
+// them.
 //
 // # Corruption
 //
@@ -384,7 +429,8 @@
 // check; generation.go: writing and loading generations, StreamNewest;
 // newest.go: the newest-wins rule and the lookups on it; entrylog.go: the
 // entryLog interface of the object log and the segment log; seal.go: the seal
-// pipeline and the memtable; hints.go: manifest hints; gc.go: collection;
+// pipeline and the memtable; inplace.go: sealing a segment in place;
+// hints.go: manifest hints; gc.go: collection;
 // drop.go: dropping merged generations; owner.go: owners, heartbeats and
 // ReadHolder; segment.go: the segment log (its files through package vfs)
 // and CheckSpace; corrupt.go: reading logs so that damage is reported, not

@@ -76,6 +76,15 @@
 //     does; the reader accepts 0.3 and 2.0 and rejects everything else
 //     (2.1 and 2.2, and the legacy 0.1/0.2) with ErrUnsupportedVersion.
 //
+// A file may start with bytes that are not its own (WriterOptions.Base):
+// the WAL frames of a segment sealed in place (package wal). Its buffers
+// then start after them, and a binary page whose values are already among
+// them (WriterOptions.Placed) lists that range as its bytes buffer (any
+// position and alignment: Lance locates buffers only by the page's
+// positions and sizes) and has only its ends written. Such a page holds
+// exactly one written array's rows. LanceDB 0.31 reads these files
+// (TestLanceDBReadsOurFiles).
+//
 // A page (ColumnMetadata.Page) lists its buffers' positions and sizes
 // (fields 1, 2), its length (3: rows, or items for an items column), its
 // encoding (4: direct, an Any with type URL "/lance.encodings.ArrayEncoding"
