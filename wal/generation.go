@@ -43,18 +43,17 @@ func writeGeneration(ctx context.Context, store objstore.Store, shard string, ge
 	if err != nil {
 		return g, err
 	}
-	out, err := newGenOut(ctx, store, GenerationKey(shard, g), place)
+	obj, err := newGenOut(ctx, store, GenerationKey(shard, g), place)
 	if err != nil {
 		return g, err
 	}
-	obj := out
 	wopts := file.WriterOptions{HoldValues: true} // a memtable's arrays do not change
 	if place != nil {
 		wopts.Base, wopts.Placed = place.end, place.lookup
 	}
 	fw, err := file.NewWriter(obj, ls, wopts)
 	if err != nil {
-		_ = obj.Abort()
+		_ = obj.abort()
 		return g, err
 	}
 	seqCol := -1
@@ -67,7 +66,7 @@ func writeGeneration(ctx context.Context, store objstore.Store, shard string, ge
 	for i, b := range batches {
 		if seqCol >= 0 {
 			if b, err = withSeq(b, seqCol, mem.seq0[i]); err != nil {
-				_ = obj.Abort()
+				_ = obj.abort()
 				return g, err
 			}
 		} else {
@@ -80,7 +79,7 @@ func writeGeneration(ctx context.Context, store objstore.Store, shard string, ge
 			mask.Release()
 			if err != nil {
 				b.Release()
-				_ = obj.Abort()
+				_ = obj.abort()
 				return g, fmt.Errorf("wal: dedup generation: %w", err)
 			}
 		} else {
@@ -104,13 +103,13 @@ func writeGeneration(ctx context.Context, store objstore.Store, shard string, ge
 		}
 		rec.Release()
 		if err != nil {
-			_ = obj.Abort()
+			_ = obj.abort()
 			return g, fmt.Errorf("wal: write generation: %w", err)
 		}
 	}
 	info, err := fw.Finish()
 	if err != nil {
-		_ = obj.Abort()
+		_ = obj.abort()
 		return g, fmt.Errorf("wal: finish generation: %w", err)
 	}
 	if err := obj.finish(info.Size); err != nil {
@@ -126,7 +125,7 @@ func writeGeneration(ctx context.Context, store objstore.Store, shard string, ge
 type genOut struct {
 	io.Writer
 	finish func(size int64) error
-	Abort  func() error
+	abort  func() error
 }
 
 func newGenOut(ctx context.Context, store objstore.Store, key string, place *inPlace) (*genOut, error) {
@@ -135,13 +134,24 @@ func newGenOut(ctx context.Context, store objstore.Store, key string, place *inP
 		if err != nil {
 			return nil, fmt.Errorf("wal: create generation: %w", err)
 		}
-		return &genOut{Writer: obj, finish: func(int64) error { return obj.Close() }, Abort: obj.Abort}, nil
+		return &genOut{Writer: obj, finish: func(int64) error { return obj.Close() }, abort: obj.Abort}, nil
 	}
 	f, bw, err := place.open()
 	if err != nil {
 		return nil, err
 	}
-	return &genOut{Writer: bw, finish: func(size int64) error { return place.finish(f, bw, size, key) }, Abort: f.Close}, nil
+	finish := func(size int64) error {
+		if err := place.finish(f, bw, size, key); err != nil {
+			return err
+		}
+		// The store must see the linked file as the object (Log.Objects
+		// says it does); else the generation would be listed unreadable.
+		if info, err := store.Head(ctx, key); err != nil || info.Size != size {
+			return fmt.Errorf("%w: %s (%d bytes) not seen by the store: %v", errNotShared, key, size, err)
+		}
+		return nil
+	}
+	return &genOut{Writer: bw, finish: finish, abort: f.Close}, nil
 }
 
 // newestPerKey returns, per batch, a keep-mask (nil when every row is kept)

@@ -2,6 +2,7 @@ package wal
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"unsafe"
@@ -26,6 +27,10 @@ const (
 	// flush of a few rows would otherwise cost a new segment).
 	minInPlaceBytes = 1 << 20
 )
+
+// errNotShared: a generation linked in place is not the store's object
+// of its key; the writer seals into new files from then on.
+var errNotShared = errors.New("wal: the log's directory does not hold the store's objects")
 
 // linker is a file system that can give a file a second name.
 type linker interface {

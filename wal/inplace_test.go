@@ -345,3 +345,28 @@ func TestSealInPlaceKeepsTheNewestOfAKey(t *testing.T) {
 		}
 	}
 }
+
+// TestSealInPlaceWhereTheStoreDoesNotSeeTheLog: a Log that
+// claims to hold the store's objects but does not (a wrong Objects flag)
+// must not get a generation listed that the store cannot read: the seal
+// in place fails, its rows go back, the writer stops sealing in place, and
+// the next seal writes a file the store reads.
+func TestSealInPlaceWhereTheStoreDoesNotSeeTheLog(t *testing.T) {
+	ctx := context.Background()
+	lfs := &linkFS{FS: vfs.Default}
+	o, _ := inPlaceOpts(t, lfs)
+	o.Store = objstore.NewMemory() // not the files under o.Log.Dir
+	w := claim(t, o)
+	defer w.Abandon()
+	appendText(t, w, 0, 600, 20)
+	if err := w.Seal(ctx); err == nil {
+		t.Fatal("a seal in place the store cannot see succeeded")
+	}
+	if err := w.Seal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if lfs.links.Load() != 1 {
+		t.Fatalf("%d links, want the one refused", lfs.links.Load())
+	}
+	checkText(t, o, 600)
+}

@@ -80,6 +80,10 @@ func (w *Writer) finishSeal(ctx context.Context, res sealResult) {
 		if vfs.IsNoSpace(err) {
 			w.opts.Metrics.NoSpace.Inc()
 		}
+		if errors.Is(err, errNotShared) && w.seg != nil {
+			w.opts.Logger.Error("wal: sealing in place stops: the store does not read the log's directory", "shard", w.opts.Shard, "err", err)
+			w.seg.genRoot = ""
+		}
 		w.tailMu.Lock()
 		w.mem.prepend(job.mem)
 		w.tailSealing = nil
