@@ -204,12 +204,19 @@ func TestSealInPlace(t *testing.T) {
 	checkText(t, o, 1005)
 	// A new writer (after a crash) replays nothing twice.
 	w.Abandon()
-	w2 := claim(t, o)
-	defer w2.Abandon()
-	if err := w2.Seal(ctx); err != nil {
+	checkAfterClaim(t, o, 1005)
+}
+
+// checkAfterClaim claims the shard anew (its log replayed and sealed)
+// and checks rows [0, n) as checkText does.
+func checkAfterClaim(t *testing.T, o Options, n int) {
+	t.Helper()
+	w := claim(t, o)
+	defer w.Abandon()
+	if err := w.Seal(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	checkText(t, o, 1005)
+	checkText(t, o, n)
 }
 
 // TestSealInPlaceFailsThenSealsAgain: a seal in place whose link fails
@@ -236,12 +243,7 @@ func TestSealInPlaceFailsThenSealsAgain(t *testing.T) {
 	}
 	checkText(t, o, 1200)
 	w.Abandon()
-	w2 := claim(t, o)
-	defer w2.Abandon()
-	if err := w2.Seal(ctx); err != nil {
-		t.Fatal(err)
-	}
-	checkText(t, o, 1200)
+	checkAfterClaim(t, o, 1200)
 }
 
 // failManifests fails manifest writes while fail is set.
@@ -279,12 +281,7 @@ func TestSealInPlaceCrashBeforeCommit(t *testing.T) {
 	if len(gens) != 1 {
 		t.Fatalf("%d generation files before the claim, want the uncommitted one", len(gens))
 	}
-	w2 := claim(t, o)
-	defer w2.Abandon()
-	if err := w2.Seal(ctx); err != nil {
-		t.Fatal(err)
-	}
-	checkText(t, o, 800)
+	checkAfterClaim(t, o, 800)
 }
 
 // TestSealInPlaceKeepsTheNewestOfAKey: keys written twice in one memtable

@@ -90,6 +90,38 @@ func writeFile(t testing.TB, as *arrow.Schema, opts WriterOptions, recs ...arrow
 	return buf.Bytes(), info
 }
 
+// writeFileAfter writes recs into a Lance file that starts with prefix,
+// whose binary pages reference the value bytes that at places in it
+// (WriterOptions.Base and Placed), and returns the whole file.
+func writeFileAfter(t testing.TB, as *arrow.Schema, prefix []byte, at map[arrow.Array]int64, recs ...arrow.RecordBatch) ([]byte, Info) {
+	t.Helper()
+	s, err := schema.FromArrow(as, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := bytes.NewBuffer(prefix)
+	w, err := NewWriter(buf, s, WriterOptions{HoldValues: true, Base: int64(len(prefix)), Placed: func(a arrow.Array) (int64, bool) {
+		off, ok := at[a]
+		return off, ok
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if err := w.Write(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	info, err := w.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Size != int64(buf.Len()) {
+		t.Fatalf("Info.Size %d, file %d bytes", info.Size, buf.Len())
+	}
+	return buf.Bytes(), info
+}
+
 func openBytes(t testing.TB, b []byte) (*Reader, *memSource) {
 	t.Helper()
 	src := &memSource{b: b}

@@ -1,7 +1,6 @@
 package file
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -176,31 +175,7 @@ func writePlacedFile(t *testing.T, as *arrow.Schema, recs []arrow.RecordBatch) (
 	if len(at) == 0 {
 		t.Fatal("no binary column to place")
 	}
-	s, err := schema.FromArrow(as, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	buf := bytes.NewBuffer(prefix)
-	w, err := NewWriter(buf, s, WriterOptions{HoldValues: true, Base: int64(len(prefix)), Placed: func(a arrow.Array) (int64, bool) {
-		off, ok := at[a]
-		return off, ok
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range recs {
-		if err := w.Write(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	info, err := w.Finish()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.Size != int64(buf.Len()) {
-		t.Fatalf("Info.Size %d, file %d bytes", info.Size, buf.Len())
-	}
-	return buf.Bytes(), info
+	return writeFileAfter(t, as, prefix, at, recs...)
 }
 
 // TestCompareLanceDBScan times a full scan of the rollout benchmark data by

@@ -89,34 +89,15 @@ func TestPlacedValuesAreReferencedNotWritten(t *testing.T) {
 	place(recs[1].Column(2))
 	base := int64(prefix.Len())
 
-	var out bytes.Buffer
-	w, err := NewWriter(&out, ls, WriterOptions{HoldValues: true, Base: base, Placed: func(a arrow.Array) (int64, bool) {
-		off, ok := placed[a]
-		return off, ok
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range recs {
-		if err := w.Write(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	info, err := w.Finish()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.Size != base+int64(out.Len()) {
-		t.Fatalf("Info.Size %d, want base %d + %d written", info.Size, base, out.Len())
-	}
+	file, _ := writeFileAfter(t, as, bytes.Clone(prefix.Bytes()), placed, recs...)
+	written := file[base:]
 	// The placed text must not have been written again.
-	if bytes.Contains(out.Bytes(), []byte("text 0.7 ")) || bytes.Contains(out.Bytes(), []byte("blob-1-3")) {
+	if bytes.Contains(written, []byte("text 0.7 ")) || bytes.Contains(written, []byte("blob-1-3")) {
 		t.Fatal("placed values were written again")
 	}
-	if !bytes.Contains(out.Bytes(), []byte("text 2.7 ")) {
+	if !bytes.Contains(written, []byte("text 2.7 ")) {
 		t.Fatal("the unplaced batch's values are missing")
 	}
-	file := append(prefix.Bytes(), out.Bytes()...)
 	r, _ := openBytes(t, file)
 	got, err := r.Read(context.Background(), []int32{0, 1, 2}, 0, r.NumRows())
 	if err != nil {
@@ -135,7 +116,7 @@ func TestPlacedValuesAreReferencedNotWritten(t *testing.T) {
 	}
 
 	// A placed range that is not below Base is refused.
-	w, err = NewWriter(&bytes.Buffer{}, ls, WriterOptions{Base: 10, Placed: func(arrow.Array) (int64, bool) { return 5, true }})
+	w, err := NewWriter(&bytes.Buffer{}, ls, WriterOptions{Base: 10, Placed: func(arrow.Array) (int64, bool) { return 5, true }})
 	if err != nil {
 		t.Fatal(err)
 	}
