@@ -290,8 +290,12 @@
 // manifest of this shard is older than the tail (a seal committed between
 // the two: the tail's first entry is above replay_after + 1), the read
 // starts again with a fresh snapshot instead of jumping the gap
-// (errTailGap); after two such gaps it answers with the snapshot's rows
-// alone, which all come before the tail's. Rows of another process's shard appear when that process
+// (errTailGap). So does a read whose base has merged a generation that
+// its manifest of this shard does not know yet (the shard's watermark in
+// the base at or above the manifest's next_generation: a seal and a merge
+// between the two reads), whose base could hold tail rows the manifest's
+// replay_after does not cover. After two such reads it answers with the
+// snapshot's rows alone, which all come before the tail's. Rows of another process's shard appear when that process
 // seals them (every 30 s, or at once with flush): before, they are in no
 // snapshot, and a row that is not visible is not passed, because the
 // position moves only through rows read. (3) Acknowledged means findable:

@@ -329,7 +329,8 @@ func (s *Store) feedOnce(ctx context.Context, after Position, o FeedOptions, fre
 }
 
 // errTailGap: the snapshot's manifest of this process's shard is older
-// than the tail (a seal committed in between): read it again.
+// than the tail (a seal committed in between) or than the snapshot's base
+// (a seal and a merge): read it again.
 var errTailGap = errors.New("rollout: feed: tail ahead of the snapshot")
 
 func (s *Store) feedRead(ctx context.Context, after Position, o FeedOptions, fresh, withTail bool) (*FeedResult, int, error) {
@@ -345,6 +346,9 @@ func (s *Store) feedRead(ctx context.Context, after Position, o FeedOptions, fre
 	snap, err := s.snapshot(ctx, true, readPlan{latest: true, fresh: fresh})
 	if err != nil {
 		return nil, 0, err
+	}
+	if s.feedRace != nil {
+		s.feedRace(snap)
 	}
 	defer s.hold(snap.base.Version())()
 	own := ShardKey(s.shard)
@@ -440,6 +444,14 @@ func (s *Store) feedRead(ctx context.Context, after Position, o FeedOptions, fre
 		ahead := tail[0].Position() > replayed+1
 		if s.tailAhead != nil {
 			ahead = s.tailAhead(tail[0].Position(), replayed)
+		}
+		// The base and the shard manifests are read at once: a base that
+		// has merged a generation the manifest does not know yet (a seal
+		// and a merge between the two reads) may hold tail rows the
+		// manifest's replay position does not cover, which would be
+		// delivered twice.
+		if ownView != nil && Watermark(snap.base, s.shard) >= ownView.man.NextGeneration {
+			ahead = true
 		}
 		if ahead {
 			return nil, 0, errTailGap

@@ -370,3 +370,54 @@ func TestRegression_FeedAfterRepeatedTailGapsAnswersWithoutTheTail(t *testing.T)
 	more, _ := drainFeed(t, s, pos, 100)
 	checkOnce(t, append(got, more...), append(slices.Clone(sealed), unsealed...))
 }
+
+// TestRegression_FeedWhenTheBaseMergedWhatTheManifestDoesNotKnow: the
+// feed reads the base and the shard manifests at once; a base that has
+// merged rows of the tail (sealed and merged between the two reads) with
+// a manifest from before the seal delivered those rows twice, from the
+// base and from the tail. The read now sees the manifest is older than
+// the base and reads again.
+func TestRegression_FeedWhenTheBaseMergedWhatTheManifestDoesNotKnow(t *testing.T) {
+	ctx := context.Background()
+	s := mustStore(t, newCatalog(t, objstore.NewMemory(), "w", Options{IndexColumns: []string{}}), "race")
+	merged, err := s.Append(ctx, recs("m", 4, "r"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Merge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	unsealed, err := s.Append(ctx, recs("u", 3, "r"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raced := 0
+	s.feedRace = func(snap *snapshot) {
+		if raced > 0 {
+			return
+		}
+		raced++
+		// The seal and the merge land after the manifest was read and
+		// before the base was: the snapshot gets the base after them.
+		if err := s.Flush(ctx); err != nil {
+			t.Error(err)
+		}
+		if _, err := s.Merge(ctx); err != nil {
+			t.Error(err)
+		}
+		later, err := s.snapshot(ctx, false, readPlan{latest: true, fresh: true})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		snap.base = later.base
+	}
+	got, _ := drainFeed(t, s, Position{}, 100)
+	if raced != 1 {
+		t.Fatalf("the race ran %d times", raced)
+	}
+	checkOnce(t, got, append(slices.Clone(merged), unsealed...))
+}

@@ -194,6 +194,10 @@ type Store struct {
 	// tailAhead, when set, replaces the feed's check that the tail
 	// starts past the snapshot (tests force the rare gap with it).
 	tailAhead func(first, replayed uint64) bool
+	// feedRace, when set, runs in a feed read between its tail and its
+	// snapshot, and may change the snapshot it gets (tests make the race
+	// of a seal and a merge with the snapshot's reads with it).
+	feedRace func(snap *snapshot)
 
 	// mu serializes claims of the shard (walWriter) and closing; writer
 	// is read without it, so that reads and statistics never wait behind a
