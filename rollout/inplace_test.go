@@ -62,3 +62,69 @@ func TestSealInPlaceThroughTheCatalog(t *testing.T) {
 	}
 	check(SourceFragments)
 }
+
+// TestSealInPlaceRewritesAndMerges: rounds of appends that rewrite ids of
+// earlier rounds, each sealed in place, merged after every other round:
+// every id reads back (get, and a page of the base after the last merge)
+// with its newest text, once.
+func TestSealInPlaceRewritesAndMerges(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	root, err := objstore.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := mustStore(t, newCatalog(t, root, "w", quiet(Options{})), "rw")
+	pad := strings.Repeat("t", 3<<10)
+	newest := map[string]string{}
+	inPlace := 0
+	for round := range 4 {
+		for i := 0; i < 400; i += 40 {
+			batch := make([]Record, 40)
+			for j := range batch {
+				// Half of each round rewrites ids of the round before.
+				n := i + j + round*200
+				id := fmt.Sprintf("r%05d", n)
+				text := fmt.Sprintf("%d/%s/%s", round, id, pad)
+				batch[j] = Record{ID: id, RolloutID: fmt.Sprintf("t%d", n%7), Content: ptr(text)}
+				newest[id] = text
+			}
+			if _, err := s.Append(ctx, batch); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		inPlace = max(inPlace, inPlaceGenerations(t, dir))
+		if round%2 == 1 {
+			if _, err := s.Merge(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if inPlace == 0 {
+		t.Fatal("no generation was sealed in place")
+	}
+	for id, text := range newest {
+		r, err := s.Get(ctx, id)
+		if err != nil {
+			t.Fatalf("get %s: %v", id, err)
+		}
+		if r.Content == nil || *r.Content != text {
+			t.Fatalf("get %s: not its newest text", id)
+		}
+	}
+	seen, err := idCounts(ctx, s, SourceFragments, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != len(newest) {
+		t.Fatalf("base holds %d ids, want %d", len(seen), len(newest))
+	}
+	for id, c := range seen {
+		if c != 1 {
+			t.Fatalf("%s %d times in the base", id, c)
+		}
+	}
+}

@@ -43,6 +43,7 @@ type config struct {
 	bin, dataDir          string
 	duration, sampleEvery time.Duration
 	batch                 int
+	flush                 bool // append with ?flush=true
 	rewrite               float64
 	mergeEvery            int // appends per explicit merge (0: only the worker's age trigger)
 	compactEvery          int // merges per compaction
@@ -61,6 +62,7 @@ func main() {
 	flag.DurationVar(&c.duration, "duration", 10*time.Minute, "how long to run")
 	flag.DurationVar(&c.sampleEvery, "sample", 10*time.Second, "sampling period")
 	flag.IntVar(&c.batch, "batch", 500, "records per append")
+	flag.BoolVar(&c.flush, "flush", true, "append with ?flush=true (false: the worker's sweeper and full memtables seal, which seals large memtables in place)")
 	flag.Float64Var(&c.rewrite, "rewrite", 0.3, "fraction of each append that rewrites ids already written")
 	flag.IntVar(&c.mergeEvery, "merge-every", 1, "appends per explicit merge (0: none; the worker's age trigger merges)")
 	flag.IntVar(&c.compactEvery, "compact-every", 100, "merges per compaction")
@@ -252,10 +254,10 @@ func run(ctx context.Context, c config) error {
 				for j, id := range ids {
 					recs[j] = api.Record{ID: id, RolloutID: fmt.Sprintf("r%d", rng.IntN(1000)), Content: &content}
 				}
-				_, err = cl.Append(runCtx, store, recs, client.AppendOptions{Flush: true})
+				_, err = cl.Append(runCtx, store, recs, client.AppendOptions{Flush: c.flush})
 			} else {
 				rec := arrowBatch(ids, content, rng)
-				_, err = cl.AppendArrow(runCtx, store, rec, true)
+				_, err = cl.AppendArrow(runCtx, store, rec, c.flush)
 				rec.Release()
 			}
 			if err != nil {
