@@ -181,6 +181,10 @@
 // positions, collection unlinks its log name (the generation's stays). A
 // seal that fails puts its rows back (the next seal writes them anew); a
 // link that no manifest lists is swept like any unlisted generation file.
+// Fencing is unchanged: a deposed writer's seal in place writes after
+// frames of its own segment (which a claim replays through the log name,
+// the Lance bytes after them read as the end of its frames) and links a
+// file that no manifest will list, since its commit is fenced.
 // A smaller memtable (a flush of a few rows) is sealed into a new file
 // and leaves the segment as it is. Where the log's segments are sealed in
 // place they are sized to hold a full memtable (MaxMemtableBytes + 1/4, when
