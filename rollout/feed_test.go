@@ -317,20 +317,7 @@ func TestRegression_LateFeedCommitCannotUndoANewerOne(t *testing.T) {
 func TestRegression_FeedReadSurvivesAnotherReadersForget(t *testing.T) {
 	ctx := context.Background()
 	s := mustStore(t, newCatalog(t, objstore.NewMemory(), "w", Options{IndexColumns: []string{}}), "feed")
-	ids, err := s.Append(ctx, recs("m", 20, "r"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Merge(ctx); err != nil {
-		t.Fatal(err)
-	}
-	more, err := s.Append(ctx, recs("p", 5, "r"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ids, more := mergedThenMore(t, s, recs("m", 20, "r"), recs("p", 5, "r"))
 	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -380,20 +367,7 @@ func TestRegression_FeedAfterRepeatedTailGapsAnswersWithoutTheTail(t *testing.T)
 func TestRegression_FeedWhenTheBaseMergedWhatTheManifestDoesNotKnow(t *testing.T) {
 	ctx := context.Background()
 	s := mustStore(t, newCatalog(t, objstore.NewMemory(), "w", Options{IndexColumns: []string{}}), "race")
-	merged, err := s.Append(ctx, recs("m", 4, "r"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Merge(ctx); err != nil {
-		t.Fatal(err)
-	}
-	unsealed, err := s.Append(ctx, recs("u", 3, "r"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	merged, unsealed := mergedThenMore(t, s, recs("m", 4, "r"), recs("u", 3, "r"))
 	raced := 0
 	s.feedRace = func(snap *snapshot) {
 		if raced > 0 {
@@ -420,4 +394,26 @@ func TestRegression_FeedWhenTheBaseMergedWhatTheManifestDoesNotKnow(t *testing.T
 		t.Fatalf("the race ran %d times", raced)
 	}
 	checkOnce(t, got, append(slices.Clone(merged), unsealed...))
+}
+
+// mergedThenMore appends base, seals and merges it, then appends more
+// (unsealed), and returns the ids of each.
+func mergedThenMore(t *testing.T, s *Store, base, more []Record) ([]string, []string) {
+	t.Helper()
+	ctx := context.Background()
+	merged, err := s.Append(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Merge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	unsealed, err := s.Append(ctx, more)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return merged, unsealed
 }

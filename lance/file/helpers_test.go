@@ -66,28 +66,7 @@ var mem = memory.NewGoAllocator()
 // writeFile writes recs (all with schema as) into a Lance file.
 func writeFile(t testing.TB, as *arrow.Schema, opts WriterOptions, recs ...arrow.RecordBatch) ([]byte, Info) {
 	t.Helper()
-	s, err := schema.FromArrow(as, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	w, err := NewWriter(&buf, s, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range recs {
-		if err := w.Write(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	info, err := w.Finish()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.Size != int64(buf.Len()) {
-		t.Fatalf("Info.Size %d, wrote %d bytes", info.Size, buf.Len())
-	}
-	return buf.Bytes(), info
+	return writeInto(t, new(bytes.Buffer), as, opts, recs...)
 }
 
 // writeFileAfter writes recs into a Lance file that starts with prefix,
@@ -95,15 +74,22 @@ func writeFile(t testing.TB, as *arrow.Schema, opts WriterOptions, recs ...arrow
 // (WriterOptions.Base and Placed), and returns the whole file.
 func writeFileAfter(t testing.TB, as *arrow.Schema, prefix []byte, at map[arrow.Array]int64, recs ...arrow.RecordBatch) ([]byte, Info) {
 	t.Helper()
+	opts := WriterOptions{HoldValues: true, Base: int64(len(prefix)), Placed: func(a arrow.Array) (int64, bool) {
+		off, ok := at[a]
+		return off, ok
+	}}
+	return writeInto(t, bytes.NewBuffer(prefix), as, opts, recs...)
+}
+
+// writeInto writes recs after what buf holds (opts.Base bytes) and
+// returns the whole file.
+func writeInto(t testing.TB, buf *bytes.Buffer, as *arrow.Schema, opts WriterOptions, recs ...arrow.RecordBatch) ([]byte, Info) {
+	t.Helper()
 	s, err := schema.FromArrow(as, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	buf := bytes.NewBuffer(prefix)
-	w, err := NewWriter(buf, s, WriterOptions{HoldValues: true, Base: int64(len(prefix)), Placed: func(a arrow.Array) (int64, bool) {
-		off, ok := at[a]
-		return off, ok
-	}})
+	w, err := NewWriter(buf, s, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
