@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"unsafe"
 
@@ -146,18 +147,6 @@ func (l *segmentLog) forget() {
 	}
 }
 
-// fileAt writes sequentially into f from offset off.
-type fileAt struct {
-	f   vfs.File
-	off int64
-}
-
-func (w *fileAt) Write(p []byte) (int, error) {
-	n, err := w.f.WriteAt(p, w.off)
-	w.off += int64(n)
-	return n, err
-}
-
 // open returns the segment opened for the seal to write the generation's
 // rest into, from its frames' end on.
 func (p *inPlace) open() (vfs.File, *bufio.Writer, error) {
@@ -165,7 +154,7 @@ func (p *inPlace) open() (vfs.File, *bufio.Writer, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("wal: open segment to seal in place: %w", err)
 	}
-	return f, bufio.NewWriterSize(&fileAt{f: f, off: p.end}, 1<<20), nil
+	return f, bufio.NewWriterSize(io.NewOffsetWriter(f, p.end), 1<<20), nil
 }
 
 // finish makes the written generation durable at size bytes and gives it

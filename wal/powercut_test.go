@@ -186,18 +186,28 @@ func TestPowerCuts(t *testing.T) {
 	if total < 100 || len(wl.acked) != 3*perAppender {
 		t.Fatalf("uncut run: %d operations, %d of %d appends acknowledged", total, len(wl.acked), 3*perAppender)
 	}
+	cutRuns(t, total, 1, func(fsys *vfs.MemFS) *cutWorkload {
+		return &cutWorkload{opts: powerCutOpts(objstore.NewMemory(), fsys), perAppender: perAppender, stop: fsys.IsCut}
+	})
+}
+
+// cutRuns runs the workload of each seeded run (LC_POWERCUT_RUNS, default
+// 300) on a fresh file system cut at a seeded one of total operations (the
+// seeds' stream tells suites apart), and checks every acknowledged record
+// is read back exactly once after the restart.
+func cutRuns(t *testing.T, total int64, stream uint64, workload func(*vfs.MemFS) *cutWorkload) {
+	t.Helper()
 	runs := runsFromEnv(t, 300)
 	for seed := uint64(1); seed <= uint64(runs); seed++ {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(seed, 1))
+			rng := rand.New(rand.NewPCG(seed, stream))
 			at := 1 + rng.Int64N(total)
 			fsys := vfs.NewMem()
-			o := powerCutOpts(objstore.NewMemory(), fsys)
+			wl := workload(fsys)
 			fsys.CutAfter(at)
-			wl := &cutWorkload{opts: o, perAppender: perAppender, stop: fsys.IsCut}
 			wl.run(t)
 			fsys.Restart()
-			checkRecovered(t, o, wl.acked)
+			checkRecovered(t, wl.opts, wl.acked)
 		})
 	}
 }
@@ -244,20 +254,9 @@ func TestPowerCutsSealInPlace(t *testing.T) {
 		t.Fatalf("uncut run: %d operations, %d of %d appends acknowledged, %d of %d generations sealed in place", total, len(wl.acked), 3*perAppender, inPlace, len(gens))
 	}
 	t.Logf("uncut run: %d operations, %d of %d generations sealed in place", total, inPlace, len(gens))
-	runs := runsFromEnv(t, 300)
-	for seed := uint64(1); seed <= uint64(runs); seed++ {
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(seed, 2))
-			at := 1 + rng.Int64N(total)
-			fsys := vfs.NewMem()
-			o := inPlaceCutOpts(fsys)
-			fsys.CutAfter(at)
-			wl := &cutWorkload{opts: o, perAppender: perAppender, stop: fsys.IsCut, pad: inPlacePad}
-			wl.run(t)
-			fsys.Restart()
-			checkRecovered(t, o, wl.acked)
-		})
-	}
+	cutRuns(t, total, 2, func(fsys *vfs.MemFS) *cutWorkload {
+		return &cutWorkload{opts: inPlaceCutOpts(fsys), perAppender: perAppender, stop: fsys.IsCut, pad: inPlacePad}
+	})
 }
 
 // TestLogFaults: seeded faults in the segment log's file operations (on
