@@ -134,6 +134,9 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	if _, err := httpapi.ServeDebugFromEnv(ctx); err != nil {
+		return err
+	}
 	base := "http://" + ln.Addr().String()
 	info := coord.WorkerInfo{InstanceID: wcfg.InstanceID, ShardID: catalog.Shard(), Endpoint: base, Version: buildinfo.Version()}
 	slog.Info("lance-context dev is up", "url", base, "data_dir", o.DataDir, "etcd", etcdURL)

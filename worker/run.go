@@ -53,6 +53,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	if _, err := httpapi.ServeDebugFromEnv(ctx); err != nil {
+		return err
+	}
 	background := []func(context.Context){srv.RunSweepers, srv.Startup()}
 	if len(cfg.Etcd) > 0 {
 		ec := coord.ConfigFromEnv()

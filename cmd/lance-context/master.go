@@ -76,6 +76,9 @@ LC_MEMORY_BUDGET_BYTES (3/4 of the container's memory: nine tenths of it is the 
 			if err != nil {
 				return err
 			}
+			if _, err := httpapi.ServeDebugFromEnv(ctx); err != nil {
+				return err
+			}
 			slog.Info("master listening", "url", "http://"+ln.Addr().String(), "data_dir", dataDir, "etcd", ec.Endpoints)
 			go m.Run(ctx)
 			return serveHTTP(ctx, ln, m.Handler(reg, os.Getenv("LC_API_TOKEN")))

@@ -45,6 +45,7 @@ LC_STORE_IDLE_CLOSE_SECS (900: a store unused this long, with nothing unsealed o
 LC_MAX_OPEN_STORES (2000, or ROLLOUT_CACHE_CAPACITY: past it the least recently used idle stores close),
 LC_READY_WARM_SECS (60: /readyz answers 503 while the start-up warm of the stores' caches runs, at most this long; 0 = ready at once),
 LC_WARM_MAX_STORES (32: the stores the start-up warm reads ahead; 0 = none),
+LC_DEBUG_LISTEN (unset: none; an address such as 127.0.0.1:6060 serves Go's profiles at /debug/pprof/),
 GOGC (300), GOMEMLIMIT (the budget).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
