@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -13,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/google/uuid"
 
+	"github.com/lance-context/lance-context/internal/lru"
 	"github.com/lance-context/lance-context/lance/file"
 	"github.com/lance-context/lance-context/lance/schema"
 	"github.com/lance-context/lance-context/objstore"
@@ -235,7 +237,7 @@ type ReadOptions struct {
 
 // LoadGeneration reads a generation into memory.
 func LoadGeneration(ctx context.Context, store objstore.Reader, ref GenRef, o ReadOptions) (*LoadedGeneration, error) {
-	r, err := openGeneration(ctx, store, ref.Shard, ref.Gen, o.Whole)
+	r, err := openGeneration(ctx, loadIO(), store, ref.Shard, ref.Gen, o.Whole)
 	if err != nil {
 		return nil, err
 	}
@@ -358,10 +360,17 @@ const (
 
 // OpenGeneration opens a generation file for reading.
 func OpenGeneration(ctx context.Context, store objstore.Reader, shard string, g Generation) (*file.Reader, error) {
-	return openGeneration(ctx, store, shard, g, false)
+	return openGeneration(ctx, file.DefaultIO(), store, shard, g, false)
 }
 
-func openGeneration(ctx context.Context, store objstore.Reader, shard string, g Generation, whole bool) (*file.Reader, error) {
+// loadIO is the IO of LoadGeneration's Readers. They read a generation's
+// rows once and are dropped, so the offsets they read are not kept: in
+// the shared cache they would only push out those that point reads use.
+var loadIO = sync.OnceValue(func() *file.IO {
+	return file.NewIO(file.IOOptions{Concurrency: file.IOConcurrency(), Cache: lru.New(0)})
+})
+
+func openGeneration(ctx context.Context, fio *file.IO, store objstore.Reader, shard string, g Generation, whole bool) (*file.Reader, error) {
 	key := GenerationKey(shard, g)
 	size := g.Bytes
 	if size <= 0 {
@@ -379,7 +388,7 @@ func openGeneration(ctx context.Context, store objstore.Reader, shard string, g 
 		}
 		src, size = bytesSource(b), int64(len(b))
 	}
-	r, err := file.Open(ctx, src, size)
+	r, err := fio.Open(ctx, src, size)
 	if err != nil {
 		return nil, fmt.Errorf("wal: open generation %s: %w", key, err)
 	}

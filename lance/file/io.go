@@ -143,9 +143,10 @@ const (
 )
 
 // offsetsKey names a cached offsets buffer: files are immutable, and a
-// Reader is one file.
+// Reader is one file. Entries of a Reader no longer used are evicted in
+// time, and meanwhile hold only their own bytes (what they are charged).
 type offsetsKey struct {
-	r   *Reader
+	r   uint64 // Reader.id
 	off int64
 }
 
@@ -157,7 +158,7 @@ const offsetsChunk = 512
 // offsetsChunkKey names chunk k (entries [k*offsetsChunk, ...)) of the
 // offsets buffer at off, cached packed.
 type offsetsChunkKey struct {
-	r     *Reader
+	r     uint64 // Reader.id
 	off   int64
 	chunk int64
 }
@@ -177,7 +178,7 @@ func (rc *readCtx) cachedOffsets(b bufRange, i0, hi int64) ([]byte, bool) {
 	if b.size > maxPrefetchedOffsets || b.size < 8*hi || i0 >= hi {
 		return nil, false
 	}
-	if v, ok := rc.r.io.cache.Get(offsetsKey{rc.r, b.off}); ok {
+	if v, ok := rc.r.io.cache.Get(offsetsKey{rc.r.id, b.off}); ok {
 		p := v.(*packedOffsets)
 		if int64(p.n) != b.size/8 {
 			return nil, false
@@ -190,7 +191,7 @@ func (rc *readCtx) cachedOffsets(b bufRange, i0, hi int64) ([]byte, bool) {
 	}
 	out := make([]byte, 0, 8*(hi-i0))
 	for k := k0; k <= k1; k++ {
-		v, ok := rc.r.io.cache.Get(offsetsChunkKey{rc.r, b.off, k})
+		v, ok := rc.r.io.cache.Get(offsetsChunkKey{rc.r.id, b.off, k})
 		if !ok {
 			return nil, false
 		}
@@ -316,7 +317,7 @@ func (rc *readCtx) warmColumnOffsets(c *column, b bufRange, i0, hi int64) {
 	ctx := context.WithoutCancel(rc.ctx) // as prefetchOffsets
 	r.io.prefetches.Go(func() {
 		for _, x := range bufs {
-			if _, ok := r.io.cache.Get(offsetsKey{r, x.b.off}); ok {
+			if _, ok := r.io.cache.Get(offsetsKey{r.id, x.b.off}); ok {
 				continue
 			}
 			if !cacheOffsetsInSlot(ctx, r, x.b, x.adj) {
@@ -342,7 +343,7 @@ func cacheOffsetsInSlot(ctx context.Context, r *Reader, b bufRange, adj uint64) 
 		return false
 	}
 	p := packOffsets(raw[:b.size/8*8], adj)
-	r.io.cache.Put(offsetsKey{r, b.off}, p, p.bytes())
+	r.io.cache.Put(offsetsKey{r.id, b.off}, p, p.bytes())
 	return true
 }
 
@@ -356,14 +357,14 @@ const prefetchTimeout = time.Minute
 func (rc *readCtx) keepOffsets(b, rq bufRange, got []byte, adj uint64, i0, hi int64) []byte {
 	if rq == b {
 		p := packOffsets(got[:b.size/8*8], adj)
-		rc.r.io.cache.Put(offsetsKey{rc.r, b.off}, p, p.bytes())
+		rc.r.io.cache.Put(offsetsKey{rc.r.id, b.off}, p, p.bytes())
 		return got[8*i0 : 8*hi]
 	}
 	first := (rq.off - b.off) / 8
 	for at := int64(0); at < int64(len(got))/8; at += offsetsChunk {
 		end := min(int64(len(got))/8, at+offsetsChunk)
 		p := packOffsets(got[8*at:8*end], adj)
-		rc.r.io.cache.Put(offsetsChunkKey{rc.r, b.off, (first + at) / offsetsChunk}, p, p.bytes())
+		rc.r.io.cache.Put(offsetsChunkKey{rc.r.id, b.off, (first + at) / offsetsChunk}, p, p.bytes())
 	}
 	return got[8*(i0-first) : 8*(hi-first)]
 }

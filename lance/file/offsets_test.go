@@ -120,7 +120,7 @@ func TestLargeOffsetsPrefetched(t *testing.T) {
 	if k := reads(3); k != 0 { // a null: the offsets say so
 		t.Errorf("a null row after the prefetch: %d reads, want 0", k)
 	}
-	r.io.cache.Remove(offsetsKey{r, n0.pages[0].desc.(*binDesc).indices.off})
+	r.io.cache.Remove(offsetsKey{r.id, n0.pages[0].desc.(*binDesc).indices.off})
 	cold := reads(200_001) // offsets, bytes
 	t.Logf("reads of one row: first %d, after the prefetch %v, after an eviction %d", first, warm, cold)
 	if first != cold+1 {
@@ -189,7 +189,7 @@ func TestLargeOffsetsPrefetchedWhenSlotsAreBusy(t *testing.T) {
 	}
 	for c := range cols2 {
 		d := r.top[int32(c)].col.pages[0].desc.(*binDesc)
-		if _, ok := r.io.cache.Get(offsetsKey{r, d.indices.off}); !ok {
+		if _, ok := r.io.cache.Get(offsetsKey{r.id, d.indices.off}); !ok {
 			t.Errorf("column %d: offsets not prefetched (%d slots for %d buffers)", c, cap(wholeIO.slots), cols2)
 		}
 	}
@@ -234,7 +234,7 @@ func TestSmallOffsetsOfAColumnWarmedByAPointRead(t *testing.T) {
 	}
 	cached := func(r *Reader, c int32) (k int) {
 		for _, o := range offsetsOf(r, c) {
-			if _, ok := r.io.cache.Get(offsetsKey{r, o.off}); ok {
+			if _, ok := r.io.cache.Get(offsetsKey{r.id, o.off}); ok {
 				k++
 			}
 		}

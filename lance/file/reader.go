@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"google.golang.org/protobuf/proto"
@@ -28,6 +29,7 @@ type Source interface {
 // the byte ranges) that the requested rows and columns need. A Reader is safe
 // for concurrent use.
 type Reader struct {
+	id           uint64 // names its cached offsets (offsetsKey) without pinning the Reader
 	src          Source
 	size         int64
 	major, minor uint16
@@ -44,6 +46,11 @@ type Reader struct {
 	prefetched *prefetchSet // offsets buffers read in the background (prefetchOffsets)
 	schemas    *schemaMemo  // the schemas of Read's batches
 }
+
+// readerIDs numbers Readers. Cache keys hold a Reader's number, not the
+// Reader: a key that pointed at it kept it, and its Source, alive as long
+// as the entry (a merge's generation read whole held the whole file).
+var readerIDs atomic.Uint64
 
 // prefetchSet is the offsets buffers of a Reader read in the background:
 // large ones by offset (prefetchOffsets), small ones by column
@@ -169,7 +176,7 @@ func openTail(ctx context.Context, src Source, size int64, tail []byte) (*Reader
 		return nil, fmt.Errorf("lance/file: file schema: %w", err)
 	}
 
-	r := &Reader{prefetched: &prefetchSet{offs: map[int64]struct{}{}, cols: map[int]struct{}{}}, schemas: &schemaMemo{m: map[string]*arrow.Schema{}}, src: src, size: size, major: ft.major, minor: ft.minor, schema: sch,
+	r := &Reader{id: readerIDs.Add(1), prefetched: &prefetchSet{offs: map[int64]struct{}{}, cols: map[int]struct{}{}}, schemas: &schemaMemo{m: map[string]*arrow.Schema{}}, src: src, size: size, major: ft.major, minor: ft.minor, schema: sch,
 		numRows: int64(fd.GetLength()), top: map[int32]*node{}, directMin: directReadMin, metaBytes: int64(len(t.b)), tail: t.b}
 	metas := make([]*pb.ColumnMetadata, ncol)
 	for i := range metas {
