@@ -397,3 +397,56 @@ func TestNaturalCompare(t *testing.T) {
 		t.Fatalf("natural order %v, want %v", in, want)
 	}
 }
+
+// TestMaintainerCompactsAfterMerges: a process that no master schedules
+// compacts a store once its merges have added CompactMinFragments base
+// fragments since the last compaction, and removes what that superseded;
+// a compaction that leaves fragments as they are is not asked for again
+// after the next merge.
+func TestMaintainerCompactsAfterMerges(t *testing.T) {
+	ctx := context.Background()
+	c := newCatalog(t, objstore.NewMemory(), "w1", Options{IndexColumns: []string{}})
+	s := mustStore(t, c, "packed")
+	m := NewMaintainer(c, MaintainPolicy{MergeAfterGenerations: 1, CompactMinFragments: 3, CleanupAfterCompact: true}, MaintainEvents{}, nil)
+	fragments := func() int {
+		t.Helper()
+		st, err := s.CompactionStats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.TotalFragments
+	}
+	for round := range 2 {
+		appendFlush(t, s, recs(fmt.Sprintf("r%d-", round), 4, "r"))
+		m.MaybeMerge(s)
+		m.Wait()
+	}
+	if n := fragments(); n != 2 {
+		t.Fatalf("%d fragments after 2 merges, want 2 (no compaction yet)", n)
+	}
+	// A rewrite of an id: the third merge's fragment, and a deletion in
+	// the first one.
+	appendFlush(t, s, recs("r0-", 1, "r"))
+	m.MaybeMerge(s)
+	m.Wait()
+	if n := fragments(); n != 1 {
+		t.Fatalf("%d fragments after the third merge, want 1 (compacted)", n)
+	}
+	st, err := s.CompactionStats(ctx)
+	if err != nil || st.TotalCompactions != 1 {
+		t.Fatalf("%d compactions, want 1 (%v)", st.TotalCompactions, err)
+	}
+	rows, err := s.Stats(ctx)
+	if err != nil || rows.BaseRows != 8 {
+		t.Fatalf("base rows after the compaction: %+v %v, want 8", rows, err)
+	}
+	// Two more merges: 3 fragments, 2 added since the compaction.
+	for round := 2; round < 4; round++ {
+		appendFlush(t, s, recs(fmt.Sprintf("r%d-", round), 4, "r"))
+		m.MaybeMerge(s)
+		m.Wait()
+	}
+	if n := fragments(); n != 3 {
+		t.Fatalf("%d fragments, want 3: compacted again before 3 were added", n)
+	}
+}

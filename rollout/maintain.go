@@ -31,6 +31,11 @@ type MaintainPolicy struct {
 	// CleanupAfterCompact runs a cleanup after each compaction that
 	// rewrote fragments.
 	CleanupAfterCompact bool
+	// CompactMinFragments compacts a store after a merge once the base
+	// holds this many more fragments than after its last compaction here
+	// (the first time: this many). Without it, a process that no master
+	// schedules for kept every merge's fragment and deletion file.
+	CompactMinFragments int
 	// MemtableBudget bounds the memtables of all open stores together:
 	// past it, the largest is sealed (0: no bound beyond each store's own).
 	MemtableBudget int64
@@ -62,6 +67,10 @@ type Maintainer struct {
 
 	mu      sync.Mutex
 	merging map[string]bool // stores with a background merge running
+	// compacted is a store's fragment count after its last compaction by
+	// CompactMinFragments: large fragments a compaction leaves as they
+	// are do not call for another one after every merge.
+	compacted map[string]int
 	sealing bool            // a budget seal is running
 	wg      sync.WaitGroup
 }
@@ -71,7 +80,7 @@ func NewMaintainer(catalog *Catalog, policy MaintainPolicy, events MaintainEvent
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Maintainer{catalog: catalog, policy: policy, events: events, log: log, now: time.Now, merging: map[string]bool{}}
+	return &Maintainer{catalog: catalog, policy: policy, events: events, log: log, now: time.Now, merging: map[string]bool{}, compacted: map[string]int{}}
 }
 
 // SetClock replaces the clock (tests).
@@ -351,7 +360,40 @@ func (m *Maintainer) mergeAll(ctx context.Context, st *Store, trigger string) {
 			return
 		}
 		if res.Remaining == 0 {
-			return
+			break
 		}
 	}
+	m.maybeCompact(ctx, st)
+}
+
+// maybeCompact compacts st when CompactMinFragments says so.
+func (m *Maintainer) maybeCompact(ctx context.Context, st *Store) {
+	need := m.policy.CompactMinFragments
+	if need <= 0 {
+		return
+	}
+	stats, err := st.CompactionStats(ctx)
+	if err != nil || stats.IsCompacting {
+		return
+	}
+	m.mu.Lock()
+	due := stats.TotalFragments-m.compacted[st.Name()] >= need
+	m.mu.Unlock()
+	if !due {
+		return
+	}
+	res, cr, err := m.Compact(ctx, st, CompactOptions{})
+	if err != nil {
+		m.log.Warn("compaction after merges failed", "store", st.Name(), "fragments", stats.TotalFragments, "err", err)
+		return
+	}
+	after := len(res.Dataset.Fragments())
+	m.mu.Lock()
+	m.compacted[st.Name()] = after
+	m.mu.Unlock()
+	attrs := []any{"store", st.Name(), "fragments_before", stats.TotalFragments, "fragments_after", after}
+	if cr != nil {
+		attrs = append(attrs, "files_removed", cr.FilesRemoved, "bytes_removed", cr.BytesRemoved)
+	}
+	m.log.Info("compacted after merges", attrs...)
 }

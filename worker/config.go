@@ -38,6 +38,10 @@ type Config struct {
 	// LC_VERSION_CLEANUP_INTERVAL_SECS: remove old base versions on this
 	// period; default 600 without etcd, 0 with it (the master schedules).
 	VersionCleanupInterval time.Duration
+	// LC_COMPACT_MIN_FRAGMENTS: compact a store once its merges have added
+	// this many base fragments since its last compaction here; default 16
+	// without etcd, 0 (off) with it (the master schedules).
+	CompactMinFragments int
 	// Retention: LC_CLEANUP_OLDER_THAN_SECS (7200) and
 	// LC_CLEANUP_READ_GRACE_SECS (180), for every cleanup of this worker.
 	Retention    rollout.CleanupOptions
@@ -105,7 +109,7 @@ func (c Config) MaintainPolicy() rollout.MaintainPolicy {
 	return rollout.MaintainPolicy{
 		FlushInterval: c.FlushInterval, MergeAfterGenerations: c.MergeAfterGenerations, MergeAfterAge: c.MergeAfterAge,
 		DrainInterval: c.CleanupInterval, CleanupInterval: c.VersionCleanupInterval, Retention: c.Retention,
-		CleanupAfterCompact: true, MemtableBudget: c.MemtableBudget,
+		CleanupAfterCompact: true, CompactMinFragments: c.CompactMinFragments, MemtableBudget: c.MemtableBudget,
 		IdleClose: c.StoreIdleClose, MaxOpenStores: c.MaxOpenStores,
 	}
 }
@@ -139,8 +143,10 @@ func FromEnv() (Config, error) {
 	c.MergeAfterAge = secs("LC_MERGE_AFTER_AGE_SECS", 60)
 	if len(c.Etcd) > 0 {
 		c.VersionCleanupInterval = secs("LC_VERSION_CLEANUP_INTERVAL_SECS", 0)
+		c.CompactMinFragments = int(envInt("LC_COMPACT_MIN_FRAGMENTS", 0, &err))
 	} else {
 		c.VersionCleanupInterval = secs("LC_VERSION_CLEANUP_INTERVAL_SECS", 600)
+		c.CompactMinFragments = int(envInt("LC_COMPACT_MIN_FRAGMENTS", 16, &err))
 	}
 	if ret, rerr := config.Retention(); rerr != nil && err == nil {
 		err = rerr
