@@ -208,6 +208,19 @@ func (d *Dataset) scanRows(ctx context.Context, st *scanState, frag *pb.DataFrag
 	if err != nil {
 		return err
 	}
+	if del != nil && !del.IsEmpty() {
+		// An index names the rows of a key's every version; all but the
+		// newest are deleted. Dropped here, they are never read: a chunk
+		// of deleted rows cost its read, and a store whose ids are
+		// rewritten read more of them the older it was.
+		live := make([]uint32, 0, len(offsets))
+		for _, o := range offsets {
+			if !del.Contains(o) {
+				live = append(live, o)
+			}
+		}
+		offsets = live
+	}
 	n := frag.GetPhysicalRows()
 	for i := 0; i < len(offsets) && st.remaining != 0; {
 		// Offsets up to takeGap rows apart share one read: rows between
