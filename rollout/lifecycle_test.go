@@ -450,3 +450,37 @@ func TestMaintainerCompactsAfterMerges(t *testing.T) {
 		t.Fatalf("%d fragments, want 3: compacted again before 3 were added", n)
 	}
 }
+
+// TestMaintainerCompactsWhenDeletedRowsOutnumberLive: rows rewritten by
+// id leave their old versions deleted in older fragments; once those
+// outnumber the live rows the store is compacted, however few fragments
+// the merges added.
+func TestMaintainerCompactsWhenDeletedRowsOutnumberLive(t *testing.T) {
+	ctx := context.Background()
+	c := newCatalog(t, objstore.NewMemory(), "w1", Options{IndexColumns: []string{}})
+	s := mustStore(t, c, "rewritten")
+	m := NewMaintainer(c, MaintainPolicy{MergeAfterGenerations: 1, CompactMinFragments: 100}, MaintainEvents{}, nil)
+	const n = 12_000 // live rows throughout
+	all := recs("id", n, "r")
+	rounds := [][]Record{
+		all,
+		all[:10_000], // 10,000 deleted, 12,000 live: left alone
+		append(slices.Clone(all[:9_000]), all[10_000:11_000]...), // 20,000 deleted: compacted
+	}
+	for round, rs := range rounds {
+		appendFlush(t, s, rs)
+		m.MaybeMerge(s)
+		m.Wait()
+		st, err := s.CompactionStats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := [][2]int{{1, 0}, {2, 0}, {1, 1}}[round]
+		if st.TotalFragments != want[0] || int(st.TotalCompactions) != want[1] {
+			t.Fatalf("round %d: %d fragments and %d compactions, want %d and %d", round, st.TotalFragments, st.TotalCompactions, want[0], want[1])
+		}
+	}
+	if rows, err := s.Stats(ctx); err != nil || rows.BaseRows != n {
+		t.Fatalf("base rows %+v %v, want %d", rows, err, n)
+	}
+}

@@ -71,8 +71,8 @@ type Maintainer struct {
 	// CompactMinFragments: large fragments a compaction leaves as they
 	// are do not call for another one after every merge.
 	compacted map[string]int
-	sealing bool            // a budget seal is running
-	wg      sync.WaitGroup
+	sealing   bool // a budget seal is running
+	wg        sync.WaitGroup
 }
 
 // NewMaintainer returns a maintainer of catalog's stores.
@@ -366,32 +366,49 @@ func (m *Maintainer) mergeAll(ctx context.Context, st *Store, trigger string) {
 	m.maybeCompact(ctx, st)
 }
 
-// maybeCompact compacts st when CompactMinFragments says so.
+// compactMinDeleted is the fewest deleted rows for which deletions alone
+// call for a compaction (maybeCompact).
+const compactMinDeleted = 10_000
+
+// maybeCompact compacts st when CompactMinFragments says so: when the
+// merges added that many fragments since the last compaction here, or
+// when the base holds more deleted rows than live ones (at least
+// compactMinDeleted): rows rewritten by id leave their old versions in
+// older fragments, and a store whose ids are rewritten fast would hold
+// several times its live rows until the count came round. Compacting
+// then rewrites at most as many rows as it removes.
 func (m *Maintainer) maybeCompact(ctx context.Context, st *Store) {
 	need := m.policy.CompactMinFragments
-	if need <= 0 {
+	if need <= 0 || st.compacting() {
 		return
 	}
-	stats, err := st.CompactionStats(ctx)
-	if err != nil || stats.IsCompacting {
+	snap, err := st.snapshotLimit(ctx, false, 0, readPlan{})
+	if err != nil {
 		return
 	}
+	frags := snap.base.Fragments()
+	live := snap.base.CountRows()
+	var physical int64
+	for _, f := range frags {
+		physical += int64(f.GetPhysicalRows())
+	}
+	deleted := physical - live
 	m.mu.Lock()
-	due := stats.TotalFragments-m.compacted[st.Name()] >= need
+	due := len(frags)-m.compacted[st.Name()] >= need || (deleted > live && deleted >= compactMinDeleted)
 	m.mu.Unlock()
 	if !due {
 		return
 	}
 	res, cr, err := m.Compact(ctx, st, CompactOptions{})
 	if err != nil {
-		m.log.Warn("compaction after merges failed", "store", st.Name(), "fragments", stats.TotalFragments, "err", err)
+		m.log.Warn("compaction after merges failed", "store", st.Name(), "fragments", len(frags), "err", err)
 		return
 	}
 	after := len(res.Dataset.Fragments())
 	m.mu.Lock()
 	m.compacted[st.Name()] = after
 	m.mu.Unlock()
-	attrs := []any{"store", st.Name(), "fragments_before", stats.TotalFragments, "fragments_after", after}
+	attrs := []any{"store", st.Name(), "fragments_before", len(frags), "fragments_after", after, "deleted_rows_before", deleted}
 	if cr != nil {
 		attrs = append(attrs, "files_removed", cr.FilesRemoved, "bytes_removed", cr.BytesRemoved)
 	}

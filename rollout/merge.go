@@ -395,12 +395,18 @@ func (s *Store) Compact(ctx context.Context, o CompactOptions) (*CompactResult, 
 	return res, nil
 }
 
+// compacting reports whether a compaction of the store runs here now.
+func (s *Store) compacting() bool {
+	if !s.compactMu.TryLock() {
+		return true
+	}
+	s.compactMu.Unlock()
+	return false
+}
+
 // CompactionStats reports this process's compactions of the store.
 func (s *Store) CompactionStats(ctx context.Context) (*api.CompactStatsResponse, error) {
-	running := !s.compactMu.TryLock()
-	if !running {
-		s.compactMu.Unlock()
-	}
+	running := s.compacting()
 	snap, err := s.snapshotLimit(ctx, false, 0, readPlan{})
 	if err != nil {
 		return nil, err

@@ -39,8 +39,9 @@ type Config struct {
 	// period; default 600 without etcd, 0 with it (the master schedules).
 	VersionCleanupInterval time.Duration
 	// LC_COMPACT_MIN_FRAGMENTS: compact a store once its merges have added
-	// this many base fragments since its last compaction here; default 16
-	// without etcd, 0 (off) with it (the master schedules).
+	// this many base fragments since its last compaction here, or its
+	// deleted rows outnumber its live ones; default 16 without etcd, 0
+	// (off) with it (the master schedules).
 	CompactMinFragments int
 	// Retention: LC_CLEANUP_OLDER_THAN_SECS (7200) and
 	// LC_CLEANUP_READ_GRACE_SECS (180), for every cleanup of this worker.
