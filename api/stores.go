@@ -42,10 +42,13 @@ type ShardStats struct {
 // Stats describes a store, from manifests only (no data is read). It is
 // the body of GET /api/v1/rollouts/{name}: a superset of StoreInfo.
 type Stats struct {
-	Name               string       `json:"name"`
-	URI                string       `json:"uri"`
-	Rows               int64        `json:"rows"` // base rows + pending rows (a retried id may count twice until merged)
-	BaseRows           int64        `json:"base_rows"`
+	Name     string `json:"name"`
+	URI      string `json:"uri"`
+	Rows     int64  `json:"rows"` // base rows + pending rows (a retried id may count twice until merged)
+	BaseRows int64  `json:"base_rows"`
+	// DeletedRows are rows of the base's fragments that deletion files
+	// mark (old versions of rewritten ids): bytes a compaction reclaims.
+	DeletedRows        int64        `json:"deleted_rows"`
 	PendingRows        int64        `json:"pending_rows"`
 	Fragments          int          `json:"fragments"`
 	Version            uint64       `json:"version"`

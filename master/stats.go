@@ -274,7 +274,7 @@ func (m *Master) experiment(name string, e *statsEntry) Experiment {
 		s := e.stats
 		x.Rows, x.Fragments, x.PendingGenerations, x.Shards = s.Rows, s.Fragments, s.PendingGenerations, s.Shards
 		x.UnflushedRows, x.Version, x.LastUpdated, x.LastCompaction = s.UnflushedRows, s.Version, s.LastUpdated, s.LastCompaction
-		x.NeedsCompaction = s.Fragments >= m.cfg.CompactMinFragments
+		x.NeedsCompaction = needsCompaction(s, m.cfg.CompactMinFragments)
 		if s.MergeLagSeconds > 0 {
 			x.MergeLagSeconds = s.MergeLagSeconds + max(0, time.Since(e.fetched).Seconds())
 		}
@@ -398,4 +398,10 @@ func (m *Master) getExperiment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httpapi.WriteJSON(w, http.StatusOK, m.experiment(name, &cached))
+}
+
+// needsCompaction: a store with minFragments fragments, or with more
+// deleted rows than live ones, is due a compaction.
+func needsCompaction(s *rollout.Stats, minFragments int) bool {
+	return s.Fragments >= minFragments || rollout.DeletionsCallForCompaction(s.BaseRows, s.DeletedRows)
 }

@@ -239,7 +239,7 @@ func (m *Master) schedule(ctx context.Context) {
 		if mergeDue(e.stats.Shards, m.cfg.MergeThreshold, m.cfg.MergeAfterAge, now) {
 			merge = append(merge, n)
 		}
-		if e.stats.Fragments >= m.cfg.CompactMinFragments {
+		if needsCompaction(e.stats, m.cfg.CompactMinFragments) {
 			compact = append(compact, n)
 		}
 		// A store's first periodic cleanup comes a period after this master

@@ -475,9 +475,12 @@ func TestMaintainerCompactsWhenDeletedRowsOutnumberLive(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := [][2]int{{1, 0}, {2, 0}, {1, 1}}[round]
+		want := [][3]int{{1, 0, 0}, {2, 0, 10_000}, {1, 1, 0}}[round]
 		if st.TotalFragments != want[0] || int(st.TotalCompactions) != want[1] {
 			t.Fatalf("round %d: %d fragments and %d compactions, want %d and %d", round, st.TotalFragments, st.TotalCompactions, want[0], want[1])
+		}
+		if stats, err := s.Stats(ctx); err != nil || stats.DeletedRows != int64(want[2]) {
+			t.Fatalf("round %d: stats report %+v deleted rows (%v), want %d", round, stats.DeletedRows, err, want[2])
 		}
 	}
 	if rows, err := s.Stats(ctx); err != nil || rows.BaseRows != n {

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/lance-context/lance-context/lance/table"
 )
 
 // MaintainPolicy is when a process maintains the stores it has open.
@@ -367,16 +369,33 @@ func (m *Maintainer) mergeAll(ctx context.Context, st *Store, trigger string) {
 }
 
 // compactMinDeleted is the fewest deleted rows for which deletions alone
-// call for a compaction (maybeCompact).
+// call for a compaction.
 const compactMinDeleted = 10_000
+
+// DeletionsCallForCompaction reports whether a base of live rows whose
+// fragments hold deleted more rows that deletion files mark should be
+// compacted for that alone: when those outnumber the live rows (and are
+// at least compactMinDeleted). A compaction then rewrites at most as
+// many rows as it removes. The worker's trigger and the master's
+// scheduler both use it.
+func DeletionsCallForCompaction(live, deleted int64) bool {
+	return deleted > live && deleted >= compactMinDeleted
+}
+
+// deletedRows counts the rows of base's fragments that deletion files mark.
+func deletedRows(base *table.Dataset) int64 {
+	var physical int64
+	for _, f := range base.Fragments() {
+		physical += int64(f.GetPhysicalRows())
+	}
+	return physical - base.CountRows()
+}
 
 // maybeCompact compacts st when CompactMinFragments says so: when the
 // merges added that many fragments since the last compaction here, or
-// when the base holds more deleted rows than live ones (at least
-// compactMinDeleted): rows rewritten by id leave their old versions in
-// older fragments, and a store whose ids are rewritten fast would hold
-// several times its live rows until the count came round. Compacting
-// then rewrites at most as many rows as it removes.
+// when DeletionsCallForCompaction: rows rewritten by id leave their old
+// versions in older fragments, and a store whose ids are rewritten fast
+// would hold several times its live rows until the count came round.
 func (m *Maintainer) maybeCompact(ctx context.Context, st *Store) {
 	need := m.policy.CompactMinFragments
 	if need <= 0 || st.compacting() {
@@ -387,14 +406,9 @@ func (m *Maintainer) maybeCompact(ctx context.Context, st *Store) {
 		return
 	}
 	frags := snap.base.Fragments()
-	live := snap.base.CountRows()
-	var physical int64
-	for _, f := range frags {
-		physical += int64(f.GetPhysicalRows())
-	}
-	deleted := physical - live
+	deleted := deletedRows(snap.base)
 	m.mu.Lock()
-	due := len(frags)-m.compacted[st.Name()] >= need || (deleted > live && deleted >= compactMinDeleted)
+	due := len(frags)-m.compacted[st.Name()] >= need || DeletionsCallForCompaction(snap.base.CountRows(), deleted)
 	m.mu.Unlock()
 	if !due {
 		return

@@ -575,7 +575,7 @@ func (s *Store) Stats(ctx context.Context) (*Stats, error) {
 		return nil, err
 	}
 	st := &Stats{
-		Name: s.name, BaseRows: snap.base.CountRows(), Fragments: len(snap.base.Fragments()),
+		Name: s.name, BaseRows: snap.base.CountRows(), DeletedRows: deletedRows(snap.base), Fragments: len(snap.base.Fragments()),
 		Version: snap.base.Version(), UnflushedRows: s.UnflushedRows(), Shards: []ShardStats{},
 	}
 	if ts := snap.base.Manifest().GetTimestamp(); ts != nil {
