@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/lance-context/lance-context/lance/file"
 	"github.com/lance-context/lance-context/objstore"
@@ -34,6 +35,12 @@ type heldSource struct {
 
 // maxHeldFiles bounds the files held open by every heldSource together.
 const maxHeldFiles = 512
+
+// unlinkedSweepEvery is how often held files are checked for having been
+// deleted (closeUnlinked).
+const unlinkedSweepEvery = 15 * time.Second
+
+var startSweeps sync.Once
 
 var held = struct {
 	sync.Mutex
@@ -102,6 +109,13 @@ func (h *heldSource) open(ctx context.Context) error {
 		return fmt.Errorf("stat %s: %w", h.key, err)
 	}
 	h.f, h.size = f, fi.Size()
+	startSweeps.Do(func() {
+		go func() {
+			for range time.Tick(unlinkedSweepEvery) {
+				closeUnlinked()
+			}
+		}()
+	})
 	held.Lock()
 	h.elem = held.lru.PushFront(h)
 	var evict *heldSource
@@ -129,6 +143,40 @@ func (h *heldSource) release() {
 		h.f.Close()
 		h.f = nil
 	}
+}
+
+// closeUnlinked closes the held files that were deleted (a cleanup of
+// this process or another one removed them) and returns how many. An open
+// file keeps its disk space, and a process with fewer than maxHeldFiles
+// files held never closed one: a worker kept every file its stores'
+// compactions superseded, gigabytes, until it restarted. A read that
+// needs such a file again fails to reopen it, as it would after an
+// eviction.
+func closeUnlinked() int {
+	held.Lock()
+	hs := make([]*heldSource, 0, held.lru.Len())
+	for e := held.lru.Front(); e != nil; e = e.Next() {
+		hs = append(hs, e.Value.(*heldSource))
+	}
+	held.Unlock()
+	n := 0
+	for _, h := range hs {
+		h.mu.RLock()
+		gone := h.f != nil && unlinked(h.f)
+		h.mu.RUnlock()
+		if !gone {
+			continue
+		}
+		held.Lock()
+		if h.elem != nil {
+			held.lru.Remove(h.elem)
+			h.elem = nil
+		}
+		held.Unlock()
+		h.release()
+		n++
+	}
+	return n
 }
 
 func (h *heldSource) ReadRange(ctx context.Context, off, n int64) ([]byte, error) {
