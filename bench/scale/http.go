@@ -27,6 +27,11 @@ type httpConfig struct {
 	untimed   int    // untimed reads after them
 	after     int    // reads timed after the untimed ones
 	keepAlive bool   // reuse connections (default: one connection per call)
+	// profile, when set (with LC_DEBUG_LISTEN, which the worker inherits),
+	// is the path prefix of CPU profiles of the worker taken over the first
+	// profileSecs of each window: {profile}-{get|trajectory}-{first|after}.pb.gz.
+	profile     string
+	profileSecs int
 }
 
 // httpReads measures get and trajectory over HTTP (JSON), each against a
@@ -132,9 +137,12 @@ func httpKind(ctx context.Context, c config, kind string, probes []int) (map[str
 		}
 		return nil
 	}
-	window := func(from, to int) (map[string]any, error) {
+	window := func(name string, from, to int) (map[string]any, error) {
 		if to <= from {
 			return nil, nil
+		}
+		if stop := profileWorker(cl, hc, kind+"-"+name); stop != nil {
+			defer stop()
 		}
 		p0 := procStat(pid)
 		lat := make([]time.Duration, 0, to-from)
@@ -155,7 +163,7 @@ func httpKind(ctx context.Context, c config, kind string, probes []int) (map[str
 		}
 		return w, nil
 	}
-	first, err := window(0, hc.first)
+	first, err := window("first", 0, hc.first)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +173,7 @@ func httpKind(ctx context.Context, c config, kind string, probes []int) (map[str
 			return nil, err
 		}
 	}
-	after, err := window(hc.first+hc.untimed, len(probes))
+	after, err := window("after", hc.first+hc.untimed, len(probes))
 	if err != nil {
 		return nil, err
 	}
@@ -174,6 +182,28 @@ func httpKind(ctx context.Context, c config, kind string, probes []int) (map[str
 		res["worker_gc_cycles"] = metricValue(b, "go_gc_duration_seconds_count")
 	}
 	return res, nil
+}
+
+// profileWorker starts a CPU profile of the worker through its debug
+// listener (LC_DEBUG_LISTEN) when hc.profile is set, and returns a func
+// that waits for it and writes it to {hc.profile}-{name}.pb.gz.
+func profileWorker(cl *http.Client, hc httpConfig, name string) func() {
+	addr := os.Getenv("LC_DEBUG_LISTEN")
+	if hc.profile == "" || addr == "" {
+		return nil
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b, err := getBytes(cl, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, max(1, hc.profileSecs)))
+		if err == nil {
+			err = os.WriteFile(hc.profile+"-"+name+".pb.gz", b, 0o644)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "worker profile:", err)
+		}
+	}()
+	return func() { <-done }
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -86,6 +86,8 @@ func main() {
 	flag.IntVar(&c.http.untimed, "http-untimed", 3000, "--measure http: untimed reads after those")
 	flag.IntVar(&c.http.after, "http-after", 1000, "--measure http: reads timed after the untimed ones")
 	flag.BoolVar(&c.http.keepAlive, "http-keepalive", false, "--measure http: reuse connections (default: one connection per call)")
+	flag.StringVar(&c.http.profile, "http-profile", "", "--measure http: with LC_DEBUG_LISTEN set, write CPU profiles of the worker over each window to this path prefix")
+	flag.IntVar(&c.http.profileSecs, "http-profile-secs", 2, "--measure http: seconds each --http-profile covers, from the window's start")
 	var measure string
 	flag.StringVar(&measure, "measure", "build,get,trajectory,rollout,filtered,page,offset,merge", "what to measure (a subset of the default, or http: get and trajectory over HTTP from a fresh worker process, --worker-bin)")
 	flag.Parse()
