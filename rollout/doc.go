@@ -336,5 +336,11 @@
 // fragments of about Options.CompactTargetRows rows in one Rewrite commit,
 // then rebuilds the indexes over the rewritten fragments; until then the
 // indexes answer only for the fragments in their bitmap and the others are
-// scanned, so an index never points at a wrong row.
+// scanned, so an index never points at a wrong row. Without a master, the
+// Maintainer compacts a store after a merge (MaintainPolicy.
+// CompactMinFragments) once the merges added that many fragments since its
+// last compaction here, or once deleted rows outnumber live ones
+// (DeletionsCallForCompaction, which the master's scheduler uses too):
+// rewritten ids leave a deleted row per old version, so the base holds at
+// most about twice its live rows between compactions.
 package rollout

@@ -31,7 +31,10 @@
 // Offsets (the u64 ends of a string or list page) are cached packed (row
 // lengths per block of 256 rows, bit-packed to their range) in the cache
 // of the Reader's IO (by default the process-wide internal/lru), so a
-// later read of the same rows fetches their bytes in the first wave. A
+// later read of the same rows fetches their bytes in the first wave. An
+// entry is keyed by the Reader's number, not the Reader, so the cache
+// keeps only the offsets it is charged for, never a dropped Reader and
+// its Source (a Source may hold a whole file). A
 // point read of an object (a Source that is not a LocalSource) reads the
 // 512-entry (4 KiB) chunks of the offsets buffer its rows fall in and
 // caches those chunks: what a cold read downloads is bounded by what it
