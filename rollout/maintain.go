@@ -150,6 +150,12 @@ func (m *Maintainer) MaybeMerge(st *Store) {
 		// Fold the whole backlog: an age trigger means the oldest rows
 		// waited long enough, and each pass is capped by itself.
 		m.mergeAll(ctx, st, trigger)
+		// Here, not in mergeAll: Run's drain merges inline, and a
+		// compaction there would hold up its flush sweeper. Its own
+		// deadline: a large store's compaction outlasts the merges'.
+		cctx, ccancel := context.WithTimeout(context.Background(), time.Hour)
+		defer ccancel()
+		m.maybeCompact(cctx, st)
 	}()
 }
 
@@ -362,10 +368,9 @@ func (m *Maintainer) mergeAll(ctx context.Context, st *Store, trigger string) {
 			return
 		}
 		if res.Remaining == 0 {
-			break
+			return
 		}
 	}
-	m.maybeCompact(ctx, st)
 }
 
 // compactMinDeleted is the fewest deleted rows for which deletions alone
