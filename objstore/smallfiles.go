@@ -246,6 +246,35 @@ func (s *SmallFiles) LocalPath(key string) (string, bool) {
 	return LocalPath(s.inner, key)
 }
 
+// PreloadTails is Preload for objects the caller expects to be larger
+// than the wrapper's maximum (an index's page_data file over a million
+// rows): each is read as its last tail bytes, which hold its footer and
+// metadata, instead of its last max bytes, so that a cold read of many
+// such files downloads their metadata, not a speculative MiB of each. An
+// object no larger than tail is kept whole, as Preload keeps it. On a
+// store without one-request tails it is Preload.
+func (s *SmallFiles) PreloadTails(ctx context.Context, tail int64, keys ...string) {
+	if !oneRequestTail(s.inner) || tail >= s.max {
+		s.Preload(ctx, keys...)
+		return
+	}
+	var wg sync.WaitGroup
+	for _, k := range keys {
+		if _, ok := s.cached(k); ok || !s.match(k) {
+			continue
+		}
+		if _, ok := s.large(k); ok {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _, _ = s.readTail(ctx, k, 0, tail)
+		}()
+	}
+	wg.Wait()
+}
+
 // Preload reads the selected objects among keys that are not cached yet,
 // all in parallel (each as a Head does, above), so that a reader opening
 // several of them afterwards pays one round trip in all instead of one per

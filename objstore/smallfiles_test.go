@@ -289,3 +289,49 @@ func TestSmallFilesGetTailWithoutTailReads(t *testing.T) {
 		t.Errorf("GetTail through Counting(Sub(a store without tails)): %s; want head and getrange", got)
 	}
 }
+
+// TestSmallFilesPreloadTails: PreloadTails reads each selected object's
+// last tail bytes with its size, in one wave: a larger object is kept as
+// large with that tail (its size, and reads within the tail, cost no
+// request later), one no larger than tail is kept whole; an object known
+// already, or not selected, is not read.
+func TestSmallFilesPreloadTails(t *testing.T) {
+	ctx := context.Background()
+	mem := NewMemory()
+	cs := NewCounting(mem, 40*time.Millisecond) // see TestSmallFilesPreloadIsOneWave
+	s := NewSmallFiles(cs, func(k string) bool { return strings.HasPrefix(k, "idx/") }, 1000)
+	large := bytes.Repeat([]byte("L"), 5000)
+	large[4999] = 'E'
+	for k, v := range map[string][]byte{"idx/large": large, "idx/small": []byte("tiny"), "data/x": large} {
+		if err := mem.Put(ctx, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.PreloadTails(ctx, 100, "idx/large", "idx/small", "data/x")
+	if got := cs.Counts(); got.Sequential != 1 || got.Requests() != 2 || got.BytesRead != 104 {
+		t.Errorf("preload of the tails of 2 selected objects: %s; want 2 requests in 1 round trip, 104 bytes", got)
+	}
+	cs.Reset()
+	if info, err := s.Head(ctx, "idx/large"); err != nil || info.Size != 5000 {
+		t.Fatalf("Head = %+v, %v", info, err)
+	}
+	if b, _, err := s.GetTail(ctx, "idx/large", 100); err != nil || len(b) != 100 || b[99] != 'E' {
+		t.Fatalf("GetTail(100) = %q, %v", b, err)
+	}
+	if b, err := s.GetRange(ctx, "idx/large", 4950, 50); err != nil || len(b) != 50 {
+		t.Fatalf("GetRange in the tail = %d bytes, %v", len(b), err)
+	}
+	if b, err := s.Get(ctx, "idx/small"); err != nil || string(b) != "tiny" {
+		t.Fatalf("Get(idx/small) = %q, %v", b, err)
+	}
+	s.PreloadTails(ctx, 100, "idx/large", "idx/small")
+	if got := cs.Counts(); got.Requests() != 0 {
+		t.Errorf("reads within what the preload kept, and a second preload: %s; want no request", got)
+	}
+	if b, err := s.GetRange(ctx, "idx/large", 0, 10); err != nil || string(b) != "LLLLLLLLLL" {
+		t.Fatalf("GetRange before the tail = %q, %v", b, err)
+	}
+	if got := cs.Counts(); got.Requests() != 1 {
+		t.Errorf("a range before the kept tail: %s; want 1 request", got)
+	}
+}

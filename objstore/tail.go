@@ -181,7 +181,16 @@ func (s *SmallFiles) GetTail(ctx context.Context, key string, n int64) ([]byte, 
 		// s.Head caches a small object whole; s.GetRange then serves it.
 		return HeadTail(ctx, s, key, n)
 	}
-	b, info, err := GetTail(ctx, s.inner, key, max(n, s.max))
+	return s.readTail(ctx, key, n, s.max)
+}
+
+// readTail reads the last max(n, spec) bytes of a selected object with its
+// size, one request on a store with one-request tails: an object no larger
+// than that (and than s.max) is kept whole, a larger one as a large object
+// with the tail read (its opener's footer and metadata); it returns the
+// last n bytes.
+func (s *SmallFiles) readTail(ctx context.Context, key string, n, spec int64) ([]byte, ObjectInfo, error) {
+	b, info, err := GetTail(ctx, s.inner, key, max(n, spec))
 	if err != nil {
 		return nil, ObjectInfo{}, err
 	}
@@ -189,7 +198,7 @@ func (s *SmallFiles) GetTail(ctx context.Context, key string, n int64) ([]byte, 
 		s.cache.Put(smallKey{s, key}, &smallObject{b, info}, info.Size+128)
 		return lastBytes(b, n), info, nil
 	}
-	if info.Size > s.max {
+	if int64(len(b)) < info.Size || info.Size > s.max {
 		// The tail read is kept: the object's opener reads its footer
 		// and metadata from it next.
 		s.putLarge(key, info, b)
