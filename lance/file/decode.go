@@ -68,6 +68,16 @@ type ReadOptions struct {
 	// array's keys bound the distinct values one read may return (128 for
 	// int8); plain arrays have no such bound.
 	PlainDictionaries bool
+	// ValueBytes, when set, is the caller's estimate of where the values
+	// of rows [lo, hi) of string field field lie among the field's values:
+	// [start, end), in the estimate's own units (each page places rows
+	// within its own rows' estimate, scaled to its bytes). A point read on
+	// an object store reads there too, beside its guess from the page's
+	// mean row size, in the same wave: a caller that knows its values'
+	// lengths along the file (an index, from its lookup table's page
+	// bounds) places rows whose lengths drift, which the mean misplaces
+	// (sorted ids of 10 and then 11 characters).
+	ValueBytes func(field int32, lo, hi int64) (start, end int64, ok bool)
 }
 
 // ReadWith is Read with options.
@@ -112,7 +122,7 @@ func (r *Reader) read(ctx context.Context, fieldIDs []int32, ranges []rowRange, 
 		nodes[i] = n
 	}
 	ls, ok := r.src.(LocalSource)
-	rc := &readCtx{ctx: ctx, r: r, limit: max(decodeLimitFloor, 16*r.size), plainDicts: opts.PlainDictionaries, local: ok && ls.Local()}
+	rc := &readCtx{ctx: ctx, r: r, limit: max(decodeLimitFloor, 16*r.size), plainDicts: opts.PlainDictionaries, valueBytes: opts.ValueBytes, local: ok && ls.Local()}
 	datas := make([]arrow.ArrayData, len(nodes))
 	errs := make([]error, len(nodes))
 	if len(nodes) == 1 || rc.local {
@@ -163,6 +173,8 @@ type readCtx struct {
 	limit int64
 	// plainDicts: decode dictionary-typed fields to their value type.
 	plainDicts bool
+	// valueBytes: ReadOptions.ValueBytes.
+	valueBytes func(field int32, lo, hi int64) (start, end int64, ok bool)
 	// waves gathers the reads of concurrently decoded fields (nil: one field).
 	waves *waves
 	// local: the source is a local file (LocalSource): no waves, and few
@@ -519,6 +531,45 @@ func guessBytes(d *binDesc, lo, hi int64) bufRange {
 	return bufRange{d.bytes.off + start, end - start}
 }
 
+// hintedBytes is the caller's guess (ReadOptions.ValueBytes) at where the
+// bytes of rows [lo, hi) of page pg lie: the caller's estimate for them,
+// placed within its estimate for the whole page and scaled to the page's
+// bytes, with a margin of four mean rows; none when the caller has none.
+func (rc *readCtx) hintedBytes(n *node, pg int, d *binDesc, lo, hi int64) bufRange {
+	rows := d.indices.size / 8
+	if rc.valueBytes == nil || rows <= 0 || d.bytes.size <= 0 || pg+1 >= len(n.col.starts) {
+		return bufRange{}
+	}
+	first := n.col.starts[pg]
+	ps, pe, ok := rc.valueBytes(n.f.ID, first, n.col.starts[pg+1])
+	if !ok || pe <= ps {
+		return bufRange{}
+	}
+	s, e, ok := rc.valueBytes(n.f.ID, first+lo, first+hi)
+	if !ok || e <= s {
+		return bufRange{}
+	}
+	scale := float64(d.bytes.size) / float64(pe-ps)
+	margin := min(max(4*d.bytes.size/rows, guessMinMargin), guessMaxMargin)
+	start := max(0, int64(float64(s-ps)*scale)-margin)
+	end := min(d.bytes.size, int64(float64(e-ps)*scale)+margin)
+	if end <= start || end-start > guessMax {
+		return bufRange{}
+	}
+	return bufRange{d.bytes.off + start, end - start}
+}
+
+// guessed returns need from the first guess (reqs, their bytes got) that
+// holds it.
+func guessed(need bufRange, reqs []bufRange, got [][]byte) ([]byte, bool) {
+	for k, g := range reqs {
+		if g.size > 0 && need.off >= g.off && need.off+need.size <= g.off+g.size {
+			return got[k][need.off-g.off : need.off-g.off+need.size], true
+		}
+	}
+	return nil, false
+}
+
 // The bounds of guessBytes: a guess reads at most guessMax bytes, with a
 // margin of guessMinMargin to guessMaxMargin on each side.
 const (
@@ -535,8 +586,9 @@ func (rc *readCtx) decodeBinary(n *node, ranges []rowRange) (arrow.ArrayData, er
 	bps := make([]binPiece, len(ps))
 	// Per piece: [0] validity, [1] offsets (or dictionary indices), [2]
 	// dictionary item ends, [3] the bytes, when the offsets are cached
-	// (pre), else a guess at them (guessBytes).
-	reqs := make([]bufRange, 4*len(ps))
+	// (pre), else a guess at them (guessBytes), [4] the caller's guess at
+	// them (ReadOptions.ValueBytes, hintedBytes).
+	reqs := make([]bufRange, 5*len(ps))
 	whole := make([]bool, len(ps)) // [1] reads the page's whole offsets buffer
 	pre := make([]bool, len(ps))   // [3] reads the bytes in the first wave
 	// span sets a piece's byte range from its offsets.
@@ -568,13 +620,13 @@ func (rc *readCtx) decodeBinary(n *node, ranges []rowRange) (arrow.ArrayData, er
 			continue
 		}
 		if d.outer.bitmap != nil {
-			reqs[4*i] = bitRange(*d.outer.bitmap, p.lo, p.hi)
+			reqs[5*i] = bitRange(*d.outer.bitmap, p.lo, p.hi)
 		}
 		if dd := d.dict; dd != nil {
 			w := int64(dd.bits / 8)
-			reqs[4*i+1] = bufRange{dd.indices.off + p.lo*w, (p.hi - p.lo) * w}
+			reqs[5*i+1] = bufRange{dd.indices.off + p.lo*w, (p.hi - p.lo) * w}
 			if !dd.items.outer.allNull {
-				reqs[4*i+2] = bufRange{dd.items.indices.off, 8 * dd.n}
+				reqs[5*i+2] = bufRange{dd.items.indices.off, 8 * dd.n}
 			}
 			continue
 		}
@@ -587,19 +639,20 @@ func (rc *readCtx) decodeBinary(n *node, ranges []rowRange) (arrow.ArrayData, er
 			if err := span(bp); err != nil {
 				return nil, err
 			}
-			reqs[4*i+3] = bufRange{d.bytes.off + int64(bp.start), int64(bp.end - bp.start)}
+			reqs[5*i+3] = bufRange{d.bytes.off + int64(bp.start), int64(bp.end - bp.start)}
 			pre[i] = true
 			continue
 		}
 		if rc.byRange() && pointRead(d.indices, i0, p.hi) {
-			reqs[4*i+3] = guessBytes(d, p.lo, p.hi)
+			reqs[5*i+3] = guessBytes(d, p.lo, p.hi)
+			reqs[5*i+4] = rc.hintedBytes(n, p.page, d, p.lo, p.hi)
 		}
 		if rq, ok := rc.offsetsRead(d.indices, i0, p.hi); ok {
-			reqs[4*i+1], whole[i] = rq, true
+			reqs[5*i+1], whole[i] = rq, true
 			rc.warmColumnOffsets(n.col, d.indices, i0, p.hi)
 			continue
 		}
-		reqs[4*i+1] = bufRange{d.indices.off + 8*i0, 8 * (p.hi - i0)}
+		reqs[5*i+1] = bufRange{d.indices.off + 8*i0, 8 * (p.hi - i0)}
 		rc.prefetchOffsets(d.indices, d.adj, i0, p.hi)
 	}
 	got, err := rc.fetch(reqs, nil)
@@ -615,16 +668,16 @@ func (rc *readCtx) decodeBinary(n *node, ranges []rowRange) (arrow.ArrayData, er
 		if d.outer.allNull {
 			continue
 		}
-		bp.outer = got[4*i]
+		bp.outer = got[5*i]
 		if pre[i] {
-			bp.data = got[4*i+3]
+			bp.data = got[5*i+3]
 			total += bp.end - bp.start
 			continue
 		}
-		bp.idx = got[4*i+1]
+		bp.idx = got[5*i+1]
 		if dd := d.dict; dd != nil {
 			if !dd.items.outer.allNull {
-				ends, valid, err := itemOffsets(got[4*i+2], dd.items.adj, dd.n)
+				ends, valid, err := itemOffsets(got[5*i+2], dd.items.adj, dd.n)
 				if err != nil {
 					return nil, err
 				}
@@ -641,16 +694,15 @@ func (rc *readCtx) decodeBinary(n *node, ranges []rowRange) (arrow.ArrayData, er
 			if i0 > 0 {
 				i0--
 			}
-			bp.idx = rc.keepOffsets(d.indices, reqs[4*i+1], bp.idx, d.adj, i0, bp.hi)
+			bp.idx = rc.keepOffsets(d.indices, reqs[5*i+1], bp.idx, d.adj, i0, bp.hi)
 		}
 		if err := span(bp); err != nil {
 			return nil, err
 		}
 		need := bufRange{d.bytes.off + int64(bp.start), int64(bp.end - bp.start)}
 		total += bp.end - bp.start
-		if g := reqs[4*i+3]; g.size > 0 && need.off >= g.off && need.off+need.size <= g.off+g.size {
-			bp.data = got[4*i+3][need.off-g.off : need.off-g.off+need.size]
-			pre[i] = true
+		if b, ok := guessed(need, reqs[5*i+3:5*i+5], got[5*i+3:5*i+5]); ok {
+			bp.data, pre[i] = b, true
 			continue
 		}
 		reqs2[i] = need
@@ -934,6 +986,7 @@ func (rc *readCtx) decodeList(n *node, ranges []rowRange) (arrow.ArrayData, erro
 	got := make([][]byte, len(ps))
 	whole := make([]bool, len(ps))
 	need := false
+	var spec []bufRange // guesses at the items (guessItems), held for the child's decode
 	for i, p := range ps {
 		d := n.col.pages[p.page].desc.(*listDesc)
 		i0 := p.lo
@@ -943,6 +996,9 @@ func (rc *readCtx) decodeList(n *node, ranges []rowRange) (arrow.ArrayData, erro
 		if w, ok := rc.cachedOffsets(d.offsets, i0, p.hi); ok {
 			got[i] = w
 			continue
+		}
+		if rc.byRange() && pointRead(d.offsets, i0, p.hi) {
+			spec = append(spec, guessItems(n, p, d)...)
 		}
 		switch rq, ok := rc.offsetsRead(d.offsets, i0, p.hi); {
 		case ok:
@@ -954,7 +1010,7 @@ func (rc *readCtx) decodeList(n *node, ranges []rowRange) (arrow.ArrayData, erro
 		}
 	}
 	if need {
-		fetched, err := rc.fetch(reqs, nil)
+		fetched, err := rc.fetch(append(reqs, spec...), nil)
 		if err != nil {
 			return nil, err
 		}
@@ -1033,6 +1089,50 @@ func (rc *readCtx) decodeList(n *node, ranges []rowRange) (arrow.ArrayData, erro
 	}
 	return array.NewData(n.f.Type, int(rows), []*memory.Buffer{bufOf(valid), memory.NewBufferBytes(offs)},
 		[]arrow.ArrayData{child}, nullCount(valid), 0), nil
+}
+
+// guessItems is a guess at the byte ranges of the items of rows [p.lo,
+// p.hi) of a list page whose items are fixed-width (token ids), from the
+// page's mean items per row with a margin as guessBytes has. A point read
+// of an object reads them beside the rows' offsets: the items' decode
+// then finds them held by the Read and costs no round trip of its own
+// (a cold get's list column took one). None for other item types, or
+// when the guess would read more than guessMax bytes.
+func guessItems(n *node, p piece, d *listDesc) []bufRange {
+	rows := d.offsets.size / 8
+	c := n.children[0]
+	if rows <= 0 || d.numItems == 0 || c.kind != kindFixed || c.bits%8 != 0 || p.hi <= p.lo {
+		return nil
+	}
+	mean := float64(d.numItems) / float64(rows)
+	margin := int64(mean*(2+math.Sqrt(float64(p.lo))/4)) + 1
+	lo := max(0, int64(mean*float64(p.lo))-margin)
+	hi := min(int64(d.numItems), int64(mean*float64(p.hi))+margin)
+	w := int64(c.dim) * int64(c.bits/8)
+	if hi <= lo || (hi-lo)*w > guessMax {
+		return nil
+	}
+	base := n.itemBase[p.page]
+	cps, err := c.col.pieces([]rowRange{{base + lo, base + hi}})
+	if err != nil {
+		return nil
+	}
+	var out []bufRange
+	for _, cp := range cps {
+		pg := c.col.pages[cp.page]
+		fd, ok := pg.desc.(*fixedDesc)
+		if pg.err != nil || !ok || fd.rows.allNull || fd.items.allNull {
+			continue
+		}
+		if fd.rows.bitmap != nil {
+			out = append(out, bitRange(*fd.rows.bitmap, cp.lo, cp.hi))
+		}
+		if fd.items.bitmap != nil {
+			out = append(out, bitRange(*fd.items.bitmap, cp.lo*int64(c.dim), cp.hi*int64(c.dim)))
+		}
+		out = append(out, bufRange{fd.values.off + cp.lo*w, (cp.hi - cp.lo) * w})
+	}
+	return out
 }
 
 func assembleList[T int32 | int64](rc *readCtx, n *node, ps []piece, got [][]byte, starts, ends []uint64, rows int64) ([]byte, []byte, error) {

@@ -222,3 +222,53 @@ func TestPointReadGuessesBytesBesideOffsets(t *testing.T) {
 		}
 	}
 }
+
+// TestPointReadGuessesListItemsBesideOffsets: a point read of a list of
+// fixed-width items (token ids) on an object store reads a guess at the
+// row's items beside its offsets, so that rows of even length cost one
+// round trip (two without the guess: offsets, then items); rows of uneven
+// length read back right when the guess misses.
+func TestPointReadGuessesListItemsBesideOffsets(t *testing.T) {
+	ctx := context.Background()
+	const n = 100_000
+	rng := rand.New(rand.NewPCG(5, 6))
+	uneven := make([]int, n)
+	for i := range uneven {
+		uneven[i] = rng.IntN(400)
+	}
+	for _, c := range []struct {
+		name   string
+		items  func(i int) int
+		maxSeq int
+	}{
+		{"even", func(int) int { return 64 }, 1},
+		{"uneven", func(i int) int { return uneven[i] }, 2},
+	} {
+		as, rec := stringListRecord(n, 7, 3, func(i int) (string, int) { return "s", c.items(i) })
+		b, _ := writeFile(t, as, WriterOptions{PageBytes: 64 << 20}, rec)
+		st := objstore.NewMemory()
+		if err := st.Put(ctx, "f.lance", b); err != nil {
+			t.Fatal(err)
+		}
+		for _, row := range []int64{17, 60_001} {
+			cs := objstore.NewCounting(st, 40*time.Millisecond) // above scheduling delays under -race
+			r, err := NewIO(IOOptions{}).Open(ctx, storeSource{cs, "f.lance"}, int64(len(b)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs.Reset()
+			got, err := r.Read(ctx, []int32{r.Schema().Fields[1].ID}, row, row+1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := array.NewSlice(rec.Column(1), row, row+1)
+			assertEqualArrays(t, "l", want, got.Column(0))
+			want.Release()
+			got.Release()
+			if counts := cs.Counts(); counts.Sequential > c.maxSeq {
+				t.Errorf("%s lists, row %d: a cold point read: %s; want at most %d sequential", c.name, row, counts, c.maxSeq)
+			}
+		}
+		rec.Release()
+	}
+}

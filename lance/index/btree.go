@@ -59,8 +59,12 @@ type BTree struct {
 	// first, so maxs is non-decreasing once non-null.
 	mins, maxs       []string
 	minNull, maxNull []bool
-	cache            *pageCache
-	prewarmed        atomic.Bool // a prewarm was considered (Finder.prewarm)
+	// valueAt[i] estimates where page i's values start among page_data's,
+	// in half bytes: each page's rows are taken at the mean length of its
+	// first and last value (valueBytes).
+	valueAt   []int64
+	cache     *pageCache
+	prewarmed atomic.Bool // a prewarm was considered (Finder.prewarm)
 }
 
 // indexDir is the directory of index files for uuid.
@@ -143,7 +147,32 @@ func OpenBTree(ctx context.Context, store objstore.Store, uuid string, cache *pa
 	if want := (t.rows + t.batchSize - 1) / t.batchSize; want != n {
 		return nil, fmt.Errorf("%w: %s: %d lookup rows for %d values in pages of %d", ErrCorrupt, uuid, n, t.rows, t.batchSize)
 	}
+	t.valueAt = make([]int64, n+1)
+	for i := range int(n) {
+		rows := min(t.batchSize, t.rows-int64(i)*t.batchSize)
+		t.valueAt[i+1] = t.valueAt[i] + rows*t.rowWidth(i)
+	}
 	return t, nil
+}
+
+// rowWidth is twice the estimated length of page i's values: the sum of
+// its first and last value's.
+func (t *BTree) rowWidth(i int) int64 { return int64(len(t.mins[i]) + len(t.maxs[i])) }
+
+// valueBytes is the pages' file.ReadOptions.ValueBytes: where the values of
+// rows [lo, hi) lie among page_data's, from the lookup's page bounds.
+// Sorted keys whose length changes along the index (ids of 10, then 11
+// characters) sit far from where the file's mean length puts them: a cold
+// get at 10M rows read an index page's bytes in a second round trip.
+func (t *BTree) valueBytes(field int32, lo, hi int64) (start, end int64, ok bool) {
+	if field != t.valuesID || lo < 0 || hi <= lo || hi > t.rows || len(t.valueAt) == 0 {
+		return 0, 0, false
+	}
+	at := func(row int64) int64 {
+		i := min(int(row/t.batchSize), len(t.mins)-1)
+		return t.valueAt[i] + (row-int64(i)*t.batchSize)*t.rowWidth(i)
+	}
+	return at(lo), at(hi), true
 }
 
 func isString(t arrow.DataType) bool {
@@ -203,7 +232,7 @@ func (t *BTree) readPageOf(ctx context.Context, i int, withIDs bool) (*page, err
 	if withIDs {
 		cols = append(cols, t.idsID)
 	}
-	rec, err := t.pages.Read(ctx, cols, s, e)
+	rec, err := t.pages.ReadWith(ctx, cols, s, e, file.ReadOptions{ValueBytes: t.valueBytes})
 	if err != nil {
 		return nil, fmt.Errorf("lance/index: read %s page %d: %w", t.uuid, i, err)
 	}

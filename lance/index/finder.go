@@ -222,6 +222,54 @@ func Covered(d *table.Dataset, column string) (*roaring.Bitmap, error) {
 }
 
 func (f *Finder) tree(ctx context.Context, store objstore.Store, uuid string) (*BTree, error) {
+	return f.treeSized(ctx, store, uuid, 0)
+}
+
+// treeOf opens index m of d, its page_data file's size guessed from the
+// rows of d's fragments it covers.
+func (f *Finder) treeOf(ctx context.Context, d *table.Dataset, m *pb.IndexMetadata) (*BTree, error) {
+	return f.treeSized(ctx, d.Store(), uuidString(m), indexRows(d, m))
+}
+
+// indexRows is the rows of d's fragments in m's bitmap: about the rows of
+// its page_data file (0 when unknown).
+func indexRows(d *table.Dataset, m *pb.IndexMetadata) int64 {
+	bm, err := table.FragmentBitmap(m)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, fr := range d.Fragments() {
+		if bm.Contains(uint32(fr.GetId())) {
+			n += int64(fr.GetPhysicalRows())
+		}
+	}
+	return n
+}
+
+// The speculative tail of a page_data file expected to be large: what
+// its opener reads first (lance/file reads a file's last 64 KiB for its
+// footer and metadata) and no more. Ours write each column as one Lance
+// page (529 bytes of metadata at a million rows); a writer that makes a
+// Lance page of each index page (LanceDB's 4,096 rows) adds up to
+// pageMetaBytes a page and column. A file of fewer than largePagesRows
+// rows (under ~1 MiB) is read whole instead, as small index files are.
+const (
+	largePagesRows = 1 << 16
+	pageMetaBytes  = 48
+	footerSlack    = 64 << 10
+)
+
+// pagesTail is the tail to preload of a page_data file of about rows rows,
+// 0 to let the store read it as it reads small files.
+func pagesTail(rows int64) int64 {
+	if rows < largePagesRows {
+		return 0
+	}
+	return footerSlack + 2*pageMetaBytes*(rows/LanceBatchSize+1)
+}
+
+func (f *Finder) treeSized(ctx context.Context, store objstore.Store, uuid string, rows int64) (*BTree, error) {
 	k := uuid
 	f.mu.Lock()
 	t, ok := f.trees[k]
@@ -232,7 +280,18 @@ func (f *Finder) tree(ctx context.Context, store objstore.Store, uuid string) (*
 	// Both files of the index are needed; a store that reads small files
 	// whole reads them in one round trip, not one after the other.
 	if p, ok := store.(preloader); ok {
-		p.Preload(ctx, indexDir(uuid)+LookupFile, indexDir(uuid)+PagesFile)
+		if tail := pagesTail(rows); tail > 0 {
+			// A large page_data file: its metadata, beside the lookup
+			// file read whole (a 10M-row store's cold get read a MiB
+			// of each of its 11 segments' files, 13.7 MB in all).
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() { defer wg.Done(); p.PreloadTails(ctx, tail, indexDir(uuid)+PagesFile) }()
+			p.Preload(ctx, indexDir(uuid)+LookupFile)
+			wg.Wait()
+		} else {
+			p.Preload(ctx, indexDir(uuid)+LookupFile, indexDir(uuid)+PagesFile)
+		}
 	}
 	t, err := OpenBTree(ctx, store, uuid, f.cache)
 	if err != nil {
@@ -258,6 +317,7 @@ func (f *Finder) tree(ctx context.Context, store objstore.Store, uuid string) (*
 // round trip (objstore.SmallFiles).
 type preloader interface {
 	Preload(ctx context.Context, keys ...string)
+	PreloadTails(ctx context.Context, tail int64, keys ...string)
 }
 
 // Warm opens the BTree indexes of d on columns (those covering a live
@@ -343,7 +403,7 @@ func (f *Finder) openSegments(ctx context.Context, d *table.Dataset, column stri
 	// one per segment of an index that deltas have split.
 	errs := make([]error, len(segs))
 	eachAtOnce(len(segs), nil, func(i int) {
-		segs[i].t, errs[i] = f.tree(ctx, d.Store(), uuidString(metas[i]))
+		segs[i].t, errs[i] = f.treeOf(ctx, d, metas[i])
 	})
 	for i, err := range errs {
 		if err != nil {

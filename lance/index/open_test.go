@@ -7,6 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lance-context/lance-context/lance/pb"
 	"github.com/lance-context/lance-context/lance/table"
 	"github.com/lance-context/lance-context/objstore"
 )
@@ -161,6 +166,94 @@ func TestRegression_ColdFindLooksUpEverySegmentAtOnce(t *testing.T) {
 	t.Logf("open 3 segments and find: %s", got)
 	if got.Sequential > 3 {
 		t.Errorf("open 3 segments and find one value: %s; want at most 3 sequential (open, then a page's offsets and its values)", got)
+	}
+}
+
+// TestRegression_ColdFindReadsEachSegmentsMetadataNotAMiB: a cold Find
+// over segments whose page_data files are large reads each one's footer
+// and metadata, not the small-file wrapper's speculative MiB of it: a
+// 10M-row store's cold get downloaded 13.7 MB, 1 MiB for each of the id
+// index's 11 segments, to return one row.
+func TestRegression_ColdFindReadsEachSegmentsMetadataNotAMiB(t *testing.T) {
+	ctx := context.Background()
+	local := newStore(t)
+	for k := range 3 {
+		appendRows(t, local, 120_000*k, 120_000*(k+1))
+		if _, err := Update(ctx, local, "id", BuildOptions{Delta: true, BatchSize: 256}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := copyStore(t, local)
+	cs := objstore.NewCounting(st, 0)
+	d, err := table.Open(ctx, asRollout(cs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs.Reset()
+	vals := []string{fmt.Sprintf("k%07d", (77*7919)%1000003)}
+	if _, rows, err := NewFinder(64<<20).Find(ctx, d, "id", vals); err != nil || len(rows) == 0 {
+		t.Fatalf("find: %v %v", rows, err)
+	}
+	got := cs.Counts()
+	t.Logf("open 3 segments and find: %s", got)
+	if got.BytesRead > 3*128<<10 {
+		t.Errorf("a cold find over 3 segments of 120,000 rows read %d bytes; want their lookup files, page_data tails (64 KiB) and one page each (under 128 KiB a segment)", got.BytesRead)
+	}
+}
+
+// TestRegression_ColdLookupWhereKeyLengthsDrift: a cold lookup of a key in
+// an index whose sorted keys change length along it (long ones, then
+// short ones) reads the page's offsets and its values in one round trip:
+// the values' place comes from the lookup's page bounds as well as from
+// the file's mean length. A cold get at 10M rows (ids of 10 characters
+// sorting after those of 11) paid a second round trip for the bytes the
+// mean misplaced.
+func TestRegression_ColdLookupWhereKeyLengthsDrift(t *testing.T) {
+	ctx := context.Background()
+	local := newStore(t)
+	d, err := table.Open(ctx, local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, testArrow)
+	for i := range 120_000 {
+		id := fmt.Sprintf("a%030d", i) // sorts first, 31 bytes
+		if i >= 60_000 {
+			id = fmt.Sprintf("b%06d", i) // 7 bytes
+		}
+		b.Field(0).(*array.StringBuilder).Append(id)
+		b.Field(1).(*array.StringBuilder).AppendNull()
+		b.Field(2).(*array.Int64Builder).Append(int64(i))
+	}
+	rec := b.NewRecordBatch()
+	b.Release()
+	frag, err := table.WriteFragment(ctx, local, d.Schema(), []arrow.RecordBatch{rec})
+	rec.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := table.Append(ctx, local, []*pb.DataFragment{frag}, nil); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Update(ctx, local, "id", BuildOptions{})
+	if err != nil || !res.Built {
+		t.Fatalf("update: %+v %v", res, err)
+	}
+	cs := objstore.NewCounting(copyStore(t, local), 40*time.Millisecond)
+	// Opened as a Finder opens a segment of 120,000 rows: its page_data
+	// file's metadata read, not its last MiB (which would hold the page).
+	tr, err := NewFinder(64<<20).treeSized(ctx, asRollout(cs), res.Index, 120_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := cs.Counts()
+	addrs, err := tr.Equal(ctx, "b090000", nil)
+	if err != nil || len(addrs) != 1 {
+		t.Fatalf("equal: %v %v", addrs, err)
+	}
+	t.Logf("open: %s; then the lookup: %s", open, cs.Counts())
+	if got := cs.Counts().Sequential - open.Sequential; got != 1 {
+		t.Errorf("the lookup took %d sequential round trips after the open; want 1 (offsets and values in one wave)", got)
 	}
 }
 

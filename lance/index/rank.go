@@ -69,7 +69,7 @@ func (f *Finder) Ranker(ctx context.Context, d *table.Dataset, column string) (*
 		if r.covered.Intersects(cov) {
 			return nil, nil // segments overlap: a walk would yield a row twice; do not guess
 		}
-		t, err := f.tree(ctx, d.Store(), uuidString(m))
+		t, err := f.treeOf(ctx, d, m)
 		if err != nil {
 			return nil, fmt.Errorf("lance/index: index %s on %s: %w", m.GetName(), column, err)
 		}
