@@ -47,6 +47,9 @@ type config struct {
 	lancedb     string        // the Node script of the LanceDB side; "" skips it
 	trace       string        // operations whose requests are printed (-trace)
 	interval    time.Duration // > 0: also time the warm reads with this read consistency interval
+	data        string        // reuse this s3:// prefix (loaded by an earlier run with the same -records) instead of a fresh one
+	only        string        // measure only the reads whose name contains this
+	start       bool          // measure the worker's start-up warm and the reads after it
 }
 
 func main() {
@@ -63,6 +66,9 @@ func main() {
 	flag.IntVar(&c.pending, "pending", 5, "pending generations left over the merged store (2 records each, ids spanning the table's, so every one is a candidate of a get)")
 	flag.StringVar(&c.lancedb, "lancedb", "test/interop/bench_s3.mjs", "Node script timing LanceDB 0.31 on the same table (needs test/interop/node_modules); empty skips it")
 	flag.StringVar(&c.trace, "trace", "", "print to stderr the object-store requests (start, end, depth, kind, key, range, bytes) of the cold and after-warm samples of operations whose name contains this")
+	flag.StringVar(&c.data, "data", "", "s3:// prefix of the data to use as is: a store an earlier run with the same -records and -pending loaded there is reused (a 10M-row load takes ~11 minutes); empty makes a fresh prefix under -url")
+	flag.StringVar(&c.only, "only", "", "measure only the reads whose name contains this (appends and merges are skipped)")
+	flag.BoolVar(&c.start, "start", true, "also measure the worker's start-up warm and the first reads after it")
 	flag.DurationVar(&c.interval, "read-consistency-interval", 0, "when > 0, also time the warm reads of a worker with ROLLOUT_READ_CONSISTENCY_INTERVAL set to it (e.g. 1s), beside the default (0)")
 	flag.Parse()
 	for _, d := range strings.Split(delays, ",") {
@@ -158,6 +164,9 @@ func run(ctx context.Context, cfg config) error {
 	var rnd [4]byte
 	rand.Read(rnd[:])
 	b.dataURL = strings.TrimSuffix(cfg.url, "/") + "/roundtrips-" + hex.EncodeToString(rnd[:])
+	if cfg.data != "" {
+		b.dataURL = strings.TrimSuffix(cfg.data, "/")
+	}
 	if b.logf, err = os.CreateTemp("", "roundtrips-worker-*.log"); err != nil {
 		return err
 	}
@@ -167,8 +176,12 @@ func run(ctx context.Context, cfg config) error {
 	}
 	defer b.stopWorker()
 
-	if err := b.load(ctx); err != nil {
-		return err
+	if _, err := b.call(ctx, "GET", store, nil); err != nil || cfg.data == "" {
+		if err := b.load(ctx); err != nil {
+			return err
+		}
+	} else {
+		slog.Info("reusing the loaded store", "data", b.dataURL)
 	}
 	var all []result
 	for _, d := range cfg.delays {
@@ -516,13 +529,14 @@ func (b *bench) measure(ctx context.Context, delay time.Duration) ([]result, err
 		}
 	}
 	reads := b.reads()
-	ops := append([]struct {
-		name string
-		op   func(context.Context) error
-	}{
-		{"append 1 record", appendOne(false)},
-		{"append 1 record ?flush=true", appendOne(true)},
-	}, reads...)
+	var ops []namedOp
+	if b.cfg.only == "" {
+		ops = []namedOp{
+			{"append 1 record", appendOne(false)},
+			{"append 1 record ?flush=true", appendOne(true)},
+		}
+	}
+	ops = append(ops, reads...)
 	var out []result
 	for _, o := range ops {
 		if err := o.op(ctx); err != nil { // warm up
@@ -568,14 +582,16 @@ func (b *bench) measure(ctx context.Context, delay time.Duration) ([]result, err
 	b.env = env
 	// A worker's start with its start-up warm, at this latency, and the
 	// first read of each kind once /readyz says it is ready.
-	start, err := b.measureStart(ctx, delay, reads)
-	if err != nil {
-		return nil, err
+	if b.cfg.start {
+		start, err := b.measureStart(ctx, delay, reads)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, start...)
 	}
-	out = append(out, start...)
 	// A merge of cfg.mergeGens pending generations (each from one flushed
 	// append), every pass until none is left.
-	if b.cfg.mergeGens > 0 {
+	if b.cfg.mergeGens > 0 && b.cfg.only == "" {
 		b.proxy.SetDelay(0)
 		name := fmt.Sprintf("merge%d", delay.Milliseconds())
 		ms := "/api/v1/rollouts/" + name
@@ -608,7 +624,7 @@ func (b *bench) reads() []namedOp {
 	get := func(path string) func(context.Context) error {
 		return func(ctx context.Context) error { _, err := b.call(ctx, "GET", path, nil); return err }
 	}
-	return []namedOp{
+	all := []namedOp{
 		{"stats", get(store)},
 		{"page fragments (25)", get(store + "/records?source=fragments&limit=25")},
 		{"page all (25)", get(store + "/records?source=all&limit=25")},
@@ -616,6 +632,7 @@ func (b *bench) reads() []namedOp {
 		{"get by id", get(store + fmt.Sprintf("/records/rec-%06d", b.cfg.records*617/1000))},
 		{"trajectory (10 records)", get(store + fmt.Sprintf("/trajectories/traj-%05d", b.cfg.records/10*389/1000))},
 	}
+	return slices.DeleteFunc(all, func(o namedOp) bool { return !strings.Contains(o.name, b.cfg.only) })
 }
 
 // measureInterval times the warm reads of a worker started with
