@@ -95,6 +95,9 @@
 // next attempt first reads that position back: if an entry is there it is
 // taken as written. So the log never has a gap, and replay (read positions
 // replay_after+1, +2, ... until the first absent one) sees every entry.
+// Replay fetches the entries a listing shows ahead, 32 at a time in
+// parallel, and adopts them in position order as if read one by one; the
+// first position absent when fetched ends it, as before.
 //
 // Every entry in the log is valid, whatever its epoch: a deposed writer may
 // have acknowledged it. The owner that finds another writer's entry at its

@@ -546,3 +546,36 @@ func TestManifestsFromTheHintUpAreKept(t *testing.T) {
 		t.Fatalf("LoadManifest: %v, %v; want version %d", m, err, latest)
 	}
 }
+
+// TestRegression_ReplayFetchesListedEntriesAtOnce: a claim over 40
+// unsealed object entries reads them a window at a time, not one round
+// trip each (a worker's start on S3 replayed 33 entries in 33 sequential
+// requests), and adopts every row in order.
+func TestRegression_ReplayFetchesListedEntriesAtOnce(t *testing.T) {
+	mem := objstore.NewMemory()
+	w := claim(t, opts(mem))
+	var want []string
+	for i := range 40 {
+		id := fmt.Sprintf("r%02d", i)
+		want = append(want, id)
+		if err := appendIDs(t, w, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Abandon() // crash: every row only in the WAL
+	cs := objstore.NewCounting(mem, 20*time.Millisecond)
+	o := opts(cs)
+	o.Metrics = NewMetrics(nil)
+	w2 := claim(t, o)
+	defer w2.Abandon()
+	if got := counted(t, o.Metrics.AdoptedRows); got != 40 {
+		t.Fatalf("adopted %v rows, want 40", got)
+	}
+	if got := sealedIDs(t, mem, "s1"); !slices.Equal(got, want) {
+		t.Fatalf("after replay %v, want %v", got, want)
+	}
+	t.Logf("claim: %s", cs.Counts())
+	if c := cs.Counts(); c.Sequential > 30 {
+		t.Errorf("claim over 40 entries: %s; want the entries fetched in windows (at most 30 sequential; one entry at a time took 51)", c)
+	}
+}
