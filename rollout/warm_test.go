@@ -132,6 +132,48 @@ func TestWarmServesFirstReadsWarm(t *testing.T) {
 	}
 }
 
+// TestWarmOpenReadsNoDataAhead: WarmOpen opens the store (its indexes'
+// lookup tables, the pending generations) and reads no index page ahead;
+// the first get after it then reads an index page but no generation file,
+// and a Warm after it reads the index pages it left.
+func TestWarmOpenReadsNoDataAhead(t *testing.T) {
+	ctx := context.Background()
+	s, log := warmStore(t)
+	if s.Local() {
+		t.Fatal("a store on a memory object store says it is local")
+	}
+	disk, err := objstore.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !mustStore(t, newCatalog(t, disk, "d", quiet(Options{})), "local").Local() {
+		t.Fatal("a store on local disk says it is not local (its worker would be ready before its data warm)")
+	}
+	st, err := s.WarmOpen(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Fragments != 1 || st.Generations != 1 || len(st.Indexes) != 0 {
+		t.Fatalf("WarmOpen: %+v, want 1 fragment, 1 generation, no index prewarmed", st)
+	}
+	if pages, _ := s.opts.IndexCache.Stats(); pages != 0 {
+		t.Errorf("WarmOpen read %d index pages ahead, want none", pages)
+	}
+	log.take()
+	if r, err := s.Get(ctx, warmID(17)); err != nil || r.ID != warmID(17) {
+		t.Fatalf("get: %+v %v", r, err)
+	}
+	if gens := readOf(log.take(), "/gen/"); len(gens) > 0 {
+		t.Errorf("the first get after WarmOpen read generation files %v", gens)
+	}
+	if _, err := s.Warm(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if pages, _ := s.opts.IndexCache.Stats(); pages < 2*188 {
+		t.Errorf("Warm after WarmOpen cached %d index pages, want every one (2x188)", pages)
+	}
+}
+
 // TestMergeWarmsItsIndexSegment: in a process whose reads prewarmed the
 // store's indexes, a merge that commits a new index segment prewarms it,
 // so that the first get of a merged row reads no index file.

@@ -16,6 +16,13 @@ import (
 	"github.com/lance-context/lance-context/wal"
 )
 
+// The values of Config.ReadyWarm (LC_READY_WARM).
+const (
+	ReadyWarmAuto = "auto"
+	ReadyWarmFull = "full"
+	ReadyWarmOpen = "open"
+)
+
 // Config is the worker's configuration. FromEnv documents every variable
 // and its default.
 type Config struct {
@@ -97,7 +104,14 @@ type Config struct {
 	// LC_WARM_MAX_STORES (32) bounds the stores warmed (in the catalog's
 	// order): thousands of stores would push each other out of the caches
 	// and hold readiness for nothing; 0 warms none.
+	// LC_READY_WARM (auto): what /readyz waits for of each store's warm.
+	// "full": all of it; "open": its open part (metadata: snapshot, data
+	// files' footers and deletion files, index lookup tables, pending
+	// generations), the rest (offsets buffers and index pages read ahead)
+	// running after readiness; "auto": full on local disk, open on object
+	// stores, where the rest is a download (584 MB at 10M rows).
 	ReadyWarmWait time.Duration
+	ReadyWarm     string
 	WarmMaxStores int
 
 	ReadTimeout  time.Duration // LC_HTTP_READ_TIMEOUT_SECS, default 60
@@ -169,6 +183,15 @@ func FromEnv() (Config, error) {
 	c.MaxOpenStores = int(envInt("LC_MAX_OPEN_STORES", envInt("ROLLOUT_CACHE_CAPACITY", 2000, &err), &err))
 	c.ReadyWarmWait = secs("LC_READY_WARM_SECS", 60)
 	c.WarmMaxStores = int(envInt("LC_WARM_MAX_STORES", 32, &err))
+	switch c.ReadyWarm = os.Getenv("LC_READY_WARM"); c.ReadyWarm {
+	case "", ReadyWarmAuto:
+		c.ReadyWarm = ReadyWarmAuto
+	case ReadyWarmFull, ReadyWarmOpen:
+	default:
+		if err == nil {
+			err = fmt.Errorf("environment variable LC_READY_WARM=%q: want auto, full or open", c.ReadyWarm)
+		}
+	}
 	c.ReadTimeout = secs("LC_HTTP_READ_TIMEOUT_SECS", 60)
 	c.WriteTimeout = secs("LC_HTTP_WRITE_TIMEOUT_SECS", 120)
 	c.IdleTimeout = secs("LC_HTTP_IDLE_TIMEOUT_SECS", 120)

@@ -50,7 +50,7 @@ type Server struct {
 	// The start-up warm, for /readyz (warm.go); warmHook, when set (tests),
 	// replaces a store's warm.
 	warm     warmState
-	warmHook func(ctx context.Context, store string) (rollout.WarmStats, error)
+	warmHook func(ctx context.Context, store string, deep bool) (rollout.WarmStats, error)
 }
 
 // StoreRegistry is where the worker announces stores (etcd, via coord).

@@ -44,7 +44,7 @@ func warmWorker(t *testing.T, wait time.Duration) (srv *Server, ts *httptest.Ser
 	var once sync.Once
 	release = func() { once.Do(func() { close(released) }) }
 	t.Cleanup(release)
-	srv.warmHook = func(ctx context.Context, name string) (rollout.WarmStats, error) {
+	srv.warmHook = func(ctx context.Context, name string, deep bool) (rollout.WarmStats, error) {
 		entered <- name
 		<-released
 		return rollout.WarmStats{}, nil
@@ -175,5 +175,52 @@ func TestStartupWarmStopsAtWarmMaxStores(t *testing.T) {
 	code, _, body := probe(t, ts, "/readyz")
 	if r := readyBody(t, body); code != http.StatusOK || r.Warmed != 2 || r.Skipped != 2 {
 		t.Fatalf("/readyz after a warm capped at 2: %d %s; want 200, 2 warmed, 2 skipped (warmed %v)", code, body, names)
+	}
+}
+
+// TestReadyzWaitsForTheOpenWarmOnlyWhereSet: with LC_READY_WARM=open (the
+// default on an object store) /readyz is ready once each store's open
+// part is warm, and says which stores' data warm runs after readiness
+// until it ends.
+func TestReadyzWaitsForTheOpenWarmOnlyWhereSet(t *testing.T) {
+	srv, ts, _, _, _ := warmWorker(t, time.Hour)
+	srv.cfg.ReadyWarm = ReadyWarmOpen
+	deepIn, deepOut := make(chan struct{}), make(chan struct{})
+	var calls []bool
+	srv.warmHook = func(ctx context.Context, name string, deep bool) (rollout.WarmStats, error) {
+		calls = append(calls, deep)
+		if deep {
+			close(deepIn)
+			<-deepOut
+		}
+		return rollout.WarmStats{}, nil
+	}
+	done := make(chan struct{})
+	go func() { srv.StartupWarm()(context.Background()); close(done) }()
+	<-deepIn
+	code, _, body := probe(t, ts, "/readyz")
+	if r := readyBody(t, body); code != http.StatusOK || r.Warm != "done" || len(r.After) != 1 || r.After[0] != "rz" {
+		t.Fatalf("/readyz during the data warm after the open warm: %d %s; want 200, done, rz warming after ready", code, body)
+	}
+	close(deepOut)
+	<-done
+	if code, _, body := probe(t, ts, "/readyz"); code != http.StatusOK || len(readyBody(t, body).After) != 0 {
+		t.Fatalf("/readyz after the data warm: %d %s; want nothing warming after ready", code, body)
+	}
+	if len(calls) != 2 || calls[0] || !calls[1] {
+		t.Errorf("warm calls (deep?) %v; want the open part, then the data", calls)
+	}
+}
+
+func TestReadyWarmFromEnv(t *testing.T) {
+	for v, want := range map[string]string{"": ReadyWarmAuto, "auto": ReadyWarmAuto, "full": ReadyWarmFull, "open": ReadyWarmOpen} {
+		t.Setenv("LC_READY_WARM", v)
+		if cfg, err := FromEnv(); err != nil || cfg.ReadyWarm != want {
+			t.Errorf("LC_READY_WARM=%q: %q, %v; want %q", v, cfg.ReadyWarm, err, want)
+		}
+	}
+	t.Setenv("LC_READY_WARM", "lazy")
+	if _, err := FromEnv(); err == nil || !strings.Contains(err.Error(), "LC_READY_WARM") {
+		t.Errorf("LC_READY_WARM=lazy: %v; want an error naming it", err)
 	}
 }

@@ -45,6 +45,7 @@ by Content-Length; past it 503), LC_BLOB_TIMEOUT_SECS (1800: the read timeout of
 LC_STORE_IDLE_CLOSE_SECS (900: a store unused this long, with nothing unsealed or unmerged here, is closed; 0 = never),
 LC_MAX_OPEN_STORES (2000, or ROLLOUT_CACHE_CAPACITY: past it the least recently used idle stores close),
 LC_READY_WARM_SECS (60: /readyz answers 503 while the start-up warm of the stores' caches runs, at most this long; 0 = ready at once),
+LC_READY_WARM (auto: what /readyz waits for of each store's warm; full = all of it, open = its metadata, the data read ahead after; auto = full on local disk, open on object stores),
 LC_WARM_MAX_STORES (32: the stores the start-up warm reads ahead; 0 = none),
 LC_DEBUG_LISTEN (unset: none; an address such as 127.0.0.1:6060 serves Go's profiles at /debug/pprof/),
 GOGC (300), GOMEMLIMIT (the budget).`,
