@@ -343,8 +343,11 @@ func (s *Store) latestShardManifest(ctx context.Context, id string) (*wal.Manife
 }
 
 // warmFiles is how many of the newest fragments' data files openBase opens
-// ahead.
-const warmFiles = 8
+// ahead: every one of a store that compaction keeps under its 16-fragment
+// threshold (CompactMinFragments). With 8, a cold page of a 10M-row store
+// (11 fragments) opened the oldest fragment's file, where its first rows
+// were, in a round trip of its own after the index walk.
+const warmFiles = 16
 
 // indexWarmer is a RowFinder that can open a version's indexes ahead
 // (index.Finder).

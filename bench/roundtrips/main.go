@@ -280,6 +280,9 @@ func (b *bench) measureStart(ctx context.Context, delay time.Duration, reads []n
 			return nil, err
 		}
 		b.proxy.Reset()
+		if i < 0 {
+			b.traceOn("worker start to ready")
+		}
 		t0 := time.Now()
 		if err := b.startWorker(); err != nil {
 			return nil, err
@@ -289,6 +292,10 @@ func (b *bench) measureStart(ctx context.Context, delay time.Duration, reads []n
 		}
 		el := time.Since(t0)
 		st := b.proxy.Stats()
+		if b.tracing != "" {
+			printTrace(b.tracing, st.Trace)
+			b.traceOn("")
+		}
 		starts = append(starts, sample{ms: float64(el.Microseconds()) / 1000, requests: st.Requests, sequential: st.Sequential, byOp: st.ByOp, bytesRead: st.BytesOut,
 			answerRequests: st.Requests, answerSequential: st.Sequential, answerBytes: st.BytesOut})
 		if i < 0 {
