@@ -271,30 +271,47 @@ func (c *Catalog) Close(ctx context.Context) error {
 // Recover replays this process's shard of every store that has one: rows a
 // crashed predecessor (same instance id) acknowledged but never sealed
 // become readable without waiting for the next write to that store. Run it
-// at startup; stores are independent, so one failure does not stop the rest.
+// at startup; stores are independent, so one failure does not stop the
+// rest, and up to recoverParallel recover at once (a claim is a chain of
+// ~20 dependent requests: on S3 a worker with many stores waited for each
+// store's after the other's).
 func (c *Catalog) Recover(ctx context.Context) error {
 	names, err := c.List(ctx)
 	if err != nil {
 		return err
 	}
-	var errs []error
-	for _, name := range names {
-		root := c.storeRoot(name)
-		if _, err := wal.LoadManifest(ctx, root, c.shard); errors.Is(err, wal.ErrNoShard) {
-			continue
-		} else if err != nil {
-			errs = append(errs, fmt.Errorf("store %s: %w", name, err))
-			continue
-		}
-		// Opened for this process's upkeep, not held: an idle store may
-		// close once recovered (idle.go).
-		s, err := c.Open(context.WithoutCancel(ctx), name)
-		if err == nil {
-			err = s.Flush(ctx) // claims the shard: replay, then seal
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("store %s: %w", name, err))
-		}
+	errs := make([]error, len(names))
+	sem := make(chan struct{}, recoverParallel)
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := c.recover(ctx, name); err != nil {
+				errs[i] = fmt.Errorf("store %s: %w", name, err)
+			}
+		}()
 	}
+	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// recoverParallel bounds the stores Recover recovers at once.
+const recoverParallel = 8
+
+// recover claims this process's shard of store name, if it has one.
+func (c *Catalog) recover(ctx context.Context, name string) error {
+	if _, err := wal.LoadManifest(ctx, c.storeRoot(name), c.shard); errors.Is(err, wal.ErrNoShard) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	// Opened for this process's upkeep, not held: an idle store may
+	// close once recovered (idle.go).
+	s, err := c.Open(context.WithoutCancel(ctx), name)
+	if err != nil {
+		return err
+	}
+	return s.Flush(ctx) // claims the shard: replay, then seal
 }

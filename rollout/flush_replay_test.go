@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -85,6 +86,40 @@ func TestRecoverSealsPredecessorsRows(t *testing.T) {
 		if err != nil || len(res.Records) != 1 || res.Records[0].ID != name+"-1" {
 			t.Fatalf("store %s after recover: %+v %v", name, res, err)
 		}
+	}
+}
+
+// TestRegression_RecoverClaimsStoresAtOnce: Recover claims the stores of
+// a crashed predecessor side by side: on a store with latency, four take
+// about the round trips of one, not four times them (a worker's start on
+// S3 waited for each store's claim after the other's).
+func TestRegression_RecoverClaimsStoresAtOnce(t *testing.T) {
+	ctx := context.Background()
+	depth := func(stores int) int {
+		root := objstore.NewMemory()
+		old := NewCatalog(root, ShardID("w"), Options{})
+		for i := range stores {
+			s, err := old.Create(ctx, fmt.Sprintf("s%d", i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Append(ctx, []Record{{ID: "x", RolloutID: "r"}}); err != nil {
+				t.Fatal(err)
+			}
+			s.writer.Load().Abandon() // crash: acknowledged, never sealed
+		}
+		cs := objstore.NewCounting(root, 20*time.Millisecond)
+		fresh := NewCatalog(cs, ShardID("w"), Options{})
+		defer fresh.Close(ctx)
+		if err := fresh.Recover(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return cs.Counts().Sequential
+	}
+	one, four := depth(1), depth(4)
+	t.Logf("sequential round trips to recover 1 store: %d, 4 stores: %d", one, four)
+	if four > one+one/2 {
+		t.Errorf("recovering 4 stores took %d sequential round trips, 1 store %d: want them side by side", four, one)
 	}
 }
 
