@@ -313,5 +313,8 @@ func (c *Catalog) recover(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	return s.Flush(ctx) // claims the shard: replay, then seal
+	// The shard exists (above): claim it, which replays and seals, without
+	// Flush's own look for its manifest (four round trips more on S3).
+	_, err = s.walWriter(ctx)
+	return err
 }
