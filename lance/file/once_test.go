@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/lance-context/lance-context/objstore"
@@ -177,7 +178,6 @@ func (s storeSource) ReadRange(ctx context.Context, off, n int64) ([]byte, error
 // uneven ones a miss costs the second round trip and the values are
 // right either way.
 func TestPointReadGuessesBytesBesideOffsets(t *testing.T) {
-	ctx := context.Background()
 	const n = 100_000
 	rng := rand.New(rand.NewPCG(3, 4))
 	uneven := make([]int, n)
@@ -195,27 +195,8 @@ func TestPointReadGuessesBytesBesideOffsets(t *testing.T) {
 	} {
 		as, rec := stringListRecord(n, 7, 3, func(i int) (string, int) { return c.value(i), 1 })
 		b, _ := writeFile(t, as, WriterOptions{PageBytes: 64 << 20}, rec)
-		st := objstore.NewMemory()
-		if err := st.Put(ctx, "f.lance", b); err != nil {
-			t.Fatal(err)
-		}
 		for _, row := range c.rowsSet {
-			cs := objstore.NewCounting(st, 40*time.Millisecond) // above scheduling delays under -race
-			io := NewIO(IOOptions{})
-			r, err := io.Open(ctx, storeSource{cs, "f.lance"}, int64(len(b)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			cs.Reset()
-			got, err := r.Read(ctx, []int32{r.Schema().Fields[0].ID}, row, row+1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := array.NewSlice(rec.Column(0), row, row+1)
-			assertEqualArrays(t, "s", want, got.Column(0))
-			want.Release()
-			got.Release()
-			counts := cs.Counts()
+			counts := coldPointRead(t, b, rec, 0, row)
 			if counts.Sequential > c.maxSeq {
 				t.Errorf("%s values, row %d: a cold point read: %s; want at most %d sequential", c.name, row, counts, c.maxSeq)
 			}
@@ -229,7 +210,6 @@ func TestPointReadGuessesBytesBesideOffsets(t *testing.T) {
 // round trip (two without the guess: offsets, then items); rows of uneven
 // length read back right when the guess misses.
 func TestPointReadGuessesListItemsBesideOffsets(t *testing.T) {
-	ctx := context.Background()
 	const n = 100_000
 	rng := rand.New(rand.NewPCG(5, 6))
 	uneven := make([]int, n)
@@ -246,29 +226,39 @@ func TestPointReadGuessesListItemsBesideOffsets(t *testing.T) {
 	} {
 		as, rec := stringListRecord(n, 7, 3, func(i int) (string, int) { return "s", c.items(i) })
 		b, _ := writeFile(t, as, WriterOptions{PageBytes: 64 << 20}, rec)
-		st := objstore.NewMemory()
-		if err := st.Put(ctx, "f.lance", b); err != nil {
-			t.Fatal(err)
-		}
 		for _, row := range []int64{17, 60_001} {
-			cs := objstore.NewCounting(st, 40*time.Millisecond) // above scheduling delays under -race
-			r, err := NewIO(IOOptions{}).Open(ctx, storeSource{cs, "f.lance"}, int64(len(b)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			cs.Reset()
-			got, err := r.Read(ctx, []int32{r.Schema().Fields[1].ID}, row, row+1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := array.NewSlice(rec.Column(1), row, row+1)
-			assertEqualArrays(t, "l", want, got.Column(0))
-			want.Release()
-			got.Release()
-			if counts := cs.Counts(); counts.Sequential > c.maxSeq {
+			if counts := coldPointRead(t, b, rec, 1, row); counts.Sequential > c.maxSeq {
 				t.Errorf("%s lists, row %d: a cold point read: %s; want at most %d sequential", c.name, row, counts, c.maxSeq)
 			}
 		}
 		rec.Release()
 	}
+}
+
+// coldPointRead reads row of field col of file b (written from rec) from a
+// memory object store with 40 ms a request (above scheduling delays under
+// -race), through a new IO, checks it against rec, and returns the
+// requests of the read alone.
+func coldPointRead(t *testing.T, b []byte, rec arrow.RecordBatch, col int, row int64) objstore.Counts {
+	t.Helper()
+	ctx := context.Background()
+	st := objstore.NewMemory()
+	if err := st.Put(ctx, "f.lance", b); err != nil {
+		t.Fatal(err)
+	}
+	cs := objstore.NewCounting(st, 40*time.Millisecond)
+	r, err := NewIO(IOOptions{}).Open(ctx, storeSource{cs, "f.lance"}, int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs.Reset()
+	got, err := r.Read(ctx, []int32{r.Schema().Fields[col].ID}, row, row+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := array.NewSlice(rec.Column(col), row, row+1)
+	assertEqualArrays(t, r.Schema().Fields[col].Name, want, got.Column(0))
+	want.Release()
+	got.Release()
+	return cs.Counts()
 }

@@ -139,14 +139,7 @@ func TestRegression_ColdIndexLookupOnAnObjectStore(t *testing.T) {
 // row (the others found no page to read).
 func TestRegression_ColdFindLooksUpEverySegmentAtOnce(t *testing.T) {
 	ctx := context.Background()
-	local := newStore(t)
-	for k := range 3 {
-		appendRows(t, local, 120_000*k, 120_000*(k+1))
-		if _, err := Update(ctx, local, "id", BuildOptions{Delta: true, BatchSize: 256}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	st := copyStore(t, local)
+	st := threeSegments(t)
 	cs := objstore.NewCounting(st, 40*time.Millisecond)
 	d, err := table.Open(ctx, asRollout(cs))
 	if err != nil {
@@ -176,14 +169,7 @@ func TestRegression_ColdFindLooksUpEverySegmentAtOnce(t *testing.T) {
 // index's 11 segments, to return one row.
 func TestRegression_ColdFindReadsEachSegmentsMetadataNotAMiB(t *testing.T) {
 	ctx := context.Background()
-	local := newStore(t)
-	for k := range 3 {
-		appendRows(t, local, 120_000*k, 120_000*(k+1))
-		if _, err := Update(ctx, local, "id", BuildOptions{Delta: true, BatchSize: 256}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	st := copyStore(t, local)
+	st := threeSegments(t)
 	cs := objstore.NewCounting(st, 0)
 	d, err := table.Open(ctx, asRollout(cs))
 	if err != nil {
@@ -255,6 +241,20 @@ func TestRegression_ColdLookupWhereKeyLengthsDrift(t *testing.T) {
 	if got := cs.Counts().Sequential - open.Sequential; got != 1 {
 		t.Errorf("the lookup took %d sequential round trips after the open; want 1 (offsets and values in one wave)", got)
 	}
+}
+
+// threeSegments is an object store holding a table of 360,000 rows whose
+// id index is three delta segments of 120,000 rows.
+func threeSegments(t *testing.T) objstore.Store {
+	t.Helper()
+	local := newStore(t)
+	for k := range 3 {
+		appendRows(t, local, 120_000*k, 120_000*(k+1))
+		if _, err := Update(context.Background(), local, "id", BuildOptions{Delta: true, BatchSize: 256}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return copyStore(t, local)
 }
 
 // copyStore copies every object of src into a memory store (an object
