@@ -49,7 +49,7 @@ type warmState struct {
 	failed   map[string]string
 	listErr  string // the catalog could not be listed
 	finished time.Duration
-	after    []string // stores whose data warm runs after readiness
+	after    []string         // stores whose data warm runs after readiness
 	now      func() time.Time // nil: time.Now (tests set it)
 }
 
