@@ -797,3 +797,45 @@ func BenchmarkColdReadBytes(b *testing.B) {
 		})
 	}
 }
+
+// TestRegression_ColdPageOfTwelveFragments: a cold page of a store of 12
+// fragments takes the round trips it takes on a store of one: the
+// snapshot opens every fragment's data file ahead (warmFiles), the oldest,
+// which holds the page's rows, among them. With the 8 newest opened, the
+// oldest was opened after the scan had found it, one round trip later (a
+// 10M-row store of 11 fragments on S3).
+func TestRegression_ColdPageOfTwelveFragments(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds merged stores")
+	}
+	mem := objstore.NewMemory()
+	// pin: a deeper sample is measured again (coldCounts), up to 3 times.
+	depth := func(name string, fragments, pin int) int {
+		s := mustStore(t, newCatalog(t, mem, "w", rtOptions(Options{})), name)
+		for f := range fragments {
+			appendFlush(t, s, recs(fmt.Sprintf("f%02d", f), 100, "r"))
+			mergeAll(t, s)
+		}
+		d, err := table.Open(context.Background(), s.root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(d.Fragments()); n != fragments {
+			t.Fatalf("%d fragments, want %d", n, fragments)
+		}
+		got := coldCounts(t, mem, name, pin, func(s *Store) error {
+			res, err := s.List(context.Background(), ListOptions{Source: SourceFragments, Limit: 25})
+			if err == nil && (len(res.Records) != 25 || !strings.HasPrefix(res.Records[0].ID, "f00-")) {
+				err = fmt.Errorf("page of %d records from %v", len(res.Records), res.Records[0].ID)
+			}
+			return err
+		}, nil)
+		t.Logf("cold page of the oldest of %d fragments: %s", fragments, got)
+		return got.Sequential
+	}
+	one := depth("one", 1, math.MaxInt)
+	twelve := depth("twelve", 12, one)
+	if twelve > one {
+		t.Errorf("a cold page of the oldest of 12 fragments took %d sequential round trips, of 1 fragment %d", twelve, one)
+	}
+}
