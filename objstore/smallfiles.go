@@ -258,6 +258,20 @@ func (s *SmallFiles) PreloadTails(ctx context.Context, tail int64, keys ...strin
 		s.Preload(ctx, keys...)
 		return
 	}
+	s.preload(keys, func(k string) { _, _, _ = s.readTail(ctx, k, 0, tail) })
+}
+
+// Preload reads the selected objects among keys that are not cached yet,
+// all in parallel (each as a Head does, above), so that a reader opening
+// several of them afterwards pays one round trip in all instead of one per
+// object. Errors are left to the reads that follow.
+func (s *SmallFiles) Preload(ctx context.Context, keys ...string) {
+	s.preload(keys, func(k string) { _, _ = s.Head(ctx, k) })
+}
+
+// preload runs read, in parallel, on each selected key not known yet
+// (cached whole, or found large), and waits for them.
+func (s *SmallFiles) preload(keys []string, read func(key string)) {
 	var wg sync.WaitGroup
 	for _, k := range keys {
 		if _, ok := s.cached(k); ok || !s.match(k) {
@@ -269,26 +283,7 @@ func (s *SmallFiles) PreloadTails(ctx context.Context, tail int64, keys ...strin
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, _, _ = s.readTail(ctx, k, 0, tail)
-		}()
-	}
-	wg.Wait()
-}
-
-// Preload reads the selected objects among keys that are not cached yet,
-// all in parallel (each as a Head does, above), so that a reader opening
-// several of them afterwards pays one round trip in all instead of one per
-// object. Errors are left to the reads that follow.
-func (s *SmallFiles) Preload(ctx context.Context, keys ...string) {
-	var wg sync.WaitGroup
-	for _, k := range keys {
-		if _, ok := s.cached(k); ok || !s.match(k) {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, _ = s.Head(ctx, k)
+			read(k)
 		}()
 	}
 	wg.Wait()
