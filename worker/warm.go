@@ -156,12 +156,13 @@ func (s *Server) warmStores(ctx context.Context) {
 	w.mu.Unlock()
 	s.log.Info("start-up warm done", "stores", len(names), "warmed", warmed, "elapsed", w.clock().Sub(w.began), "data_warm_after", len(after))
 	end()
-	for len(after) > 0 && ctx.Err() == nil {
-		name := after[0]
+	for _, name := range after {
+		if ctx.Err() != nil {
+			return
+		}
 		st, _, err := s.warmStore(ctx, name, true)
 		w.mu.Lock()
 		w.after = w.after[1:]
-		after = slices.Clone(w.after)
 		w.mu.Unlock()
 		if err != nil {
 			s.log.Warn("data warm of a store failed; its reads warm the caches", "store", name, "err", err)
