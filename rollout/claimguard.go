@@ -233,7 +233,7 @@ func (s *Store) walOptions() wal.Options {
 		Store: s.root, Shard: s.shard, Schema: Schema, KeyColumn: ColID, SeqColumn: ColSeq, Conform: conform,
 		MaxMemtableRows: s.opts.MaxMemtableRows, MaxMemtableBytes: s.opts.MaxMemtableBytes,
 		Logger: s.opts.Logger.With("store", s.name), Metrics: s.opts.metrics.wal,
-		Log:   s.log,
+		Log: s.log, BufferedLog: s.opts.BufferedLog,
 		Owner: s.owner(false), HeartbeatInterval: s.opts.HeartbeatInterval, HeartbeatTTL: s.opts.HeartbeatTTL, Clock: s.opts.Clock,
 	}
 }

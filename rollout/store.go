@@ -96,6 +96,9 @@ type Options struct {
 	// default: beside the data on a local data directory, none elsewhere
 	// (WALLog).
 	LogFS vfs.FS
+	// BufferedLog writes the segment logs through the page cache even
+	// where direct IO is possible (wal.Options.BufferedLog).
+	BufferedLog bool
 	// ReadConsistencyInterval, when positive, lets a read reuse the
 	// snapshot metadata (shard listing, shard manifests, base version)
 	// validated less than this long ago instead of listing again, as

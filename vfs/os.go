@@ -90,3 +90,13 @@ func (f osFile) Sync() error                     { return NoSpace(f.File.Sync())
 func (f osFile) Truncate(size int64) error       { return NoSpace(f.File.Truncate(size)) }
 func (f osFile) Datasync() error                 { return NoSpace(datasync(f.File)) }
 func (f osFile) Allocate(from, size int64) error { return NoSpace(allocate(f.File, from, size)) }
+
+// SetDirect turns direct IO on or off (Linux's O_DIRECT; elsewhere, and
+// where the file system refuses it, errors.ErrUnsupported). While it is
+// on, a write's buffer, offset and length must be multiples of
+// DirectAlign.
+func (f osFile) SetDirect(on bool) error { return setDirect(f.File, on) }
+
+// DirectAlign is the alignment direct IO takes on every device (sectors
+// of 512 bytes or 4 KiB).
+const DirectAlign = 4096

@@ -33,3 +33,24 @@ func allocate(f *os.File, from, size int64) error {
 		return err
 	}
 }
+
+// setDirect turns direct IO (O_DIRECT) on f on or off: its writes then go
+// from the caller's buffer to the device, not through the page cache.
+// errors.ErrUnsupported where the file system refuses it.
+func setDirect(f *os.File, on bool) error {
+	fd := f.Fd()
+	fl, err := unix.FcntlInt(fd, unix.F_GETFL, 0)
+	if err != nil {
+		return err
+	}
+	if on {
+		fl |= unix.O_DIRECT
+	} else {
+		fl &^= unix.O_DIRECT
+	}
+	_, err = unix.FcntlInt(fd, unix.F_SETFL, fl)
+	if errors.Is(err, unix.EINVAL) {
+		return errors.ErrUnsupported
+	}
+	return err
+}

@@ -106,6 +106,7 @@ func Claim(ctx context.Context, opts Options) (*Writer, error) {
 			}
 			w.seg = newSegmentLog(w.logFS, w.segDir, opts.Shard, w.epoch, size)
 			w.seg.metrics = opts.Metrics
+			w.seg.buffered = opts.BufferedLog
 			if inPlace {
 				w.seg.genRoot = opts.Log.Dir
 				w.seg.placeMin, w.seg.minInPlace = opts.placeMin, opts.minInPlace

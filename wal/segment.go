@@ -105,9 +105,13 @@ type segmentLog struct {
 	seq    uint64   // of cur
 	cur    *segment // nil until the first append
 	closed []*segment
-	buf    []byte        // the last frame's buffer, reused by the next
-	next   chan prepared // the segment after cur, prepared in the background
-	quit   chan struct{} // closed by close: stop preparing
+	buf    []byte // the last frame's buffer, reused by the next
+	dbuf   []byte // the last direct write's aligned buffer, likewise
+	// buffered: write segments through the page cache even where direct
+	// IO is possible (direct.go).
+	buffered bool
+	next     chan prepared // the segment after cur, prepared in the background
+	quit     chan struct{} // closed by close: stop preparing
 
 	// genRoot, when set, is the directory whose files are the store's
 	// objects, on fs: a seal may then make a segment its generation
@@ -136,6 +140,10 @@ type segment struct {
 	placed      map[arrow.Array]int64
 	placedBytes int64
 	gen         bool // handed to a seal in place: a generation's file, never a spare
+	// direct: the file writes by direct IO (direct.go); tail then holds
+	// the bytes of its last, partial block, which the next write repeats.
+	direct bool
+	tail   []byte
 }
 
 type prepared struct {
@@ -286,7 +294,11 @@ func (l *segmentLog) prepareOnce(seq uint64) (*segment, error) {
 		l.fs.Remove(path)
 		return nil, fmt.Errorf("wal: prepare segment: %w", err)
 	}
-	return &segment{f: f, path: path, cap: size}, nil
+	seg := &segment{f: f, path: path, cap: size}
+	if !l.buffered {
+		seg.direct = setDirect(f)
+	}
+	return seg, nil
 }
 
 func (l *segmentLog) hasSpare() bool {
@@ -326,7 +338,11 @@ func (l *segmentLog) append(pos uint64, frame []byte) error {
 	// data flush then also flushes the new size. The blocks are allocated
 	// first, so that a full disk fails here, with nothing written and the
 	// writer still sound, rather than in the write.
-	if end := l.cur.off + int64(len(frame)); end > l.cur.cap {
+	end := l.cur.off + int64(len(frame))
+	if l.cur.direct {
+		end = alignUp(end) // the block the write pads to
+	}
+	if end > l.cur.cap {
 		switch err := l.cur.f.Allocate(l.cur.cap, end); {
 		case err == nil:
 			l.cur.cap = end
@@ -336,7 +352,7 @@ func (l *segmentLog) append(pos uint64, frame []byte) error {
 			return fmt.Errorf("%w: %w", ErrLogFailed, err)
 		}
 	}
-	if _, err := l.cur.f.WriteAt(frame, l.cur.off); err != nil {
+	if err := l.write(frame); err != nil {
 		return fmt.Errorf("%w: %w", ErrLogFailed, err)
 	}
 	if err := l.cur.f.Datasync(); err != nil {

@@ -43,6 +43,9 @@ type Options struct {
 	// ObjectLog writes one object per entry even on a local filesystem
 	// (the log of object stores), instead of segment files.
 	ObjectLog bool
+	// BufferedLog writes segment files through the page cache even where
+	// the file system takes direct IO (direct.go).
+	BufferedLog bool
 	// Log is where the segment log lives; the zero Log: nowhere, entries
 	// are objects in Store.
 	Log    Log

@@ -114,6 +114,11 @@ type Config struct {
 	ReadyWarm     string
 	WarmMaxStores int
 
+	// LC_WAL_DIRECT_IO (on): a segment log on local disk writes its frames
+	// by direct IO where the file system allows it (wal/direct.go); "off"
+	// writes them through the page cache.
+	WALDirectIO bool
+
 	ReadTimeout  time.Duration // LC_HTTP_READ_TIMEOUT_SECS, default 60
 	WriteTimeout time.Duration // LC_HTTP_WRITE_TIMEOUT_SECS, default 120
 	IdleTimeout  time.Duration // LC_HTTP_IDLE_TIMEOUT_SECS, default 120
@@ -190,6 +195,15 @@ func FromEnv() (Config, error) {
 	default:
 		if err == nil {
 			err = fmt.Errorf("environment variable LC_READY_WARM=%q: want auto, full or open", c.ReadyWarm)
+		}
+	}
+	switch v := os.Getenv("LC_WAL_DIRECT_IO"); v {
+	case "", "on":
+		c.WALDirectIO = true
+	case "off":
+	default:
+		if err == nil {
+			err = fmt.Errorf("environment variable LC_WAL_DIRECT_IO=%q: want on or off", v)
 		}
 	}
 	c.ReadTimeout = secs("LC_HTTP_READ_TIMEOUT_SECS", 60)

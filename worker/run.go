@@ -25,6 +25,7 @@ func (c Config) StoreOptions() rollout.Options {
 		PendingWarn: c.PendingWarn, PendingMax: c.PendingMax,
 		IndexColumns: c.IndexColumns, ReadConsistencyInterval: c.ReadConsistencyInterval,
 		InstanceID: c.InstanceID, HeartbeatInterval: c.ShardHeartbeat, HeartbeatTTL: c.ShardHeartbeatTTL,
+		BufferedLog: !c.WALDirectIO,
 	}
 	// In the environment 0 means "no cap"; in rollout.Options it means default.
 	if o.MergeMaxGenerations == 0 {

@@ -154,3 +154,19 @@ func TestDamagedStoreRefusesWritesAndShowsInHealth(t *testing.T) {
 		}
 	}
 }
+
+// TestWALDirectIOFromEnv: segment logs write by direct IO unless
+// LC_WAL_DIRECT_IO=off, and the store options carry the choice.
+func TestWALDirectIOFromEnv(t *testing.T) {
+	for v, want := range map[string]bool{"": true, "on": true, "off": false} {
+		t.Setenv("LC_WAL_DIRECT_IO", v)
+		cfg, err := FromEnv()
+		if err != nil || cfg.WALDirectIO != want || cfg.StoreOptions().BufferedLog == want {
+			t.Errorf("LC_WAL_DIRECT_IO=%q: direct %v, buffered %v, %v; want direct %v", v, cfg.WALDirectIO, cfg.StoreOptions().BufferedLog, err, want)
+		}
+	}
+	t.Setenv("LC_WAL_DIRECT_IO", "yes")
+	if _, err := FromEnv(); err == nil || !strings.Contains(err.Error(), "LC_WAL_DIRECT_IO") {
+		t.Errorf("LC_WAL_DIRECT_IO=yes: %v; want an error naming it", err)
+	}
+}

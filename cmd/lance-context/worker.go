@@ -38,6 +38,7 @@ LC_INDEX_PREWARM (on: an index is read whole into that cache, in the background,
 LC_MEMORY_BUDGET_BYTES (3/4 of the container's memory limit, cgroup v2 or v1, else of the machine's memory:
 the process's budget; it sets GOMEMLIMIT, and the caches, memtables, merges and request bodies take shares of it),
 LC_MEMTABLE_BUDGET_BYTES (an eighth of the budget: memtables of all stores together; past it the largest is sealed),
+LC_WAL_DIRECT_IO (on: on local disk the WAL's segment files are written by direct IO where the file system takes it; "off": through the page cache),
 LC_INFLIGHT_BODY_BYTES (an eighth of the budget: append bodies being read at once; past it appends answer 503 OVERLOADED),
 LC_BLOB_INLINE_BYTES (8388608: a larger multipart payload part streams into an object of its own, _lc_blobs/),
 LC_MAX_BLOB_BYTES (1073741824: the largest payload part), LC_INFLIGHT_BLOB_BYTES (4294967296: multipart uploads at once,
