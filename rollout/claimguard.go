@@ -97,46 +97,46 @@ func (s *Store) owner(merge bool) *wal.Owner {
 // holding requests. A holder unchanged until its TTL has run out (by this
 // process's clock, from its first look) is dead: a worker restarted after
 // kill -9 waits that long, at most the TTL, and takes over.
-func (s *Store) admitClaim(ctx context.Context) error {
+func (s *Store) admitClaim(ctx context.Context) (*wal.Holder, error) {
 	if err := s.admitSpace(); err != nil {
-		return err
+		return nil, err
 	}
 	g := &s.health.guard
 	clk := s.opts.Clock
 	fenced := g.fenced.Swap(false)
 	if c := g.conflict.Load(); c != nil && !fenced && clk.Now().Sub(c.checked) < s.opts.HeartbeatInterval {
-		return c.err
+		return nil, c.err
 	}
 	for {
 		h, err := wal.ReadHolder(ctx, s.root, s.shard)
 		if errors.Is(err, wal.ErrNoShard) {
-			return nil
+			return nil, nil
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		now := clk.Now()
 		ttl := h.TTL(s.opts.HeartbeatTTL)
 		age := now.Sub(h.LastSign())
 		if !h.Contends(s.opts.OwnerID) || age >= ttl {
 			g.obs = holderObs{}
-			return nil
+			return h, nil
 		}
 		mark := h.Mark()
 		switch {
 		case fenced:
 			// Its claim fenced this process's writer just now.
 			g.obs = holderObs{valid: true, mark: mark, deadline: now.Add(ttl)}
-			return s.refuseClaim(h, now, ttl)
+			return nil, s.refuseClaim(h, now, ttl)
 		case g.obs.valid && g.obs.mark != mark:
 			// It renewed its heartbeat or committed since the last look.
 			g.obs = holderObs{valid: true, mark: mark, deadline: now.Add(ttl)}
-			return s.refuseClaim(h, now, ttl)
+			return nil, s.refuseClaim(h, now, ttl)
 		case g.obs.valid && !now.Before(g.obs.deadline):
 			s.opts.Logger.Warn("rollout: the process holding this shard stopped renewing its heartbeat; taking the shard over",
 				"store", s.name, "shard", s.shard, "holder_host", h.Owner.Host, "holder_pid", h.Owner.PID, "epoch", h.Epoch)
 			g.obs = holderObs{}
-			return nil
+			return h, nil
 		case !g.obs.valid:
 			// The first look: what is left of its TTL, by its clock,
 			// bounds the wait (a negative age, a clock behind ours, the
@@ -149,13 +149,13 @@ func (s *Store) admitClaim(ctx context.Context) error {
 		if g.conflict.Load() != nil {
 			// Known and reported: answer at once rather than hold a
 			// request until the holder shows itself again.
-			return s.refuseClaim(h, now, ttl)
+			return nil, s.refuseClaim(h, now, ttl)
 		}
 		wait := min(g.obs.deadline.Sub(now), max(h.Interval(s.opts.HeartbeatInterval)/2, time.Millisecond))
 		select {
 		case <-clk.After(wait):
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
 	}
 }

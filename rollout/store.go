@@ -435,10 +435,13 @@ func (s *Store) walWriter(ctx context.Context) (*wal.Writer, error) {
 	}
 	// Another live process with this instance id, or a full disk, is
 	// reported rather than fought over with claims (claimguard.go).
-	if err := s.admitClaim(ctx); err != nil {
+	h, err := s.admitClaim(ctx)
+	if err != nil {
 		return nil, err
 	}
-	w, err := wal.Claim(ctx, s.walOptions())
+	opts := s.walOptions()
+	opts.Holder = h // the claim builds on the manifest just read
+	w, err := wal.Claim(ctx, opts)
 	if err := s.noteClaim(err); err != nil {
 		return nil, err
 	}

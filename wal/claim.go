@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"github.com/lance-context/lance-context/vfs"
 )
@@ -15,12 +16,20 @@ import (
 // position, seals what it replayed, and starts the writer.
 func Claim(ctx context.Context, opts Options) (*Writer, error) {
 	opts.setDefaults()
-	if err := opts.Store.Put(ctx, shardsDir+opts.Shard, nil); err != nil {
-		return nil, fmt.Errorf("wal: register shard %s: %w", opts.Shard, err)
+	// The shard's registration goes out beside the manifest's read, and
+	// lands before the claim's commit.
+	registered := make(chan error, 1)
+	go func() { registered <- opts.Store.Put(ctx, shardsDir+opts.Shard, nil) }()
+	var known *Manifest
+	if opts.Holder != nil {
+		known = opts.Holder.manifest
 	}
 	var nm *Manifest
 	for attempt := 0; ; attempt++ {
-		m, err := loadListedManifest(ctx, opts.Store, opts.Shard)
+		m, err := known, error(nil)
+		if known = nil; m == nil {
+			m, err = loadListedManifest(ctx, opts.Store, opts.Shard)
+		}
 		if errors.Is(err, ErrNoShard) {
 			m, err = &Manifest{NextGeneration: 1}, nil
 		}
@@ -39,6 +48,11 @@ func Claim(ctx context.Context, opts Options) (*Writer, error) {
 			nm.Owner = &o
 		}
 		nm.UpdatedAt = opts.Clock.Now().UTC()
+		if attempt == 0 {
+			if err := <-registered; err != nil {
+				return nil, fmt.Errorf("wal: register shard %s: %w", opts.Shard, err)
+			}
+		}
 		err = commitManifest(ctx, opts.Store, opts.Shard, nm)
 		if err == nil {
 			break
@@ -53,14 +67,19 @@ func Claim(ctx context.Context, opts Options) (*Writer, error) {
 		sealDone: make(chan sealResult, 1), hintKick: make(chan struct{}, 1),
 	}
 	w.log = objectLog{w} // until a segment log starts
-	if writeHint(ctx, opts.Store, opts.Shard, nm.Version) == nil {
-		w.hinted.Store(nm.Version)
-	}
+	// The hint and the first heartbeat go out beside the replay (side),
+	// which does not read them; they land before the claim's seal.
+	var side sync.WaitGroup
+	side.Go(func() {
+		if writeHint(ctx, opts.Store, opts.Shard, nm.Version) == nil {
+			w.hinted.Store(nm.Version)
+		}
+	})
 	w.manifestsCollected = nm.Version
 	w.sweep.Store(true)
 	// From the claim on the heartbeat says this owner is alive, through a
 	// replay that may take long; a claim that fails releases it.
-	w.startHeartbeat(ctx)
+	w.startHeartbeat(ctx, &side)
 	started := false
 	defer func() {
 		if !started {
@@ -71,6 +90,7 @@ func Claim(ctx context.Context, opts Options) (*Writer, error) {
 			w.ungauge()
 		}
 	}()
+	defer side.Wait() // before the deferred release above, on a failure
 	w.publish()
 	w.segDir, w.logFS = logPlace(&opts)
 	if err := w.replay(ctx); err != nil {
@@ -85,6 +105,7 @@ func Claim(ctx context.Context, opts Options) (*Writer, error) {
 			return nil, fmt.Errorf("wal: claim shard %s: fence entry: %w", opts.Shard, err)
 		}
 	}
+	side.Wait()
 	if _, err := w.seal(ctx, SealClaim); err != nil {
 		w.mem.release()
 		return nil, err

@@ -359,11 +359,13 @@ func objectPositions(ctx context.Context, store objstore.Reader, shard string, a
 // and since a writer never leaves a gap, entries above an absent position
 // mean the entries between were lost. Both are *CorruptionError.
 //
-// Once the first entry is found, the entries a listing shows after it
-// are fetched replayWindow at a time in parallel and adopted in order: a
-// claim on S3 after 33 entries read them in 33 round trips one after
-// another. An entry listed but gone when fetched ends the run as an
-// absent one does.
+// The first entry is read beside a listing of the entries; the entries
+// the listing shows after it are fetched replayWindow at a time in
+// parallel and adopted in order (a claim on S3 after 33 entries read them
+// in 33 round trips one after another), and the entry after those is
+// read beside a listing again. So a replay takes a round trip, plus one per
+// window and one more when there are entries. An entry listed but gone
+// when fetched ends the run as an absent one does.
 func replayObjects(ctx context.Context, store objstore.Reader, shard string, next uint64, adopt func(pos uint64, b []byte) error) (uint64, error) {
 	// use adopts the entry at next (nil: absent) and says whether to go on.
 	use := func(b []byte) (bool, error) {
@@ -393,7 +395,21 @@ func replayObjects(ctx context.Context, store objstore.Reader, shard string, nex
 		}
 		return b, nil
 	}
-	b, err := get(next)
+	// probe reads the entry at next beside a listing of the entries after
+	// after: a read and a listing, in one round trip.
+	probe := func(after uint64) ([]byte, []uint64, error) {
+		var (
+			b          []byte
+			listed     []uint64
+			berr, lerr error
+			wg         sync.WaitGroup
+		)
+		wg.Go(func() { b, berr = get(next) })
+		wg.Go(func() { listed, lerr = objectPositions(ctx, store, shard, after) })
+		wg.Wait()
+		return b, listed, errors.Join(berr, lerr)
+	}
+	b, listed, err := probe(next - 1)
 	if err != nil {
 		return next, err
 	}
@@ -401,22 +417,14 @@ func replayObjects(ctx context.Context, store objstore.Reader, shard string, nex
 	if err != nil {
 		return next, err
 	}
-	if more {
-		listed, err := objectPositions(ctx, store, shard, next-1)
-		if err != nil {
-			return next, err
-		}
+	for more {
 		for run := contiguous(listed, next); run > 0 && more; {
 			n := min(run, replayWindow)
 			bufs := make([][]byte, n)
 			errs := make([]error, n)
 			var wg sync.WaitGroup
 			for i := range n {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					bufs[i], errs[i] = get(next + uint64(i))
-				}()
+				wg.Go(func() { bufs[i], errs[i] = get(next + uint64(i)) })
 			}
 			wg.Wait()
 			for i := 0; i < n && more; i++ {
@@ -429,18 +437,27 @@ func replayObjects(ctx context.Context, store objstore.Reader, shard string, nex
 			}
 			run -= n
 		}
-		for more {
-			if b, err = get(next); err != nil {
-				return next, err
-			}
-			if more, err = use(b); err != nil {
-				return next, err
-			}
+		if !more {
+			break
+		}
+		// Past what the listing showed: an entry put since (a deposed
+		// writer's) is read with a listing of what follows it.
+		if b, listed, err = probe(next); err != nil {
+			return next, err
+		}
+		if more, err = use(b); err != nil {
+			return next, err
 		}
 	}
-	later, err := objectPositions(ctx, store, shard, next)
-	if err != nil || len(later) == 0 {
-		return next, err
+	// listed was taken beside the read of next, the first absent entry.
+	later := listed[:0:0]
+	for _, p := range listed {
+		if p > next {
+			later = append(later, p)
+		}
+	}
+	if len(later) == 0 {
+		return next, nil
 	}
 	// A writer that was deposed may have put it just now: look again.
 	if _, err := store.Head(ctx, entryKey(shard, next)); err == nil {

@@ -95,9 +95,12 @@
 // next attempt first reads that position back: if an entry is there it is
 // taken as written. So the log never has a gap, and replay (read positions
 // replay_after+1, +2, ... until the first absent one) sees every entry.
-// Replay fetches the entries a listing shows ahead, 32 at a time in
-// parallel, and adopts them in position order as if read one by one; the
-// first position absent when fetched ends it, as before.
+// Replay reads its first position beside a listing of the entries, fetches
+// the entries the listing shows ahead, 32 at a time in parallel, and adopts
+// them in position order as if read one by one; the position after them is
+// read beside a listing again. The first position absent when fetched ends
+// it, as before, and the listing taken beside that read is the one that
+// tells a gap (entries above it) from the log's end.
 //
 // Every entry in the log is valid, whatever its epoch: a deposed writer may
 // have acknowledged it. The owner that finds another writer's entry at its
@@ -350,7 +353,8 @@
 // claim records its Owner in the manifest (a random id per process, its
 // instance id, host and pid, and whether it is an orphan merge), and an
 // owner that is not a merge writes a heartbeat right after its claim
-// commits and renews it every HeartbeatInterval (default 3 s) while it
+// commits (beside the replay, with the hint; both land before the claim's
+// seal) and renews it every HeartbeatInterval (default 3 s) while it
 // holds the shard:
 //
 //	{"owner": {...}, "epoch": 3, "seq": 41, "renewed_at": "...",
@@ -361,7 +365,12 @@
 // or failed writer stops renewing; Close (and a claim that fails) marks
 // it released; a crash leaves it as it was. A claim deletes the
 // heartbeats of earlier epochs. ReadHolder reads the latest manifest's
-// owner and its epoch's heartbeat; a process deciding whether to claim
+// owner (listing the manifests, as a claim does) and its epoch's
+// heartbeat; a claim given that Holder (Options.Holder) builds its first
+// attempt on the manifest read there, and a commit since makes the
+// attempt fail and the claim read again. A claim writes the shard's
+// registration (_shards/) beside that read; it lands before the commit.
+// A process deciding whether to claim
 // (package rollout) takes the holder for alive while it shows signs of
 // life (a renewal, a commit, a claim that fenced it) within ttl_ms, and
 // for dead once it has shown none for ttl_ms: then, and for an orphan

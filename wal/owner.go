@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -72,14 +73,14 @@ type heartbeater struct {
 // background, when the writer has an Owner that is not a merge. A failed
 // write is only logged: the heartbeat says whether a claim should wait or
 // be refused, never whether a write is safe (the epoch does that).
-func (w *Writer) startHeartbeat(ctx context.Context) {
+func (w *Writer) startHeartbeat(ctx context.Context, side *sync.WaitGroup) {
 	o := w.opts.Owner
 	if o == nil || o.Merge {
 		return
 	}
 	hb := &heartbeater{stop: make(chan struct{}), done: make(chan struct{})}
 	w.hb = hb
-	w.renewHeartbeat(ctx, false)
+	side.Go(func() { w.renewHeartbeat(ctx, false) })
 	go w.heartbeat(hb)
 }
 
@@ -170,6 +171,8 @@ type Holder struct {
 	UpdatedAt time.Time // when it was committed, by its writer's clock
 	Owner     *Owner    // nil: a writer that records none
 	Heartbeat *Heartbeat
+
+	manifest *Manifest // read as a claim reads it (loadListedManifest)
 }
 
 // HolderMark changes whenever a holder shows a sign of life: a renewed
@@ -180,12 +183,14 @@ type HolderMark struct {
 }
 
 // ReadHolder reads who holds a shard (ErrNoShard when nobody ever did).
+// It finds the latest manifest by listing, as a claim does, so that a claim
+// given the Holder (Options.Holder) builds on the manifest read here.
 func ReadHolder(ctx context.Context, store objstore.Reader, shard string) (*Holder, error) {
-	m, err := LoadManifest(ctx, store, shard)
+	m, err := loadListedManifest(ctx, store, shard)
 	if err != nil {
 		return nil, err
 	}
-	h := &Holder{Epoch: m.Epoch, Version: m.Version, UpdatedAt: m.UpdatedAt, Owner: m.Owner}
+	h := &Holder{Epoch: m.Epoch, Version: m.Version, UpdatedAt: m.UpdatedAt, Owner: m.Owner, manifest: m}
 	if m.Owner == nil || m.Owner.Merge {
 		return h, nil
 	}

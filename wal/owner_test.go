@@ -109,3 +109,36 @@ func TestAbandonedWriterStopsHeartbeat(t *testing.T) {
 		t.Fatalf("age %s, want past the TTL %s", age, h.TTL(0))
 	}
 }
+
+// TestClaimOnAStaleHolderReadsAgain: a claim given a Holder read before
+// another claim committed builds its first attempt on a manifest that is
+// no longer the latest; that commit fails, and the claim reads the latest
+// and takes the epoch after it, fencing the writer that claimed between.
+func TestClaimOnAStaleHolderReadsAgain(t *testing.T) {
+	ctx := context.Background()
+	mem := objstore.NewMemory()
+	w1 := claim(t, opts(mem))
+	defer w1.Abandon()
+	h, err := ReadHolder(ctx, mem, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w2 := claim(t, opts(mem)) // commits after the read
+	defer w2.Abandon()
+	o := opts(mem)
+	o.Holder = h
+	w3, err := Claim(ctx, o)
+	if err != nil {
+		t.Fatalf("claim on a stale holder: %v", err)
+	}
+	defer w3.Abandon()
+	if w3.Epoch() != w2.Epoch()+1 {
+		t.Fatalf("epoch %d after %d's claim; want %d", w3.Epoch(), w2.Epoch(), w2.Epoch()+1)
+	}
+	if err := appendIDs(t, w2, "late"); !errors.Is(err, ErrFenced) {
+		t.Fatalf("append by the writer claimed over: %v; want ErrFenced", err)
+	}
+	if err := appendIDs(t, w3, "x"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -65,6 +65,11 @@ type Options struct {
 	HeartbeatTTL      time.Duration
 	// Clock is the heartbeat's time; nil: the machine's.
 	Clock clock.Clock
+	// Holder, when set, is what the caller read of the shard's holder
+	// just before claiming (ReadHolder): the claim's first attempt builds
+	// on the manifest it read instead of reading it again. A manifest
+	// committed since makes that attempt fail, and the claim reads again.
+	Holder *Holder
 
 	// placeMin and minInPlace replace the constants of the same names
 	// when set (tests seal small memtables in place).
