@@ -302,7 +302,10 @@ const recoverParallel = 8
 
 // recover claims this process's shard of store name, if it has one.
 func (c *Catalog) recover(ctx context.Context, name string) error {
-	if _, err := wal.LoadManifest(ctx, c.storeRoot(name), c.shard); errors.Is(err, wal.ErrNoShard) {
+	// The holder read says whether the shard exists, and the claim below
+	// takes it as its first look (claimguard.go).
+	h, err := wal.ReadHolder(ctx, c.storeRoot(name), c.shard)
+	if errors.Is(err, wal.ErrNoShard) {
 		return nil
 	} else if err != nil {
 		return err
@@ -315,6 +318,6 @@ func (c *Catalog) recover(ctx context.Context, name string) error {
 	}
 	// The shard exists (above): claim it, which replays and seals, without
 	// Flush's own look for its manifest (four round trips more on S3).
-	_, err = s.walWriter(ctx)
+	_, err = s.walWriterSeen(ctx, h)
 	return err
 }

@@ -97,7 +97,10 @@ func (s *Store) owner(merge bool) *wal.Owner {
 // holding requests. A holder unchanged until its TTL has run out (by this
 // process's clock, from its first look) is dead: a worker restarted after
 // kill -9 waits that long, at most the TTL, and takes over.
-func (s *Store) admitClaim(ctx context.Context) (*wal.Holder, error) {
+//
+// seen, when set, is the holder as the caller just read it: the first look
+// takes it instead of reading again.
+func (s *Store) admitClaim(ctx context.Context, seen *wal.Holder) (*wal.Holder, error) {
 	if err := s.admitSpace(); err != nil {
 		return nil, err
 	}
@@ -108,7 +111,10 @@ func (s *Store) admitClaim(ctx context.Context) (*wal.Holder, error) {
 		return nil, c.err
 	}
 	for {
-		h, err := wal.ReadHolder(ctx, s.root, s.shard)
+		h, err := seen, error(nil)
+		if seen = nil; h == nil {
+			h, err = wal.ReadHolder(ctx, s.root, s.shard)
+		}
 		if errors.Is(err, wal.ErrNoShard) {
 			return nil, nil
 		}

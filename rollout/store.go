@@ -422,6 +422,12 @@ func conform(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 // walWriter returns this process's shard writer, claiming the shard on
 // first use (or again after being fenced).
 func (s *Store) walWriter(ctx context.Context) (*wal.Writer, error) {
+	return s.walWriterSeen(ctx, nil)
+}
+
+// walWriterSeen is walWriter given the shard's holder as just read (nil:
+// read it here).
+func (s *Store) walWriterSeen(ctx context.Context, seen *wal.Holder) (*wal.Writer, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -435,7 +441,7 @@ func (s *Store) walWriter(ctx context.Context) (*wal.Writer, error) {
 	}
 	// Another live process with this instance id, or a full disk, is
 	// reported rather than fought over with claims (claimguard.go).
-	h, err := s.admitClaim(ctx)
+	h, err := s.admitClaim(ctx, seen)
 	if err != nil {
 		return nil, err
 	}

@@ -16,10 +16,23 @@ import (
 // position, seals what it replayed, and starts the writer.
 func Claim(ctx context.Context, opts Options) (*Writer, error) {
 	opts.setDefaults()
-	// The shard's registration goes out beside the manifest's read, and
-	// lands before the claim's commit.
+	// The shard's registration goes out beside the manifest's read. A new
+	// shard's lands before its first manifest, so that every shard with a
+	// manifest is listed; an existing one's (it heals a missing marker)
+	// before the claim's seal.
 	registered := make(chan error, 1)
 	go func() { registered <- opts.Store.Put(ctx, shardsDir+opts.Shard, nil) }()
+	regWaited := false
+	waitRegistered := func() error {
+		if regWaited {
+			return nil
+		}
+		regWaited = true
+		if err := <-registered; err != nil {
+			return fmt.Errorf("wal: register shard %s: %w", opts.Shard, err)
+		}
+		return nil
+	}
 	var known *Manifest
 	if opts.Holder != nil {
 		known = opts.Holder.manifest
@@ -32,6 +45,9 @@ func Claim(ctx context.Context, opts Options) (*Writer, error) {
 		}
 		if errors.Is(err, ErrNoShard) {
 			m, err = &Manifest{NextGeneration: 1}, nil
+			if rerr := waitRegistered(); rerr != nil {
+				return nil, rerr
+			}
 		}
 		if err != nil {
 			return nil, err
@@ -48,11 +64,6 @@ func Claim(ctx context.Context, opts Options) (*Writer, error) {
 			nm.Owner = &o
 		}
 		nm.UpdatedAt = opts.Clock.Now().UTC()
-		if attempt == 0 {
-			if err := <-registered; err != nil {
-				return nil, fmt.Errorf("wal: register shard %s: %w", opts.Shard, err)
-			}
-		}
 		err = commitManifest(ctx, opts.Store, opts.Shard, nm)
 		if err == nil {
 			break
@@ -106,6 +117,10 @@ func Claim(ctx context.Context, opts Options) (*Writer, error) {
 		}
 	}
 	side.Wait()
+	if err := waitRegistered(); err != nil {
+		w.mem.release()
+		return nil, err
+	}
 	if _, err := w.seal(ctx, SealClaim); err != nil {
 		w.mem.release()
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lance-context/lance-context/objstore"
@@ -151,12 +152,30 @@ func readManifest(ctx context.Context, store objstore.Reader, shard string, v ui
 // absent version, and after a crash a deleted old version may come back
 // below a gap (deletes are not flushed). A claim that wrote the version
 // after such a stale one would fork the chain.
+//
+// The newest version listed is read beside the probe past it: where no
+// commit raced the listing (nearly always) that read is the answer.
 func loadListedManifest(ctx context.Context, store objstore.Reader, shard string) (*Manifest, error) {
-	v, err := listedVersion(ctx, store, shard)
+	best, err := listedBest(ctx, store, shard)
 	if err != nil {
 		return nil, err
 	}
-	return readManifest(ctx, store, shard, v)
+	var (
+		m          *Manifest
+		v          uint64
+		merr, perr error
+		wg         sync.WaitGroup
+	)
+	wg.Go(func() { m, merr = readManifest(ctx, store, shard, best) })
+	wg.Go(func() { v, perr = probeUp(ctx, store, shard, best) })
+	wg.Wait()
+	switch {
+	case perr != nil:
+		return nil, perr
+	case v != best:
+		return readManifest(ctx, store, shard, v)
+	}
+	return m, merr
 }
 
 // latestVersion finds the newest manifest version: from the hint, probing
@@ -177,6 +196,16 @@ func latestVersion(ctx context.Context, store objstore.Reader, shard string) (ui
 
 // listedVersion finds the newest manifest version by listing.
 func listedVersion(ctx context.Context, store objstore.Reader, shard string) (uint64, error) {
+	best, err := listedBest(ctx, store, shard)
+	if err != nil {
+		return 0, err
+	}
+	// A listing can race with a commit; probing makes the answer current.
+	return probeUp(ctx, store, shard, best)
+}
+
+// listedBest returns the newest manifest version a listing shows.
+func listedBest(ctx context.Context, store objstore.Reader, shard string) (uint64, error) {
 	objs, err := store.List(ctx, shardDir(shard)+"manifest/")
 	if err != nil {
 		return 0, fmt.Errorf("wal: list shard %s manifests: %w", shard, err)
@@ -190,8 +219,7 @@ func listedVersion(ctx context.Context, store objstore.Reader, shard string) (ui
 	if best == 0 {
 		return 0, ErrNoShard
 	}
-	// A listing can race with a commit; probing makes the answer current.
-	return probeUp(ctx, store, shard, best)
+	return best, nil
 }
 
 func probeUp(ctx context.Context, store objstore.Reader, shard string, v uint64) (uint64, error) {

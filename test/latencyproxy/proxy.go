@@ -442,6 +442,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if p.tracing {
 				e := TraceEntry{StartMS: ms(began.Sub(p.resetAt)), EndMS: ms(time.Since(p.resetAt)), Depth: depth, Op: op,
 					Key: r.URL.Path, Range: r.Header.Get("Range")}
+				if op == OpList {
+					e.Key += "?prefix=" + r.URL.Query().Get("prefix") // what was listed
+				}
 				if cw != nil {
 					e.Bytes = cw.n
 				}
