@@ -67,8 +67,13 @@ func (s *Store) WarmOpen(ctx context.Context) (WarmStats, error) {
 
 // Local reports whether the store's objects are files on this machine,
 // where reading its data ahead costs page-cache reads, not a download.
-func (s *Store) Local() bool {
-	_, ok := objstore.LocalPath(s.root, "_versions")
+func (s *Store) Local() bool { return local(s.root) }
+
+// Local reports whether the catalog's stores are on a local file system.
+func (c *Catalog) Local() bool { return local(c.root) }
+
+func local(root objstore.Store) bool {
+	_, ok := objstore.LocalPath(root, "_versions")
 	return ok
 }
 

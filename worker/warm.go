@@ -91,7 +91,10 @@ func (s *Server) StartupWarm() func(context.Context) {
 
 // warmStores warms every store of the catalog, one at a time (the warm of
 // one store already reads in parallel, and its index prewarm takes half a
-// CPU: more at once would take the CPU from the reads it serves).
+// CPU: more at once would take the CPU from the reads it serves). Where
+// readiness waits only for each store's open part (metadata, on an object
+// store: round trips, not CPU), warmOpenParallel stores open at once, and
+// their data warms follow one at a time.
 func (s *Server) warmStores(ctx context.Context) {
 	w := &s.warm
 	names, err := s.catalog.List(ctx)
@@ -123,33 +126,28 @@ func (s *Server) warmStores(ctx context.Context) {
 		w.left, w.skipped = slices.Clone(names), skip
 		w.mu.Unlock()
 	}
+	par := 1
+	if s.cfg.ReadyWarm == ReadyWarmOpen || s.cfg.ReadyWarm == ReadyWarmAuto && !s.catalog.Local() {
+		par = warmOpenParallel
+	}
+	sem := make(chan struct{}, par)
+	var wg sync.WaitGroup
 	for _, name := range names {
 		if ctx.Err() != nil {
-			return
+			break
 		}
+		sem <- struct{}{}
 		w.mu.Lock()
 		w.warming, w.left = name, w.left[1:]
 		w.mu.Unlock()
-		st, rest, err := s.warmStore(ctx, name, false)
-		w.mu.Lock()
-		if rest && err == nil {
-			w.after = append(w.after, name)
-		}
-		if err != nil {
-			if w.failed == nil {
-				w.failed = map[string]string{}
-			}
-			w.failed[name] = err.Error()
-		} else {
-			w.warmed++
-		}
-		w.mu.Unlock()
-		if err != nil {
-			s.log.Warn("start-up warm of a store failed; its reads warm the caches", "store", name, "err", err)
-			continue
-		}
-		s.log.Info("store warmed", "store", name, "base_version", st.BaseVersion, "fragments", st.Fragments,
-			"indexes", st.Indexes, "pending_generations", st.Generations, "elapsed", st.Elapsed)
+		wg.Go(func() {
+			defer func() { <-sem }()
+			s.warmOne(ctx, name)
+		})
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return
 	}
 	w.mu.Lock()
 	warmed, after := w.warmed, slices.Clone(w.after)
@@ -170,6 +168,35 @@ func (s *Server) warmStores(ctx context.Context) {
 		}
 		s.log.Info("store data warmed", "store", name, "elapsed", st.Elapsed)
 	}
+}
+
+// warmOpenParallel is how many stores the start-up warm opens at once
+// where readiness waits only for their open part.
+const warmOpenParallel = 8
+
+// warmOne runs the start-up warm of store name and records its outcome.
+func (s *Server) warmOne(ctx context.Context, name string) {
+	w := &s.warm
+	st, rest, err := s.warmStore(ctx, name, false)
+	w.mu.Lock()
+	if rest && err == nil {
+		w.after = append(w.after, name)
+	}
+	if err != nil {
+		if w.failed == nil {
+			w.failed = map[string]string{}
+		}
+		w.failed[name] = err.Error()
+	} else {
+		w.warmed++
+	}
+	w.mu.Unlock()
+	if err != nil {
+		s.log.Warn("start-up warm of a store failed; its reads warm the caches", "store", name, "err", err)
+		return
+	}
+	s.log.Info("store warmed", "store", name, "base_version", st.BaseVersion, "fragments", st.Fragments,
+		"indexes", st.Indexes, "pending_generations", st.Generations, "elapsed", st.Elapsed)
 }
 
 // warmStore warms one store: all of it with deep, or, where readiness

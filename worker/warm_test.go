@@ -157,6 +157,7 @@ func TestStartupWarmStopsAtWarmMaxStores(t *testing.T) {
 		}
 	}
 	srv.cfg.WarmMaxStores = 2
+	srv.cfg.ReadyWarm = ReadyWarmFull // one store at a time
 	warm := srv.StartupWarm()
 	done := make(chan struct{})
 	go func() { warm(ctx); close(done) }()
@@ -222,5 +223,52 @@ func TestReadyWarmFromEnv(t *testing.T) {
 	t.Setenv("LC_READY_WARM", "lazy")
 	if _, err := FromEnv(); err == nil || !strings.Contains(err.Error(), "LC_READY_WARM") {
 		t.Errorf("LC_READY_WARM=lazy: %v; want an error naming it", err)
+	}
+}
+
+// TestOpenWarmOpensStoresSideBySide: where readiness waits only for each
+// store's open part, the start-up warm opens the stores at once (on S3,
+// one after another, each store's round trips added up); the full warm
+// takes them one at a time.
+func TestOpenWarmOpensStoresSideBySide(t *testing.T) {
+	for _, mode := range []string{ReadyWarmOpen, ReadyWarmFull} {
+		t.Run(mode, func(t *testing.T) {
+			srv, _, _, entered, release := warmWorker(t, time.Hour)
+			ctx := context.Background()
+			for _, name := range []string{"s1", "s2"} {
+				if _, err := srv.catalog.Create(ctx, name); err != nil {
+					t.Fatal(err)
+				}
+			}
+			srv.cfg.ReadyWarm = mode
+			done := make(chan struct{})
+			go func() { srv.StartupWarm()(ctx); close(done) }()
+			want := 1
+			if mode == ReadyWarmOpen {
+				want = 3
+			}
+			var at []string
+			for len(at) < want {
+				select {
+				case name := <-entered:
+					at = append(at, name)
+				case <-time.After(5 * time.Second):
+					t.Fatalf("%s warm: %v entered before any returned; want %d at once", mode, at, want)
+				}
+			}
+			select {
+			case name := <-entered:
+				t.Fatalf("%s warm: %v entered, then %s before any returned; want %d at once", mode, at, name, want)
+			case <-time.After(100 * time.Millisecond):
+			}
+			release()
+			for {
+				select {
+				case <-entered:
+				case <-done:
+					return
+				}
+			}
+		})
 	}
 }
