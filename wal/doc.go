@@ -430,7 +430,10 @@
 // deleted, fence entries excepted (without a directory sync: one that comes
 // back after a crash is at or below R, and the next claim's sweep deletes it
 // again). Manifest versions more than 16 behind the hint are deleted, claim
-// versions excepted. Nobody reads an entry at or below R but a deposed
+// versions excepted. A claim whose replay found only fence entries after R
+// seals no rows; its writer then commits R past them as its loop starts
+// (passRowless), so that claims of a store restarted while idle do not
+// replay the fences of every claim before them. Nobody reads an entry at or below R but a deposed
 // writer, which can no longer acknowledge; and an entry names its shard and
 // position, so a reader refuses one found under another position's name.
 // The known hazard: a writer stalled since before the claim wakes up and

@@ -57,6 +57,7 @@ func (w *Writer) loop() {
 	defer w.log.close()
 	defer w.abandonSeal()
 	ctx := context.Background()
+	w.passRowless(ctx)
 	var queue []*op
 	for {
 		if len(queue) == 0 {

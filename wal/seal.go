@@ -222,6 +222,36 @@ func (w *Writer) commitSeal(ctx context.Context, gen Generation, lastPos uint64)
 
 const pendingWarn = 256
 
+// passRowless commits replay_after past the positions after it when the
+// memtable is empty: they hold no rows (the claim sealed any it replayed),
+// only fence entries. A claim whose replay found nothing else (a store
+// restarted while idle) seals nothing, so without this each claim replayed
+// the fences of every claim since the store's last seal, one more at each
+// restart. It runs as the writer's loop starts, off the claim's path.
+// Fence entries are never collected (doc.go, "Garbage collection"), so
+// passing them keeps every fence in place.
+func (w *Writer) passRowless(ctx context.Context) {
+	if w.err != nil || w.mem.rows != 0 || w.nextPos-1 <= w.man.ReplayAfter {
+		return
+	}
+	nm := w.man.clone()
+	nm.Version++
+	nm.ReplayAfter = w.nextPos - 1
+	nm.UpdatedAt = w.opts.Clock.Now().UTC()
+	if err := commitManifest(ctx, w.opts.Store, w.opts.Shard, nm); err != nil {
+		if errors.Is(err, ErrFenced) {
+			w.fence(err)
+			return
+		}
+		// The next seal passes them instead.
+		w.opts.Logger.Warn("wal: committing replay_after past fence entries failed", "shard", w.opts.Shard, "err", err)
+		return
+	}
+	w.man = nm
+	w.publish()
+	w.log.sealed(nm.ReplayAfter)
+}
+
 // memtable holds acknowledged rows not yet sealed.
 type memtable struct {
 	batches []arrow.RecordBatch

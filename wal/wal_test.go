@@ -579,3 +579,42 @@ func TestRegression_ReplayFetchesListedEntriesAtOnce(t *testing.T) {
 		t.Errorf("claim over 40 entries: %s; want the entries fetched in windows, the first and the one after them each read beside a listing (at most 12 sequential; one entry at a time took 51, the windows alone 15)", c)
 	}
 }
+
+// TestRegression_IdleRestartsReplayNoPileOfFences: a store restarted while
+// idle (each claim puts a fence entry and seals no rows) must not replay
+// the fences of every claim before: the writer commits replay_after past
+// them. Before, the eighth claim read seven fences more than the second.
+func TestRegression_IdleRestartsReplayNoPileOfFences(t *testing.T) {
+	ctx := context.Background()
+	mem := objstore.NewMemory()
+	w := claim(t, opts(mem))
+	if err := appendIDs(t, w, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Seal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.Abandon()
+	gets := map[int]int{}
+	for i := 2; i <= 8; i++ {
+		cs := objstore.NewCounting(mem, 0)
+		w := claim(t, opts(cs))
+		gets[i] = cs.Counts().Calls[objstore.OpGet]
+		if err := w.Seal(ctx); err != nil { // after the loop's first step
+			t.Fatal(err)
+		}
+		m, err := LoadManifest(ctx, mem, "s1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.ReplayAfter != w.nextPos-1 {
+			t.Fatalf("claim %d: replay_after %d with the writer at position %d; want it past the fences", i, m.ReplayAfter, w.nextPos)
+		}
+		w.Abandon() // restarted while idle
+	}
+	t.Logf("object gets per claim: %v", gets)
+	if gets[8] > gets[2] {
+		t.Errorf("the eighth idle claim read %d objects, the second %d; want no more", gets[8], gets[2])
+	}
+	wantIDs(t, mem, "a")
+}
