@@ -113,6 +113,14 @@ type faultyFile struct {
 	name string
 }
 
+// SetDirect passes direct IO through to the file under it, where it can.
+func (f *faultyFile) SetDirect(on bool) error {
+	if d, ok := f.File.(interface{ SetDirect(bool) error }); ok {
+		return d.SetDirect(on)
+	}
+	return errors.ErrUnsupported
+}
+
 func (f *faultyFile) WriteAt(p []byte, off int64) (int, error) {
 	if err := f.fs.fail("write", f.name); err != nil {
 		return 0, err

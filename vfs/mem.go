@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
+	"unsafe"
 )
 
 // MemFS is an in-memory file system that simulates power cuts. Writes
@@ -377,6 +379,7 @@ type memHandle struct {
 	write  bool
 	closed bool
 	name   string
+	direct bool // SetDirect
 }
 
 var errClosed = errors.New("file already closed")
@@ -421,10 +424,28 @@ func (h *memHandle) WriteAt(p []byte, off int64) (int, error) {
 	if err := h.check("write", true); err != nil {
 		return 0, err
 	}
+	if h.direct && (off%DirectAlign != 0 || len(p)%DirectAlign != 0 || uintptr(unsafe.Pointer(unsafe.SliceData(p)))%DirectAlign != 0) {
+		return 0, pathErr("write", h.name, syscall.EINVAL) // as Linux answers a misaligned direct write
+	}
 	o := memOp{off: off, data: slices.Clone(p)}
 	h.f.data = h.f.apply(h.f.data, o)
 	h.f.pending = append(h.f.pending, o)
 	return len(p), nil
+}
+
+// SetDirect turns direct IO on or off as an OS file's does. A MemFS file
+// keeps its semantics (a write is durable at the next flush, as the
+// device's cache makes a direct write), but while direct IO is on it
+// refuses writes whose offset, length or buffer is not aligned to
+// DirectAlign, so tests over it check that direct writes are.
+func (h *memHandle) SetDirect(on bool) error {
+	h.fs.mu.Lock()
+	defer h.fs.mu.Unlock()
+	if err := h.check("fcntl", false); err != nil {
+		return err
+	}
+	h.direct = on
+	return nil
 }
 
 func (h *memHandle) Close() error {

@@ -6,7 +6,9 @@ import (
 	"io/fs"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
+	"unsafe"
 )
 
 func read(t *testing.T, fsys FS, name string) string {
@@ -233,5 +235,43 @@ func TestMemFSLink(t *testing.T) {
 	}
 	if got := read(t, m, "/b/g"); got != "two" {
 		t.Fatalf("after the cut %q, want %q", got, "two")
+	}
+}
+
+// TestMemDirectWritesMustBeAligned: with direct IO on, a MemFS file refuses
+// writes whose offset, length or buffer is not aligned (EINVAL, as Linux),
+// and takes aligned ones; off, it takes any.
+func TestMemDirectWritesMustBeAligned(t *testing.T) {
+	m := NewMem()
+	f, err := m.Create("/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, ok := f.(interface{ SetDirect(bool) error })
+	if !ok {
+		t.Fatal("a MemFS file has no SetDirect")
+	}
+	if err := d.SetDirect(true); err != nil {
+		t.Fatal(err)
+	}
+	raw := make([]byte, 3*DirectAlign)
+	skew := int(uintptr(unsafe.Pointer(&raw[0])) % DirectAlign)
+	aligned := raw[(DirectAlign-skew)%DirectAlign:][:DirectAlign]
+	for name, w := range map[string]struct {
+		p   []byte
+		off int64
+	}{"offset": {aligned, 100}, "length": {aligned[:100], 0}, "buffer": {raw[(DirectAlign-skew)%DirectAlign+1:][:DirectAlign], 0}} {
+		if _, err := f.WriteAt(w.p, w.off); !errors.Is(err, syscall.EINVAL) {
+			t.Errorf("misaligned %s: %v; want EINVAL", name, err)
+		}
+	}
+	if _, err := f.WriteAt(aligned, DirectAlign); err != nil {
+		t.Fatalf("aligned direct write: %v", err)
+	}
+	if err := d.SetDirect(false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("x"), 3); err != nil {
+		t.Fatalf("write with direct IO off: %v", err)
 	}
 }
