@@ -23,7 +23,10 @@ func setDirect(f vfs.File) bool {
 }
 
 // write writes frame at the current segment's end: by direct IO, the
-// tail and frame in whole blocks, zero-padded, or else as it is.
+// tail and frame in whole blocks, zero-padded, or else as it is. A frame
+// that put assembled in the aligned buffer right after room for the tail
+// is written where it is; another (the segment rotated since, or the
+// frame was assembled elsewhere) is copied into it.
 func (l *segmentLog) write(frame []byte) error {
 	s := l.cur
 	if !s.direct {
@@ -31,9 +34,19 @@ func (l *segmentLog) write(frame []byte) error {
 		return err
 	}
 	n := len(s.tail) + len(frame)
-	buf := l.alignedBuf(int(alignUp(int64(n))))
-	copy(buf, s.tail)
-	copy(buf[len(s.tail):], frame)
+	total := int(alignUp(int64(n)))
+	var buf []byte
+	if cap(l.dbuf) >= total && unsafe.SliceData(frame) == unsafe.SliceData(l.dbuf[len(s.tail):cap(l.dbuf)]) {
+		buf = l.dbuf[:total]
+		copy(buf, s.tail) // into the room before the frame
+	} else {
+		if within(frame, l.dbuf) {
+			l.dbuf = nil // the frame sits elsewhere in it: copy into new memory
+		}
+		buf = l.alignedBuf(total)
+		copy(buf, s.tail)
+		copy(buf[len(s.tail):], frame)
+	}
 	clear(buf[n:])
 	start := s.off - int64(len(s.tail))
 	if _, err := s.f.WriteAt(buf, start); err != nil {
@@ -56,6 +69,16 @@ func (l *segmentLog) write(frame []byte) error {
 		l.dbuf = nil
 	}
 	return nil
+}
+
+// within says whether b lies in buf's memory (up to its capacity).
+func within(b, buf []byte) bool {
+	if len(b) == 0 || cap(buf) == 0 {
+		return false
+	}
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	lo := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
+	return p >= lo && p < lo+uintptr(cap(buf))
 }
 
 // alignUp rounds n up to a whole number of direct IO blocks.

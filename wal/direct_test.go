@@ -131,6 +131,11 @@ func TestSegmentLogsDirectWhereTheFileSystemAllows(t *testing.T) {
 			if w.seg.cur.direct == buffered {
 				t.Fatalf("segment direct=%v with BufferedLog=%v", w.seg.cur.direct, buffered)
 			}
+			// By direct IO frames are assembled in the aligned buffer: no
+			// second frame buffer is kept beside it.
+			if kept := cap(w.seg.buf); !buffered && kept != 0 {
+				t.Fatalf("a direct segment log keeps a frame buffer of %d bytes beside its aligned one", kept)
+			}
 			w.Abandon() // a crash: nothing sealed
 			replayed(t, o, ids...)
 		})

@@ -143,10 +143,11 @@
 // arrives during it).
 //
 // Frames are written by direct IO (O_DIRECT) where the file system takes
-// it (direct.go; Options.BufferedLog turns it off): a write copies the
-// frame after the segment's last partial block (its tail, kept in memory)
-// into an aligned buffer, zero-pads it to a whole block and writes that at
-// the tail's block; the data flush follows as before. Through the page
+// it (direct.go; Options.BufferedLog turns it off): a frame is assembled
+// in an aligned buffer after room for the segment's last partial block
+// (its tail, kept in memory); the write copies the tail into that room,
+// zero-pads the frame to a whole block and writes it all at the tail's
+// block; the data flush follows as before. Through the page
 // cache a frame cost a copy into fresh pages of it, which on a virtual
 // machine that returns free memory to its host was most of an append's CPU
 // (a 1 KB record's JSON batch append: 163k to 284k records/s; Arrow:

@@ -226,10 +226,7 @@ func newEntryHeader(s *arrow.Schema, shard string, epoch uint64) (*entryHeader, 
 // when buf is large enough (a segment log reuses its buffer: allocating
 // one clears it, which cost as much as the copy).
 func (h *entryHeader) assemble(msgs []*encoded, pos uint64, headroom int, buf []byte) []byte {
-	n := headroom + len(h.msg) + len(endOfStream)
-	for _, m := range msgs {
-		n += m.size
-	}
+	n := h.size(msgs, headroom)
 	var out []byte
 	if cap(buf) >= n {
 		out = buf[:headroom]
@@ -250,6 +247,15 @@ func (h *entryHeader) assemble(msgs []*encoded, pos uint64, headroom int, buf []
 		}
 	}
 	return append(out, endOfStream...)
+}
+
+// size is the length of the frame assemble makes of msgs after headroom.
+func (h *entryHeader) size(msgs []*encoded, headroom int) int {
+	n := headroom + len(h.msg) + len(endOfStream)
+	for _, m := range msgs {
+		n += m.size
+	}
+	return n
 }
 
 // entry is a decoded WAL entry.

@@ -41,11 +41,21 @@ func (objectLog) close()        {}
 // put appends the entry as a frame and flushes it.
 func (l *segmentLog) put(_ context.Context, pos uint64, f *entryFormat, msgs []*encoded, recs []arrow.RecordBatch) error {
 	start := time.Now()
-	frame := f.header.assemble(msgs, pos, frameHeaderSize, l.buf)
-	if cap(frame) <= maxKeptFrameBuffer {
-		l.buf = frame[:0] // written by the time append returns (io.WriterAt keeps nothing)
+	var frame []byte
+	if s := l.cur; s != nil && s.direct && !l.cutNext {
+		// Assembled in the aligned buffer after room for the segment's
+		// tail, where the direct write takes it without a copy (direct.go).
+		t := len(s.tail)
+		buf := l.alignedBuf(int(alignUp(int64(f.header.size(msgs, t+frameHeaderSize)))))
+		frame = f.header.assemble(msgs, pos, t+frameHeaderSize, buf)[t:]
+		l.buf = nil // the first frame's, assembled before the segment was known
 	} else {
-		l.buf = nil
+		frame = f.header.assemble(msgs, pos, frameHeaderSize, l.buf)
+		if cap(frame) <= maxKeptFrameBuffer {
+			l.buf = frame[:0] // written by the time append returns (io.WriterAt keeps nothing)
+		} else {
+			l.buf = nil
+		}
 	}
 	if err := l.append(pos, frame); err != nil {
 		return err
