@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/lance-context/lance-context/objstore"
 	"github.com/lance-context/lance-context/vfs"
@@ -281,19 +282,17 @@ func (c *Catalog) Recover(ctx context.Context) error {
 		return err
 	}
 	errs := make([]error, len(names))
-	sem := make(chan struct{}, recoverParallel)
-	var wg sync.WaitGroup
+	var g errgroup.Group // every store's error is kept, not the first
+	g.SetLimit(recoverParallel)
 	for i, name := range names {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		g.Go(func() error {
 			if err := c.recover(ctx, name); err != nil {
 				errs[i] = fmt.Errorf("store %s: %w", name, err)
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	g.Wait()
 	return errors.Join(errs...)
 }
 

@@ -197,19 +197,13 @@ func (w *Writer) commitSeal(ctx context.Context, gen Generation, lastPos uint64)
 	nm.ReplayAfter = lastPos
 	nm.Generations = append(nm.Generations, gen)
 	nm.UpdatedAt = w.opts.Clock.Now().UTC()
-	if err := commitManifest(ctx, w.opts.Store, w.opts.Shard, nm); err != nil {
+	if err := w.commitNext(ctx, nm); err != nil {
 		// The generation file stays: the manifest may have landed. If it
 		// did not, the file is garbage; a later drop sweeps it.
 		w.sweep.Store(true)
-		if errors.Is(err, ErrFenced) {
-			return w.fence(err)
-		}
 		return err
 	}
-	w.man = nm
-	w.publish()
 	to := nm.ReplayAfter
-	w.log.sealed(nm.ReplayAfter)
 	if w.seg != nil {
 		to = min(to, w.objectsUpTo)
 	}
@@ -238,18 +232,26 @@ func (w *Writer) passRowless(ctx context.Context) {
 	nm.Version++
 	nm.ReplayAfter = w.nextPos - 1
 	nm.UpdatedAt = w.opts.Clock.Now().UTC()
-	if err := commitManifest(ctx, w.opts.Store, w.opts.Shard, nm); err != nil {
-		if errors.Is(err, ErrFenced) {
-			w.fence(err)
-			return
-		}
+	if err := w.commitNext(ctx, nm); err != nil && !errors.Is(err, ErrFenced) {
 		// The next seal passes them instead.
 		w.opts.Logger.Warn("wal: committing replay_after past fence entries failed", "shard", w.opts.Shard, "err", err)
-		return
+	}
+}
+
+// commitNext commits nm, the manifest version after the writer's, and
+// makes it the writer's; a writer that finds the version taken is fenced.
+// The log learns its replay_after.
+func (w *Writer) commitNext(ctx context.Context, nm *Manifest) error {
+	if err := commitManifest(ctx, w.opts.Store, w.opts.Shard, nm); err != nil {
+		if errors.Is(err, ErrFenced) {
+			return w.fence(err)
+		}
+		return err
 	}
 	w.man = nm
 	w.publish()
 	w.log.sealed(nm.ReplayAfter)
+	return nil
 }
 
 // memtable holds acknowledged rows not yet sealed.

@@ -127,7 +127,7 @@ func (s *Server) warmStores(ctx context.Context) {
 		w.mu.Unlock()
 	}
 	par := 1
-	if s.cfg.ReadyWarm == ReadyWarmOpen || s.cfg.ReadyWarm == ReadyWarmAuto && !s.catalog.Local() {
+	if s.openFirst() {
 		par = warmOpenParallel
 	}
 	sem := make(chan struct{}, par)
@@ -212,13 +212,25 @@ func (s *Server) warmStore(ctx context.Context, name string, deep bool) (st roll
 	if err != nil {
 		return rollout.WarmStats{}, false, err
 	}
-	switch {
-	case deep, s.cfg.ReadyWarm == ReadyWarmFull, s.cfg.ReadyWarm != ReadyWarmOpen && store.Local():
+	if deep || !s.openFirst() {
 		st, err = store.Warm(ctx)
 		return st, false, err
 	}
 	st, err = store.WarmOpen(ctx)
 	return st, true, err
+}
+
+// openFirst reports whether readiness waits only for the open part of
+// each store's warm (Config.ReadyWarm; auto: where the stores are on an
+// object store).
+func (s *Server) openFirst() bool {
+	switch s.cfg.ReadyWarm {
+	case ReadyWarmOpen:
+		return true
+	case ReadyWarmAuto:
+		return !s.catalog.Local()
+	}
+	return false
 }
 
 // ready answers /readyz: 503 with Retry-After while the start-up warm
