@@ -115,6 +115,16 @@ describe('merge lag', () => {
     expect(shardLag(2).textContent).toBe('—'); // nothing pending
   });
 
+  it('regression: a lag of a few milliseconds keeps its figure (it read 0.0 and so none)', async () => {
+    stubFetch({ 'GET /api/v1/experiments': () => ({ experiments: [exp('just-sealed', 0.004)], total: 1 }) });
+    renderAt('/');
+    const table = await screen.findByTestId('experiments-table');
+    await waitFor(() => expect(within(table).getAllByTestId('experiment-row')).toHaveLength(1));
+    const lag = within(table).getByTestId('merge-lag');
+    expect(lag.textContent).toBe('<1s');
+    expect(Number(lag.getAttribute('data-lag-seconds'))).toBeCloseTo(0.004, 6);
+  });
+
   it('shardLags falls back to the browser clock without merge_lag_seconds', () => {
     const now = Date.parse('2001-01-01T00:01:00Z');
     const lags = shardLags({ ...OVERVIEW, merge_lag_seconds: undefined }, now);

@@ -19,7 +19,8 @@ export function MergeLag({ seconds }: { seconds: number | null | undefined }) {
     <span
       className={warn ? 'lag lag-warn' : 'lag'}
       data-testid="merge-lag"
-      data-lag-seconds={s.toFixed(1)}
+      // The exact figure: a lag of a few milliseconds must not read as none.
+      data-lag-seconds={String(s)}
       data-warn={warn ? 'true' : 'false'}
       title={
         s
