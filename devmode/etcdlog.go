@@ -59,7 +59,8 @@ func closedListener(fs []zapcore.Field) bool {
 		msg := strings.ToLower(err.Error())
 		return errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) ||
 			strings.Contains(msg, "server closed") || strings.Contains(msg, "use of closed network connection") ||
-			strings.Contains(msg, "server has been stopped") // grpc.ErrServerStopped
+			strings.Contains(msg, "server has been stopped") || // grpc.ErrServerStopped
+			strings.Contains(msg, "mux: listener closed") // cmux, when its listener closes first
 	}
 	return false
 }
