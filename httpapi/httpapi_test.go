@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -136,5 +137,39 @@ func TestWriteErrorBoundsMessage(t *testing.T) {
 	}
 	if _, msg := errorMessage(t, h, "/experiments/exp/records"); len(msg) > maxErrorMessage {
 		t.Fatalf("a message of %d bytes, want at most %d", len(msg), maxErrorMessage)
+	}
+}
+
+// The registry exports the collector's CPU and cycles, which the soak reads
+// to show what a worker's filling caches cost in collections.
+func TestRegistryExportsGCCPU(t *testing.T) {
+	reg := httpapi.NewRegistry()
+	runtime.GC()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]float64{}
+	for _, f := range fams {
+		for _, m := range f.GetMetric() {
+			switch {
+			case m.GetCounter() != nil:
+				seen[f.GetName()] = m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				seen[f.GetName()] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	for _, name := range []string{"go_cpu_classes_gc_total_cpu_seconds_total", "go_cpu_classes_total_cpu_seconds_total", "go_gc_cycles_total_gc_cycles_total"} {
+		v, ok := seen[name]
+		if !ok {
+			t.Fatalf("%s is not exported (have %d families)", name, len(fams))
+		}
+		if v <= 0 {
+			t.Errorf("%s = %v after a collection, want > 0", name, v)
+		}
+	}
+	if _, ok := seen["go_goroutines"]; !ok {
+		t.Error("the default Go metrics are gone")
 	}
 }

@@ -7,6 +7,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -15,6 +16,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -84,25 +86,34 @@ func main() {
 
 // sample is one line of the output.
 type sample struct {
-	T           float64          `json:"t_s"`
-	Appended    int64            `json:"appended_records"`
-	LiveRows    int64            `json:"live_rows"`
-	Merges      int64            `json:"merges"`
-	Compactions int64            `json:"compactions"`
-	Cleanups    int64            `json:"cleanups"`
-	BaseBytes   int64            `json:"base_bytes"` // _versions, data, _indices, _deletions, _transactions
-	LiveBytes   int64            `json:"live_bytes"` // the latest version's files
-	Ratio       float64          `json:"base_over_live"`
-	WALBytes    int64            `json:"wal_bytes"`
-	StoreBytes  int64            `json:"store_bytes"` // everything under the store's directory
-	Files       map[string]int   `json:"files"`
-	RSSMB       float64          `json:"rss_mb"`
-	FDs         int              `json:"fds"`
-	AppendP50   float64          `json:"append_p50_ms"`
-	AppendP99   float64          `json:"append_p99_ms"`
-	ReadP50     float64          `json:"read_p50_ms"`
-	ReadP99     float64          `json:"read_p99_ms"`
-	MergeLagMax float64          `json:"merge_lag_max_s"` // worst lag seen by the lag prober since the last sample
+	T           float64        `json:"t_s"`
+	Appended    int64          `json:"appended_records"`
+	LiveRows    int64          `json:"live_rows"`
+	Merges      int64          `json:"merges"`
+	Compactions int64          `json:"compactions"`
+	Cleanups    int64          `json:"cleanups"`
+	BaseBytes   int64          `json:"base_bytes"` // _versions, data, _indices, _deletions, _transactions
+	LiveBytes   int64          `json:"live_bytes"` // the latest version's files
+	Ratio       float64        `json:"base_over_live"`
+	WALBytes    int64          `json:"wal_bytes"`
+	StoreBytes  int64          `json:"store_bytes"` // everything under the store's directory
+	Files       map[string]int `json:"files"`
+	RSSMB       float64        `json:"rss_mb"`
+	FDs         int            `json:"fds"`
+	AppendP50   float64        `json:"append_p50_ms"`
+	AppendP99   float64        `json:"append_p99_ms"`
+	ReadP50     float64        `json:"read_p50_ms"`
+	ReadP99     float64        `json:"read_p99_ms"`
+	// Each read's own figures: the three differ by tens of times in size.
+	GetP50      float64          `json:"get_p50_ms"`
+	GetP99      float64          `json:"get_p99_ms"`
+	PageP50     float64          `json:"page_p50_ms"`
+	PageP99     float64          `json:"page_p99_ms"`
+	TrajP50     float64          `json:"trajectory_p50_ms"`
+	TrajP99     float64          `json:"trajectory_p99_ms"`
+	CPUCores    float64          `json:"worker_cpu_cores"` // the worker's CPU seconds per second since the last sample
+	GCShare     float64          `json:"gc_cpu_share"`     // of that CPU, the share the collector took
+	MergeLagMax float64          `json:"merge_lag_max_s"`  // worst lag seen by the lag prober since the last sample
 	Errors      map[string]int64 `json:"errors,omitempty"`
 }
 
@@ -220,6 +231,7 @@ func run(ctx context.Context, c config) error {
 	defer cancel()
 	var (
 		appendLat, readLat  latencies
+		kindLat             [3]latencies // get, page, trajectory
 		errs                counters
 		appended, nextID    atomic.Int64
 		merges, compactions atomic.Int64
@@ -322,7 +334,9 @@ func run(ctx context.Context, c config) error {
 					}
 					continue
 				}
-				readLat.add(time.Since(start))
+				took := time.Since(start)
+				readLat.add(took)
+				kindLat[k%3].add(took)
 			}
 		}()
 	}
@@ -347,6 +361,7 @@ func run(ctx context.Context, c config) error {
 	enc := json.NewEncoder(os.Stdout)
 	var samples []sample
 	began := time.Now()
+	prevCPU, _ := workerCPU(ctx, addr)
 	tick := time.NewTicker(c.sampleEvery)
 	defer tick.Stop()
 	for done := false; !done; {
@@ -364,6 +379,13 @@ func run(ctx context.Context, c config) error {
 		s.Appended, s.Merges, s.Compactions, s.Cleanups = appended.Load(), merges.Load(), compactions.Load(), cleanups.Load()
 		s.AppendP50, s.AppendP99 = appendLat.take()
 		s.ReadP50, s.ReadP99 = readLat.take()
+		s.GetP50, s.GetP99 = kindLat[0].take()
+		s.PageP50, s.PageP99 = kindLat[1].take()
+		s.TrajP50, s.TrajP99 = kindLat[2].take()
+		if cpu, err := workerCPU(ctx, addr); err == nil {
+			s.CPUCores, s.GCShare = cpu.since(prevCPU)
+			prevCPU = cpu
+		}
 		s.MergeLagMax = lagMax.take()
 		s.Errors = errs.take()
 		_ = enc.Encode(s)
@@ -473,8 +495,58 @@ func summarize(ss []sample, c config) error {
 	fmt.Fprintf(os.Stderr, "  second half, first quarter -> last quarter: RSS MB %s, fds %s, append p99 ms %s, read p99 ms %s\n",
 		drift(func(s sample) float64 { return s.RSSMB }), drift(func(s sample) float64 { return float64(s.FDs) }),
 		drift(func(s sample) float64 { return s.AppendP99 }), drift(func(s sample) float64 { return s.ReadP99 }))
+	fmt.Fprintf(os.Stderr, "  the same, p99 ms by read: get %s, page %s, trajectory %s; collector's share of the worker's CPU %s\n",
+		drift(func(s sample) float64 { return s.GetP99 }), drift(func(s sample) float64 { return s.PageP99 }),
+		drift(func(s sample) float64 { return s.TrajP99 }), drift(func(s sample) float64 { return s.GCShare * 100 }))
 	fmt.Fprintf(os.Stderr, "  worst merge lag seen: %.1f s (merge age %s)\n", lag, c.mergeAge)
 	return nil
+}
+
+// cpuTimes are a worker's CPU seconds, all and the collector's, from its
+// /metrics, and when they were read.
+type cpuTimes struct {
+	at           time.Time
+	total, gcCPU float64
+}
+
+// since returns the cores used between p and c and the collector's share.
+func (c cpuTimes) since(p cpuTimes) (cores, gcShare float64) {
+	d := c.total - p.total
+	if p.at.IsZero() || d <= 0 {
+		return 0, 0
+	}
+	return d / c.at.Sub(p.at).Seconds(), (c.gcCPU - p.gcCPU) / d
+}
+
+func workerCPU(ctx context.Context, addr string) (cpuTimes, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return cpuTimes{}, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return cpuTimes{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return cpuTimes{}, fmt.Errorf("/metrics: HTTP %d", resp.StatusCode)
+	}
+	t := cpuTimes{at: time.Now()}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		name, v, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			continue
+		}
+		switch name {
+		case "process_cpu_seconds_total":
+			t.total, _ = strconv.ParseFloat(v, 64)
+		case "go_cpu_classes_gc_total_cpu_seconds_total":
+			t.gcCPU, _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	return t, sc.Err()
 }
 
 // atomicFloat keeps a maximum between takes.
