@@ -358,14 +358,19 @@ const (
 	readAheadBytes = 64 << 20
 )
 
-// OpenGeneration opens a generation file for reading.
+// OpenGeneration opens a generation file for reading, with loadIO: the
+// offsets its reads find are not kept.
 func OpenGeneration(ctx context.Context, store objstore.Reader, shard string, g Generation) (*file.Reader, error) {
-	return openGeneration(ctx, file.DefaultIO(), store, shard, g, false)
+	return openGeneration(ctx, loadIO(), store, shard, g, false)
 }
 
-// loadIO is the IO of LoadGeneration's Readers. They read a generation's
-// rows once and are dropped, so the offsets they read are not kept: in
-// the shared cache they would only push out those that point reads use.
+// loadIO is the IO of generation Readers. A generation lives seconds to
+// minutes (a merge folds it in), and its Readers read some rows once and
+// are dropped, so the offsets they read are not kept: in the shared cache
+// they would only push out those that point reads of the base use. (They
+// did: a reader of wide columns of pending rows kept ~1.5M small entries
+// there under a soak's ingest, and the collector's marking of them took a
+// quarter of the CPU.)
 var loadIO = sync.OnceValue(func() *file.IO {
 	return file.NewIO(file.IOOptions{Concurrency: file.IOConcurrency(), Cache: lru.New(0)})
 })
@@ -381,7 +386,7 @@ func openGeneration(ctx context.Context, fio *file.IO, store objstore.Reader, sh
 		size = info.Size
 	}
 	var src file.Source = rangeSource{store, key}
-	if size <= smallGeneration || whole {
+	if size <= SmallGeneration || whole {
 		b, err := store.Get(ctx, key)
 		if err != nil {
 			return nil, fmt.Errorf("wal: generation %s: %w", key, err)
@@ -395,12 +400,12 @@ func openGeneration(ctx context.Context, fio *file.IO, store objstore.Reader, sh
 	return r, nil
 }
 
-// smallGeneration is the size up to which a generation file is read whole,
+// SmallGeneration is the size up to which a generation file is read whole,
 // with one request, and served from memory. Read range by range, a file
 // costs one request per column page it touches (about 34 for the rollout
 // schema): on S3 that, not the bytes, is the cost of a cold read, and a
 // backlog is made of many small generations.
-const smallGeneration = 1 << 20
+const SmallGeneration = 1 << 20
 
 // bytesSource serves ranges of a file held in memory. It returns copies, so
 // decoded arrays never pin the whole file.
