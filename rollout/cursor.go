@@ -163,14 +163,12 @@ func (s *Store) listByID(ctx context.Context, v *view, o ListOptions) (*ListResu
 	page = page[min(o.Offset, len(page)):]
 	out := make([]Record, len(page))
 	var addrs []table.RowAddr
-	var at []int
+	var at, walAt []int
+	var walRows []walRow
 	for i := range page {
 		if page[i].wal != nil {
-			rec, err := page[i].wal.record()
-			if err != nil {
-				return nil, err
-			}
-			out[i] = rec
+			walRows = append(walRows, *page[i].wal)
+			walAt = append(walAt, i)
 			continue
 		}
 		if rec, ok := early.taken(page[i].addr); ok {
@@ -184,6 +182,21 @@ func (s *Store) listByID(ctx context.Context, v *view, o ListOptions) (*ListResu
 		addrs = append(addrs, page[i].addr)
 		at = append(at, i)
 	}
+	// The pending rows' columns the generation cache does not keep are
+	// read beside the base's rows.
+	var pendingErr error
+	pendingDone := make(chan struct{})
+	pctx, cancel := context.WithCancel(ctx)
+	go func() {
+		defer close(pendingDone)
+		var rs []Record
+		if rs, pendingErr = s.pendingRecords(pctx, walRows); pendingErr == nil {
+			for j, i := range walAt {
+				out[i] = rs[j]
+			}
+		}
+	}()
+	defer func() { cancel(); <-pendingDone }() // no read of this call outlives it
 	if len(addrs) > 0 {
 		// Rows are read in address order (TakeRows then does not reorder
 		// every column) and put in id order here.
@@ -205,6 +218,9 @@ func (s *Store) listByID(ctx context.Context, v *view, o ListOptions) (*ListResu
 		for j, i := range at {
 			out[i] = rs[j]
 		}
+	}
+	if <-pendingDone; pendingErr != nil {
+		return nil, pendingErr
 	}
 	res.Records = out
 	if res.HasMore && len(out) > 0 {

@@ -234,7 +234,14 @@
 //
 // Reads of the tier (wal, all, get, blob, trajectory) follow wal's newest
 // wins rule (wal.NewestRows, wal.FindNewest) over generations decoded in
-// the GenCache, bounded by bytes, keyed by file.
+// the GenCache, bounded by bytes, keyed by file. Of a generation larger
+// than wal.SmallGeneration the cache keeps the narrow columns only (keys,
+// filters, order, scores, lc_seq); the wide ones (long text, lists) are
+// read from the generation's file for the rows a read returns, all of a
+// generation's rows in one read and the generations side by side
+// (pendingrows.go). A worker's backlog of large sealed-in-place
+// generations then fits the cache, where whole it outgrew it and every
+// read decoded it again.
 //
 // # Metrics
 //

@@ -166,8 +166,7 @@ func (s *Store) export(ctx context.Context, snap *snapshot, o ExportOptions, fn 
 			return err
 		}
 		// Runs of consecutive matching rows of one generation go out as
-		// zero-copy slices of the cached generation (a row left out ends
-		// a run).
+		// batches of their own (a row left out ends a run).
 		if len(o.Filters) > 0 {
 			kept := rows[:0:0]
 			for _, r := range rows {
@@ -177,7 +176,7 @@ func (s *Store) export(ctx context.Context, snap *snapshot, o ExportOptions, fn 
 			}
 			rows = kept
 		}
-		if err := emitRuns(rows, o.Columns, fn); err != nil {
+		if err := s.emitRuns(ctx, rows, o.Columns, fn); err != nil {
 			return err
 		}
 	}

@@ -296,6 +296,7 @@ type feedPart struct {
 	base []baseRow         // base rows (seqs[i] = base[i].seq)
 	rec  arrow.RecordBatch // a generation's or the tail's rows: rec[from:from+len(seqs)]
 	from int
+	gen  *wal.LoadedGeneration // rec's generation (nil: the tail): its file holds the columns the cache does not
 }
 
 // feedShard is one shard's rows after the position, up to the limit.
@@ -408,7 +409,6 @@ func (s *Store) feedRead(ctx context.Context, after Position, o FeedOptions, fre
 	if err != nil {
 		return nil, 0, err
 	}
-	seqCol := slices.Index(genColumns, ColSeq)
 	gi := 0
 	var ownView *shardView
 	for i := range snap.shards {
@@ -424,11 +424,12 @@ func (s *Store) feedRead(ctx context.Context, after Position, o FeedOptions, fre
 			if sh.n >= limit {
 				continue
 			}
-			seqs, ok := g.Rec.Column(seqCol).(*array.Int64)
+			seqs, ok := columnOf(g.Rec, ColSeq).(*array.Int64)
 			if !ok || seqs.NullN() == seqs.Len() {
 				continue // sealed before rows had sequence numbers
 			}
 			p := partAfter(g.Rec, seqs, after.After(k), limit-sh.n)
+			p.gen = g
 			if len(p.seqs) > 0 {
 				sh.add(p)
 			}
@@ -597,6 +598,11 @@ func (s *Store) feedRows(ctx context.Context, snap *snapshot, p feedPart, n int,
 		rec, err = project(b, cols)
 		b.Release()
 		if err != nil {
+			return nil, err
+		}
+	} else if p.gen != nil {
+		var err error
+		if rec, err = s.pendingBatch(ctx, p.gen, [][2]int64{{int64(p.from), int64(p.from + n)}}, cols); err != nil {
 			return nil, err
 		}
 	} else {

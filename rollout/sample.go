@@ -654,22 +654,27 @@ func (s *Store) pendingSampleRows(ctx context.Context, snap *snapshot, groupBy s
 		sampleLRU.put(ck, out, bytes)
 	}()
 	rows, _ := wal.NewestRows(gens)
-	keyCol := slices.Index(listColumns, groupBy)
-	verCol := slices.Index(listColumns, "policy_version")
-	atCol := slices.Index(listColumns, ColCreatedAt)
-	rewCol := slices.Index(listColumns, "reward")
+	// The columns read, by generation (the cache keeps a large
+	// generation's narrow columns only, so positions differ).
+	type sampleCols struct{ key, ver, at, rew arrow.Array }
+	colsOf := map[*wal.LoadedGeneration]sampleCols{}
 	out.rows = make([]pendingSampleRow, len(rows))
 	for i, r := range rows {
-		rec := r.Gen.Rec
+		c, ok := colsOf[r.Gen]
+		if !ok {
+			rec := r.Gen.Rec
+			c = sampleCols{columnOf(rec, groupBy), columnOf(rec, "policy_version"), columnOf(rec, ColCreatedAt), columnOf(rec, "reward")}
+			colsOf[r.Gen] = c
+		}
 		p := pendingSampleRow{w: walRow{r.Gen, r.Row}, reward: float32(math.NaN())}
-		p.key, p.keyNull = stringAt(rec.Column(keyCol), r.Row)
-		p.version, p.versionNull = stringAt(rec.Column(verCol), r.Row)
-		if c, ok := rec.Column(atCol).(*array.Timestamp); ok && !c.IsNull(r.Row) {
+		p.key, p.keyNull = stringAt(c.key, r.Row)
+		p.version, p.versionNull = stringAt(c.ver, r.Row)
+		if c, ok := c.at.(*array.Timestamp); ok && !c.IsNull(r.Row) {
 			p.created = int64(c.Value(r.Row))
 		} else {
 			p.created = math.MaxInt64
 		}
-		if c, ok := rec.Column(rewCol).(*array.Float32); ok && !c.IsNull(r.Row) {
+		if c, ok := c.rew.(*array.Float32); ok && !c.IsNull(r.Row) {
 			p.reward = c.Value(r.Row)
 		}
 		out.rows[i] = p
@@ -811,18 +816,20 @@ func (s *Store) fillSample(ctx context.Context, snap *snapshot, res *SampleResul
 	}
 	pendAt := map[int32]int{} // pending row -> its row in the concatenation
 	n := len(addrs)
+	var pendRows []walRow
 	for _, g := range chosen {
 		for _, pi := range g.pend {
-			w := pend.rows[pi].w
-			full, err := project(w.gen.Rec, listColumns)
-			if err != nil {
-				return err
-			}
-			parts = append(parts, full.NewSlice(int64(w.row), int64(w.row)+1))
-			full.Release()
+			pendRows = append(pendRows, pend.rows[pi].w)
 			pendAt[pi] = n
 			n++
 		}
+	}
+	if len(pendRows) > 0 {
+		p, err := s.pendingRows(ctx, pendRows, listColumns)
+		if err != nil {
+			return err
+		}
+		parts = append(parts, p)
 	}
 	all, err := concatBatches(parts)
 	if err != nil {

@@ -83,9 +83,9 @@ func (s *Store) scan(ctx context.Context, v *view, src Source, cols []string, ba
 		if err != nil {
 			return err
 		}
-		// Runs of consecutive winning rows of one generation are zero-copy
-		// slices of the cached generation.
-		if err := emitRuns(rows, cols, fn); err != nil {
+		// Runs of consecutive winning rows of one generation go out as
+		// batches of their own.
+		if err := s.emitRuns(ctx, rows, cols, fn); err != nil {
 			return err
 		}
 	}
@@ -105,20 +105,34 @@ func (s *Store) scan(ctx context.Context, v *view, src Source, cols []string, ba
 }
 
 // emitRuns hands rows (pending rows in generation and row order) to fn as
-// batches of cols, one per run of consecutive rows of one generation.
-func emitRuns(rows []walRow, cols []string, fn func(arrow.RecordBatch) error) error {
+// batches of cols, one per run of consecutive rows of one generation. The
+// runs of one generation are read together (pendingBatch).
+func (s *Store) emitRuns(ctx context.Context, rows []walRow, cols []string, fn func(arrow.RecordBatch) error) error {
 	for i := 0; i < len(rows); {
 		j := i + 1
-		for j < len(rows) && rows[j].gen == rows[i].gen && rows[j].row == rows[j-1].row+1 {
+		for j < len(rows) && rows[j].gen == rows[i].gen && rows[j].row > rows[j-1].row {
 			j++
 		}
-		full, err := project(rows[i].gen.Rec, cols)
+		nums := make([]int, j-i)
+		for k := range nums {
+			nums[k] = rows[i+k].row
+		}
+		ranges := rowRanges(nums)
+		b, err := s.pendingBatch(ctx, rows[i].gen, ranges, cols)
 		if err != nil {
 			return err
 		}
-		b := full.NewSlice(int64(rows[i].row), int64(rows[j-1].row)+1)
-		full.Release()
-		err = fn(b)
+		var at int64
+		for _, rg := range ranges {
+			n := rg[1] - rg[0]
+			run := b.NewSlice(at, at+n)
+			at += n
+			err = fn(run)
+			run.Release()
+			if err != nil {
+				break
+			}
+		}
 		b.Release()
 		if err != nil {
 			return err

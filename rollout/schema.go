@@ -3,6 +3,8 @@ package rollout
 import (
 	"slices"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/lance-context/lance-context/api"
 	"github.com/lance-context/lance-context/lance/table"
 	"github.com/lance-context/lance-context/rollout/row"
@@ -13,10 +15,29 @@ import (
 // listColumns is what lists and record reads return (row.ListColumns).
 var listColumns = row.ListColumns()
 
-// genColumns is what the generation cache keeps of a generation:
-// listColumns, then lc_seq (for the feed). Columns of listColumns are at
-// the same positions.
+// genColumns is what the generation cache keeps of a small generation
+// (see GenCache): listColumns, then lc_seq (for the feed).
 var genColumns = append(slices.Clone(listColumns), ColSeq)
+
+// slimGenColumns is what it keeps of a large one: genColumns without the
+// wide columns (long text and lists: content, tokens, logprobs,
+// metadata), which reads fetch from the generation's file for the rows
+// they return (pendingBatch).
+var slimGenColumns = slices.DeleteFunc(slices.Clone(genColumns), isWide)
+
+// isWide reports whether a column of Schema is wide: long text or a list,
+// the columns that hold a record's bulk. No filter, key or order is on one.
+func isWide(name string) bool {
+	i := Schema.FieldIndices(name)
+	if len(i) != 1 {
+		return false
+	}
+	switch Schema.Field(i[0]).Type.ID() {
+	case arrow.LARGE_STRING, arrow.LIST, arrow.LARGE_LIST:
+		return true
+	}
+	return false
+}
 
 // feedColumns is what the feed returns: listColumns, then lc_shard and
 // lc_seq.

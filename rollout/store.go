@@ -179,6 +179,10 @@ type Store struct {
 
 	mergeMu sync.Mutex // one merge pass at a time per store and process
 
+	// pendingMemo is the winning pending rows of the last set of cached
+	// generations a read met (walRows): reads between two seals share it.
+	pendingMemo atomic.Pointer[pendingSet]
+
 	compactMu   sync.Mutex            // one compaction at a time per store and process
 	cleanMu     sync.Mutex            // one cleanup at a time per store and process
 	hmu         sync.Mutex            // guards holds

@@ -58,11 +58,11 @@ func (v *view) baseOnly() *view {
 // generation first and in row order within one.
 func (v *view) pending(ctx context.Context) ([]walRow, error) {
 	if !v.read {
-		rows, ids, err := v.s.walRows(ctx, v.snap)
+		set, err := v.s.walRows(ctx, v.snap)
 		if err != nil {
 			return nil, err
 		}
-		v.rows, v.hidden, v.read = rows, ids, true
+		v.rows, v.hidden, v.read = set.rows, set.ids, true
 	}
 	return v.rows, nil
 }
