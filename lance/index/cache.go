@@ -105,6 +105,25 @@ func (c *pageCache) insert(ce *cacheEntry) {
 	}
 }
 
+// forget drops every entry of the index segments uuids (replaced ones:
+// a read of an older version reads them again).
+func (c *pageCache) forget(uuids map[string]bool) {
+	if c == nil || len(uuids) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for e := c.ll.Front(); e != nil; {
+		next := e.Next()
+		if ce := e.Value.(*cacheEntry); uuids[ce.key.uuid] {
+			c.ll.Remove(e)
+			delete(c.m, ce.key)
+			c.bytes -= ce.n
+		}
+		e = next
+	}
+}
+
 // grow adds n bytes to the size of k's entry (a page's row ids, read after
 // the page was cached), evicting older entries past the bound.
 func (c *pageCache) grow(k pageKey, n int64) {

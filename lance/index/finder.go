@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -128,6 +129,22 @@ type Finder struct {
 	// every lookup cost more than the lookup itself once a table has many
 	// fragments and index segments.
 	segs map[segKey]segMemo
+	// newest is, per table and column, the newest version whose segments
+	// were opened and their uuids: when a newer version leaves one out (a
+	// compaction or a rebuild replaced it), its pages are dropped from the
+	// page cache (forgetDropped), where they would stay until the cache
+	// filled.
+	newest map[newestKey]newestSegs
+}
+
+type newestKey struct {
+	store  any // the table's objstore.Store (comparable ones only)
+	column string
+}
+
+type newestSegs struct {
+	version uint64
+	uuids   []string
 }
 
 type segKey struct {
@@ -165,7 +182,7 @@ func NewFinder(cacheBytes int64) *Finder {
 func (c *Cache) NewFinder() *Finder { return newFinder(c, c.pages) }
 
 func newFinder(c *Cache, pages *pageCache) *Finder {
-	return &Finder{owner: c, cache: pages, trees: map[treeKey]*BTree{}, segs: map[segKey]segMemo{}}
+	return &Finder{owner: c, cache: pages, trees: map[treeKey]*BTree{}, segs: map[segKey]segMemo{}, newest: map[newestKey]newestSegs{}}
 }
 
 // IsBTree reports whether m describes a BTree scalar index.
@@ -365,8 +382,50 @@ func (f *Finder) segments(ctx context.Context, d *table.Dataset, column string) 
 		}
 	}
 	f.segs[k] = segMemo{segs, covered}
+	dropped := f.noteNewest(d, column, segs)
 	f.mu.Unlock()
+	f.cache.forget(dropped)
 	return segs, covered, nil
+}
+
+// maxNewest bounds the tables and columns noteNewest follows.
+const maxNewest = 4096
+
+// noteNewest records segs as the segments of d's column when d is the
+// newest version of its table seen, and returns the uuids the version it
+// follows had and it has not. f.mu is held.
+func (f *Finder) noteNewest(d *table.Dataset, column string, segs []segment) map[string]bool {
+	st := any(d.Store())
+	if st == nil || !reflect.TypeOf(st).Comparable() {
+		return nil
+	}
+	k := newestKey{st, column}
+	prev, ok := f.newest[k]
+	if ok && d.Version() <= prev.version {
+		return nil
+	}
+	uuids := make([]string, len(segs))
+	for i, s := range segs {
+		uuids[i] = s.t.uuid
+	}
+	if !ok && len(f.newest) >= maxNewest {
+		for k := range f.newest { // forget an arbitrary table: its next version only drops nothing
+			delete(f.newest, k)
+			break
+		}
+	}
+	f.newest[k] = newestSegs{d.Version(), uuids}
+	var dropped map[string]bool
+	for _, u := range prev.uuids {
+		if !slices.Contains(uuids, u) {
+			if dropped == nil {
+				dropped = map[string]bool{}
+			}
+			dropped[u] = true
+			delete(f.trees, u)
+		}
+	}
+	return dropped
 }
 
 // openSegments is segments without the memo. The bitmaps it returns are
