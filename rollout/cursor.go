@@ -184,19 +184,8 @@ func (s *Store) listByID(ctx context.Context, v *view, o ListOptions) (*ListResu
 	}
 	// The pending rows' columns the generation cache does not keep are
 	// read beside the base's rows.
-	var pendingErr error
-	pendingDone := make(chan struct{})
-	pctx, cancel := context.WithCancel(ctx)
-	go func() {
-		defer close(pendingDone)
-		var rs []Record
-		if rs, pendingErr = s.pendingRecords(pctx, walRows); pendingErr == nil {
-			for j, i := range walAt {
-				out[i] = rs[j]
-			}
-		}
-	}()
-	defer func() { cancel(); <-pendingDone }() // no read of this call outlives it
+	pending := s.startPendingRecords(ctx, walRows)
+	defer pending.stop()
 	if len(addrs) > 0 {
 		// Rows are read in address order (TakeRows then does not reorder
 		// every column) and put in id order here.
@@ -219,8 +208,12 @@ func (s *Store) listByID(ctx context.Context, v *view, o ListOptions) (*ListResu
 			out[i] = rs[j]
 		}
 	}
-	if <-pendingDone; pendingErr != nil {
-		return nil, pendingErr
+	rs, err := pending.wait()
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range walAt {
+		out[i] = rs[j]
 	}
 	res.Records = out
 	if res.HasMore && len(out) > 0 {

@@ -68,36 +68,47 @@ func (s *Store) pendingBatch(ctx context.Context, g *wal.LoadedGeneration, range
 
 // sliceRanges returns ranges of rec, one after another.
 func sliceRanges(rec arrow.RecordBatch, ranges [][2]int64) (arrow.RecordBatch, error) {
-	if len(ranges) == 1 {
-		return rec.NewSlice(ranges[0][0], ranges[0][1]), nil
+	parts := make([]arrow.RecordBatch, len(ranges))
+	for i, rg := range ranges {
+		parts[i] = rec.NewSlice(rg[0], rg[1])
 	}
-	var n int64
-	for _, rg := range ranges {
-		n += rg[1] - rg[0]
-	}
-	cols := make([]arrow.Array, rec.NumCols())
 	defer func() {
-		for _, c := range cols {
-			if c != nil {
-				c.Release()
-			}
-		}
-	}()
-	parts := make([]arrow.Array, len(ranges))
-	for i, c := range rec.Columns() {
-		for j, rg := range ranges {
-			parts[j] = array.NewSlice(c, rg[0], rg[1])
-		}
-		var err error
-		cols[i], err = array.Concatenate(parts, memory.DefaultAllocator)
 		for _, p := range parts {
 			p.Release()
 		}
-		if err != nil {
-			return nil, fmt.Errorf("rollout: concatenate %s: %w", rec.ColumnName(i), err)
+	}()
+	return concatRecords(parts)
+}
+
+// concatRecords concatenates batches of one schema, at least one.
+func concatRecords(parts []arrow.RecordBatch) (arrow.RecordBatch, error) {
+	if len(parts) == 1 {
+		parts[0].Retain()
+		return parts[0], nil
+	}
+	arrs := make([]arrow.Array, parts[0].NumCols())
+	defer func() {
+		for _, a := range arrs {
+			if a != nil {
+				a.Release()
+			}
+		}
+	}()
+	var n int64
+	for _, p := range parts {
+		n += p.NumRows()
+	}
+	in := make([]arrow.Array, len(parts))
+	for i := range arrs {
+		for j, p := range parts {
+			in[j] = p.Column(i)
+		}
+		var err error
+		if arrs[i], err = array.Concatenate(in, memory.DefaultAllocator); err != nil {
+			return nil, fmt.Errorf("rollout: concatenate %s: %w", parts[0].ColumnName(i), err)
 		}
 	}
-	return array.NewRecordBatch(rec.Schema(), cols, n), nil
+	return array.NewRecordBatch(parts[0].Schema(), arrs, n), nil
 }
 
 // assemble returns a batch of cols with Schema's types, each column taken
@@ -220,63 +231,61 @@ func rowRanges(rows []int) [][2]int64 {
 }
 
 // concatSchemaBatches concatenates batches of cols (as assemble makes
-// them) into one.
+// them) into one; none makes an empty batch of cols.
 func concatSchemaBatches(cols []string, parts []arrow.RecordBatch) (arrow.RecordBatch, error) {
-	if len(parts) == 1 {
-		parts[0].Retain()
-		return parts[0], nil
-	}
 	if len(parts) == 0 {
 		return assemble(cols, 0)
 	}
-	arrs := make([]arrow.Array, len(cols))
-	defer func() {
-		for _, a := range arrs {
-			if a != nil {
-				a.Release()
-			}
-		}
-	}()
-	var n int64
-	for _, p := range parts {
-		n += p.NumRows()
-	}
-	in := make([]arrow.Array, len(parts))
-	for i := range cols {
-		for j, p := range parts {
-			in[j] = p.Column(i)
-		}
-		var err error
-		if arrs[i], err = array.Concatenate(in, memory.DefaultAllocator); err != nil {
-			return nil, fmt.Errorf("rollout: concatenate %s: %w", cols[i], err)
-		}
-	}
-	return array.NewRecordBatch(parts[0].Schema(), arrs, n), nil
+	return concatRecords(parts)
 }
 
 // takeRows returns the rows idx of rec, in that order.
 func takeRows(ctx context.Context, rec arrow.RecordBatch, idx []int64) (arrow.RecordBatch, error) {
-	b := array.NewInt64Builder(memory.DefaultAllocator)
-	defer b.Release()
-	b.AppendValues(idx, nil)
-	ia := b.NewInt64Array()
+	ib := array.NewInt64Builder(memory.DefaultAllocator)
+	defer ib.Release()
+	ib.AppendValues(idx, nil)
+	ia := ib.NewArray()
 	defer ia.Release()
-	arrs := make([]arrow.Array, rec.NumCols())
-	defer func() {
-		for _, a := range arrs {
-			if a != nil {
-				a.Release()
-			}
-		}
-	}()
-	for i, c := range rec.Columns() {
-		out, err := compute.TakeArray(ctx, c, ia)
-		if err != nil {
-			return nil, fmt.Errorf("rollout: take %s: %w", rec.ColumnName(i), err)
-		}
-		arrs[i] = out
+	values, indices := compute.NewDatum(rec), compute.NewDatum(ia)
+	defer values.Release()
+	defer indices.Release()
+	out, err := compute.Take(ctx, *compute.DefaultTakeOptions(), values, indices)
+	if err != nil {
+		return nil, fmt.Errorf("rollout: take rows: %w", err)
 	}
-	return array.NewRecordBatch(rec.Schema(), arrs, int64(len(idx))), nil
+	return out.(*compute.RecordDatum).Value, nil
+}
+
+// pendingRead is pendingRecords run beside a read's base reads.
+type pendingRead struct {
+	done   chan struct{}
+	cancel context.CancelFunc
+	recs   []Record
+	err    error
+}
+
+// startPendingRecords starts reading rows as records (pendingRecords).
+// Defer stop.
+func (s *Store) startPendingRecords(ctx context.Context, rows []walRow) *pendingRead {
+	ctx, cancel := context.WithCancel(ctx)
+	p := &pendingRead{done: make(chan struct{}), cancel: cancel}
+	go func() {
+		defer close(p.done)
+		p.recs, p.err = s.pendingRecords(ctx, rows)
+	}()
+	return p
+}
+
+// wait returns the records.
+func (p *pendingRead) wait() ([]Record, error) {
+	<-p.done
+	return p.recs, p.err
+}
+
+// stop ends the read and waits for it: no read of a call outlives it.
+func (p *pendingRead) stop() {
+	p.cancel()
+	<-p.done
 }
 
 // pendingRecords returns rows as records, record i being rows[i].

@@ -530,17 +530,8 @@ func (s *Store) trajectory(ctx context.Context, v *view, rolloutID string) ([]Re
 	}
 	// The pending rows' columns the generation cache does not keep are
 	// read beside the base's rows; the order is made by the caller.
-	var (
-		pend    []Record
-		pendErr error
-	)
-	pendDone := make(chan struct{})
-	pctx, pcancel := context.WithCancel(ctx)
-	go func() {
-		defer close(pendDone)
-		pend, pendErr = s.pendingRecords(pctx, mine)
-	}()
-	defer func() { pcancel(); <-pendDone }() // no read of this call outlives it
+	pending := s.startPendingRecords(ctx, mine)
+	defer pending.stop()
 	var out []Record
 	if done != nil {
 		<-done
@@ -565,8 +556,9 @@ func (s *Store) trajectory(ctx context.Context, v *view, rolloutID string) ([]Re
 		}
 		out = append(out, rs...)
 	}
-	if <-pendDone; pendErr != nil {
-		return nil, pendErr
+	pend, err := pending.wait()
+	if err != nil {
+		return nil, err
 	}
 	out = append(pend, out...)
 	if len(out) > maxTrajectory {

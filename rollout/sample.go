@@ -15,8 +15,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/compute"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lance-context/lance-context/api"
 	"github.com/lance-context/lance-context/lance/pb"
@@ -831,7 +829,7 @@ func (s *Store) fillSample(ctx context.Context, snap *snapshot, res *SampleResul
 		}
 		parts = append(parts, p)
 	}
-	all, err := concatBatches(parts)
+	all, err := concatSchemaBatches(listColumns, parts)
 	if err != nil {
 		return err
 	}
@@ -868,47 +866,6 @@ func (s *Store) fillSample(ctx context.Context, snap *snapshot, res *SampleResul
 	return err
 }
 
-// concatBatches concatenates batches of one schema.
-func concatBatches(parts []arrow.RecordBatch) (arrow.RecordBatch, error) {
-	fields := make([]arrow.Field, 0, len(listColumns))
-	for _, c := range listColumns {
-		fields = append(fields, Schema.Field(schemaIndex[c]))
-	}
-	schema := arrow.NewSchema(fields, nil)
-	if len(parts) == 1 {
-		parts[0].Retain()
-		return parts[0], nil
-	}
-	cols := make([]arrow.Array, len(fields))
-	n := int64(0)
-	for _, p := range parts {
-		n += p.NumRows()
-	}
-	for i := range fields {
-		if len(parts) == 0 {
-			cols[i] = array.MakeArrayOfNull(memory.DefaultAllocator, fields[i].Type, 0)
-			continue
-		}
-		arrs := make([]arrow.Array, len(parts))
-		for j, p := range parts {
-			arrs[j] = p.Column(i)
-		}
-		c, err := array.Concatenate(arrs, memory.DefaultAllocator)
-		if err != nil {
-			for _, c := range cols[:i] {
-				c.Release()
-			}
-			return nil, fmt.Errorf("rollout: sample: concatenate %s: %w", fields[i].Name, err)
-		}
-		cols[i] = c
-	}
-	out := array.NewRecordBatch(schema, cols, n)
-	for _, c := range cols {
-		c.Release()
-	}
-	return out, nil
-}
-
 // takeBatch returns the rows idx of b, in that order, with the sample's
 // schema metadata (the group key column and each group's row count).
 func takeBatch(ctx context.Context, b arrow.RecordBatch, idx []int64, res *SampleResult) (arrow.RecordBatch, error) {
@@ -918,25 +875,11 @@ func takeBatch(ctx context.Context, b arrow.RecordBatch, idx []int64, res *Sampl
 	}
 	md := arrow.NewMetadata([]string{api.SampleMetaGroupBy, api.SampleMetaGroupRows}, []string{res.GroupBy, strings.Join(rows, ",")})
 	schema := arrow.NewSchema(b.Schema().Fields(), &md)
-	ib := array.NewInt64Builder(memory.DefaultAllocator)
-	defer ib.Release()
-	ib.AppendValues(idx, nil)
-	ia := ib.NewArray()
-	defer ia.Release()
-	cols := make([]arrow.Array, b.NumCols())
-	for i := range cols {
-		c, err := compute.TakeArray(ctx, b.Column(i), ia)
-		if err != nil {
-			for _, c := range cols[:i] {
-				c.Release()
-			}
-			return nil, fmt.Errorf("rollout: sample: take %s: %w", b.ColumnName(i), err)
-		}
-		cols[i] = c
+	taken, err := takeRows(ctx, b, idx)
+	if err != nil {
+		return nil, fmt.Errorf("rollout: sample: %w", err)
 	}
-	out := array.NewRecordBatch(schema, cols, int64(len(idx)))
-	for _, c := range cols {
-		c.Release()
-	}
+	defer taken.Release()
+	out := array.NewRecordBatch(schema, taken.Columns(), taken.NumRows())
 	return out, nil
 }

@@ -288,7 +288,7 @@ func (v *view) getPending(ctx context.Context, id string, cols []string) (arrow.
 	if rec := w.walRow.gen.Rec; cached(rec.Schema(), cols) {
 		return rec.NewSlice(int64(w.row), int64(w.row)+1), true, nil
 	}
-	r, err := wal.OpenGeneration(ctx, v.s.root, w.shard, w.gen)
+	r, err := v.s.opts.Cache.reader(ctx, v.s.root, w.walRow.gen)
 	if err != nil {
 		return nil, false, err
 	}
